@@ -1,0 +1,113 @@
+//! The one error model: every failure a request can meet, and the one function that
+//! turns it into a status and a body in the platform's shape.
+
+use serde_json::{json, Value};
+
+use crate::auth::Permission;
+use crate::http::{Method, Response};
+use crate::store::{CommitError, StoreError};
+
+/// Everything that ends a request without success.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ApiError {
+    /// No route has this path.
+    RouteNotFound,
+    /// The path exists but not with this method.
+    MethodNotAllowed { allowed: Vec<Method> },
+    /// No `Authorization: Bearer` header.
+    MissingKey,
+    /// The key is unknown.
+    InvalidKey,
+    /// The key lacks the endpoint's permission.
+    MissingPermission(Permission),
+    /// The body exceeds the configured limit.
+    PayloadTooLarge { limit: usize },
+    /// Over the rate limit; retry after this many seconds.
+    RateLimited { retry_after: u64 },
+    /// Invalid input: `{"message": ...}`.
+    BadRequest(String),
+    /// Invalid input on endpoints whose errors also carry an `errors` array (track).
+    Fatal { message: String, errors: Vec<Value> },
+    /// A named resource does not exist: `{"message": ...}` with 404.
+    NotFound(String),
+    /// The endpoint is listed in the spec but not built yet.
+    NotImplemented,
+    /// Contention did not settle after several retries.
+    Busy,
+    /// The storage backend failed; details go to the host's log, not to the client.
+    Store(StoreError),
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        ApiError::Store(e)
+    }
+}
+
+impl From<CommitError> for ApiError {
+    fn from(e: CommitError) -> Self {
+        match e {
+            CommitError::Conflict => ApiError::Busy,
+            CommitError::Store(s) => ApiError::Store(s),
+        }
+    }
+}
+
+impl ApiError {
+    /// Shorthand for a 400 with a message.
+    pub fn bad(message: impl Into<String>) -> ApiError {
+        ApiError::BadRequest(message.into())
+    }
+
+    /// The HTTP status of this error.
+    pub fn status(&self) -> u16 {
+        match self {
+            ApiError::RouteNotFound | ApiError::NotFound(_) => 404,
+            ApiError::MethodNotAllowed { .. } => 405,
+            ApiError::MissingKey | ApiError::InvalidKey => 401,
+            ApiError::MissingPermission(_) => 403,
+            ApiError::PayloadTooLarge { .. } => 413,
+            ApiError::RateLimited { .. } => 429,
+            ApiError::BadRequest(_) | ApiError::Fatal { .. } => 400,
+            ApiError::NotImplemented => 501,
+            ApiError::Busy | ApiError::Store(_) => 503,
+        }
+    }
+
+    /// The one mapping from an error to a response in the platform's shape.
+    pub fn into_response(self) -> Response {
+        let status = self.status();
+        let body = match &self {
+            ApiError::RouteNotFound => json!({"message": "Invalid URL"}),
+            ApiError::MethodNotAllowed { .. } => json!({"message": "Method Not Allowed"}),
+            ApiError::MissingKey => json!({"message": "Unauthorized: missing 'Authorization: Bearer <API_KEY>' header"}),
+            ApiError::InvalidKey => json!({"message": "Invalid API key"}),
+            ApiError::MissingPermission(p) => {
+                json!({"message": format!("Access Denied: this API key lacks the '{}' permission", p.as_str())})
+            }
+            ApiError::PayloadTooLarge { limit } => {
+                json!({"message": format!("Request Entity Too Large: the body exceeds {limit} bytes")})
+            }
+            ApiError::RateLimited { .. } => json!({"message": "Over rate limit"}),
+            ApiError::BadRequest(m) | ApiError::NotFound(m) => json!({"message": m}),
+            ApiError::Fatal { message, errors } => json!({"message": message, "errors": errors}),
+            ApiError::NotImplemented => json!({"message": "Not Implemented: this endpoint is not available yet"}),
+            ApiError::Busy => json!({"message": "Service Unavailable: too much contention, retry"}),
+            ApiError::Store(_) => json!({"message": "Service Unavailable: storage failure, retry"}),
+        };
+        let mut resp = Response::json(status, &body);
+        match self {
+            ApiError::MethodNotAllowed { allowed } => {
+                let list: Vec<&str> = allowed.iter().map(|m| m.as_str()).collect();
+                resp = resp.with_header("Allow", list.join(", "));
+            }
+            ApiError::RateLimited { retry_after } => {
+                resp = resp.with_header("X-Ratelimit-Retry-After", retry_after.to_string());
+            }
+            ApiError::Busy | ApiError::Store(_) => resp = resp.with_header("Retry-After", "1"),
+            _ => {}
+        }
+        resp
+    }
+}

@@ -1,0 +1,208 @@
+//! The core's own request and response values. Hosts translate their platform's
+//! HTTP types into these and back; nothing here performs I/O.
+
+use serde::Serialize;
+
+/// HTTP methods the API distinguishes. Anything else is carried as `Other` so the
+/// router can answer 405 rather than the host guessing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Post,
+    Put,
+    Patch,
+    Delete,
+    Head,
+    Options,
+    Other,
+}
+
+impl Method {
+    /// Parses a method name as it appears on the wire (case-sensitive, per RFC 9110).
+    pub fn parse(name: &str) -> Method {
+        match name {
+            "GET" => Method::Get,
+            "POST" => Method::Post,
+            "PUT" => Method::Put,
+            "PATCH" => Method::Patch,
+            "DELETE" => Method::Delete,
+            "HEAD" => Method::Head,
+            "OPTIONS" => Method::Options,
+            _ => Method::Other,
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Put => "PUT",
+            Method::Patch => "PATCH",
+            Method::Delete => "DELETE",
+            Method::Head => "HEAD",
+            Method::Options => "OPTIONS",
+            Method::Other => "OTHER",
+        }
+    }
+}
+
+/// One HTTP request as the core sees it.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// Request method.
+    pub method: Method,
+    /// Path without the query string, e.g. `/users/track`.
+    pub path: String,
+    /// Raw query string without the leading `?` (still percent-encoded).
+    pub query: String,
+    /// Header names are matched case-insensitively.
+    pub headers: Vec<(String, String)>,
+    /// The body bytes, already bounded by the host to [`crate::Config::max_body_bytes`].
+    pub body: Vec<u8>,
+}
+
+impl Request {
+    /// Builds a request; convenient for tests and the playground.
+    pub fn new(method: Method, path_and_query: &str) -> Request {
+        let (path, query) = match path_and_query.split_once('?') {
+            Some((p, q)) => (p.to_string(), q.to_string()),
+            None => (path_and_query.to_string(), String::new()),
+        };
+        Request { method, path, query, headers: Vec::new(), body: Vec::new() }
+    }
+
+    /// Adds a header.
+    pub fn header(mut self, name: &str, value: &str) -> Request {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// Sets the body.
+    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Request {
+        self.body = body.into();
+        self
+    }
+
+    /// The first value of a header, matched case-insensitively.
+    pub fn header_value(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Decoded query pairs in order, with `key[]` normalised to `key`.
+    pub fn query_pairs(&self) -> Vec<(String, String)> {
+        self.query
+            .split('&')
+            .filter(|s| !s.is_empty())
+            .map(|pair| {
+                let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                let k = percent_decode(k);
+                let k = k.strip_suffix("[]").map(str::to_string).unwrap_or(k);
+                (k, percent_decode(v))
+            })
+            .collect()
+    }
+}
+
+/// Decodes `%XX` escapes and `+` as space; invalid escapes are kept literally
+/// and invalid UTF-8 is replaced, so decoding never fails.
+pub fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One HTTP response produced by the core.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Response {
+    /// Status code.
+    pub status: u16,
+    /// Headers to send, in order.
+    pub headers: Vec<(String, String)>,
+    /// Body bytes (JSON unless a header says otherwise).
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// A JSON response.
+    pub fn json<T: Serialize + ?Sized>(status: u16, body: &T) -> Response {
+        // Serialising our own plain data types cannot fail.
+        let body = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
+        Response {
+            status,
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body,
+        }
+    }
+
+    /// A response without a body.
+    pub fn empty(status: u16) -> Response {
+        Response { status, headers: Vec::new(), body: Vec::new() }
+    }
+
+    /// Adds a header.
+    pub fn with_header(mut self, name: &str, value: impl Into<String>) -> Response {
+        self.headers.push((name.to_string(), value.into()));
+        self
+    }
+
+    /// The first value of a header, matched case-insensitively.
+    pub fn header_value(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body parsed as JSON (`Null` when empty or not JSON); for tests and tools.
+    pub fn json_body(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_pairs_decode_and_strip_array_brackets() {
+        let r = Request::new(Method::Get, "/x?external_id%5B%5D=a%20b&external_id[]=c&email=x%40y.z&limit=5");
+        assert_eq!(
+            r.query_pairs(),
+            vec![
+                ("external_id".into(), "a b".into()),
+                ("external_id".into(), "c".into()),
+                ("email".into(), "x@y.z".into()),
+                ("limit".into(), "5".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn percent_decode_keeps_broken_escapes() {
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("%zz%41"), "%zzA");
+        assert_eq!(percent_decode("%4"), "%4");
+    }
+}

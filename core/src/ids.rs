@@ -1,0 +1,245 @@
+//! User identifiers, parsed once into types so the rest of the core never sees an
+//! unchecked string. Also the generation of service ids from the host's seed.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Longest identifier accepted, in bytes (the platform documents 987 for external ids).
+pub const MAX_IDENTIFIER_LEN: usize = 987;
+
+fn clean(text: &str) -> Option<&str> {
+    // Control characters would break the store's key encoding and are never meaningful.
+    if text.is_empty() || text.len() > MAX_IDENTIFIER_LEN || text.chars().any(char::is_control) {
+        None
+    } else {
+        Some(text)
+    }
+}
+
+/// A client-chosen external user id.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ExternalId(String);
+
+/// External ids the platform rejects as dummy (spam) users; compared case-insensitively.
+const BLOCKED_EXTERNAL_IDS: &[&str] =
+    &["undefined", "null", "nil", "none", "n/a", "nan", "[object object]", "(null)", "0", "-1", "unknown"];
+
+impl ExternalId {
+    /// Parses an external id: non-empty, at most [`MAX_IDENTIFIER_LEN`] bytes, no control characters.
+    pub fn parse(text: &str) -> Option<ExternalId> {
+        clean(text).map(|t| ExternalId(t.to_string()))
+    }
+
+    /// True for placeholder ids such as `undefined` or `null` that the platform refuses.
+    pub fn is_blocked(&self) -> bool {
+        let lower = self.0.trim().to_ascii_lowercase();
+        lower.is_empty() || BLOCKED_EXTERNAL_IDS.contains(&lower.as_str())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A user alias: one name under one label.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct UserAlias {
+    /// The alias value.
+    pub alias_name: String,
+    /// The namespace of the alias; a user has at most one alias per label.
+    pub alias_label: String,
+}
+
+impl UserAlias {
+    /// Parses `{"alias_name": "...", "alias_label": "..."}`.
+    pub fn from_json(v: &Value) -> Option<UserAlias> {
+        let o = v.as_object()?;
+        let name = clean(o.get("alias_name")?.as_str()?)?;
+        let label = clean(o.get("alias_label")?.as_str()?)?;
+        Some(UserAlias { alias_name: name.to_string(), alias_label: label.to_string() })
+    }
+
+    /// The JSON form.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({"alias_name": self.alias_name, "alias_label": self.alias_label})
+    }
+}
+
+/// An email address, normalised to lower case and trimmed.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Email(String);
+
+impl Email {
+    /// Parses an address with one `@`, a non-empty local part and a dotted domain, no spaces.
+    pub fn parse(text: &str) -> Option<Email> {
+        let t = clean(text.trim())?;
+        let (local, domain) = t.split_once('@')?;
+        let ok = !local.is_empty()
+            && !domain.is_empty()
+            && !domain.contains('@')
+            && domain.contains('.')
+            && !domain.starts_with('.')
+            && !domain.ends_with('.')
+            && !t.chars().any(char::is_whitespace)
+            && t.len() <= 254;
+        ok.then(|| Email(t.to_ascii_lowercase()))
+    }
+
+    /// The address as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A phone number in E.164 form (`+` then 2 to 15 digits, no leading zero).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Phone(String);
+
+impl Phone {
+    /// Parses an E.164 number; anything else is refused (the spec: phone-based updates
+    /// need a valid number).
+    pub fn parse(text: &str) -> Option<Phone> {
+        let digits = text.strip_prefix('+')?;
+        let ok = (2..=15).contains(&digits.len())
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && !digits.starts_with('0');
+        ok.then(|| Phone(text.to_string()))
+    }
+
+    /// The number as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The service's internal profile id (24 lowercase hex characters).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ServiceId(String);
+
+impl ServiceId {
+    /// Parses a service id as sent by a client.
+    pub fn parse(text: &str) -> Option<ServiceId> {
+        clean(text).map(|t| ServiceId(t.to_string()))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// How a request names one user.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Identifier {
+    /// By external id.
+    External(ExternalId),
+    /// By alias.
+    Alias(UserAlias),
+    /// By internal id.
+    Service(ServiceId),
+    /// By email (may match several profiles).
+    Email(Email),
+    /// By phone (may match several profiles).
+    Phone(Phone),
+}
+
+impl Identifier {
+    /// The identifier as the JSON object a client would send.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Identifier::External(e) => serde_json::json!({"external_id": e.as_str()}),
+            Identifier::Alias(a) => serde_json::json!({"user_alias": a.to_json()}),
+            Identifier::Service(s) => serde_json::json!({"service_id": s.as_str()}),
+            Identifier::Email(e) => serde_json::json!({"email": e.as_str()}),
+            Identifier::Phone(p) => serde_json::json!({"phone": p.as_str()}),
+        }
+    }
+}
+
+/// Generates ids from the per-request seed the host passes in [`crate::Ctx`]: the core
+/// never calls an RNG itself, and tests with a fixed seed get stable ids.
+#[derive(Debug)]
+pub struct IdGen {
+    state: u64,
+}
+
+impl IdGen {
+    /// Starts from a seed.
+    pub fn new(seed: [u8; 16]) -> IdGen {
+        let a = u64::from_le_bytes(seed[..8].try_into().unwrap_or([0; 8]));
+        let b = u64::from_le_bytes(seed[8..].try_into().unwrap_or([0; 8]));
+        IdGen { state: a ^ b.rotate_left(17) }
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        // splitmix64: a bijective mixer, so distinct seeds/counters give distinct ids.
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A fresh service id: 24 hex characters.
+    pub fn service_id(&mut self) -> ServiceId {
+        let a = self.next_u64();
+        let b = self.next_u64();
+        ServiceId(format!("{:016x}{:08x}", a, b as u32))
+    }
+
+    /// A fresh opaque token of `bytes` random bytes, hex encoded.
+    pub fn token(&mut self, bytes: usize) -> String {
+        let mut s = String::with_capacity(bytes * 2);
+        while s.len() < bytes * 2 {
+            s.push_str(&format!("{:016x}", self.next_u64()));
+        }
+        s.truncate(bytes * 2);
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phones_must_be_e164() {
+        assert!(Phone::parse("+14155550100").is_some());
+        assert!(Phone::parse("14155550100").is_none());
+        assert!(Phone::parse("+0123").is_none());
+        assert!(Phone::parse("+1 415 555").is_none());
+        assert!(Phone::parse("+1234567890123456").is_none());
+    }
+
+    #[test]
+    fn emails_are_normalised_and_checked() {
+        assert_eq!(Email::parse(" A@Example.COM ").unwrap().as_str(), "a@example.com");
+        assert!(Email::parse("no-at-sign").is_none());
+        assert!(Email::parse("a@b").is_none());
+        assert!(Email::parse("a b@c.de").is_none());
+    }
+
+    #[test]
+    fn placeholder_external_ids_are_blocked() {
+        assert!(ExternalId::parse("undefined").unwrap().is_blocked());
+        assert!(ExternalId::parse("NULL").unwrap().is_blocked());
+        assert!(!ExternalId::parse("user-17").unwrap().is_blocked());
+        assert!(ExternalId::parse("").is_none());
+        assert!(ExternalId::parse("a\u{1f}b").is_none());
+    }
+
+    #[test]
+    fn generated_ids_differ() {
+        let mut g = IdGen::new([7; 16]);
+        let a = g.service_id();
+        let b = g.service_id();
+        assert_ne!(a, b);
+        assert_eq!(a.as_str().len(), 24);
+    }
+}

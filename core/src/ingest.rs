@@ -1,0 +1,107 @@
+//! The `/users/track` (asynchronous) and `/users/track/sync` handlers.
+
+use serde_json::{json, Map, Value};
+
+use crate::apply::apply_op;
+use crate::auth::WorkspaceName;
+use crate::error::ApiError;
+use crate::http::Response;
+use crate::ids::IdGen;
+use crate::profile::Summary;
+use crate::queue::MAX_ATTEMPTS;
+use crate::repo::{encode, Tx};
+use crate::store::{CommitError, Store};
+use crate::track::{self, fatal, AttrUpdate, TrackJob, TrackOp, NOTHING_VALID};
+use crate::Ctx;
+
+fn nothing_valid(parsed: &track::Parsed) -> ApiError {
+    fatal(NOTHING_VALID, parsed.errors.clone())
+}
+
+/// POST /users/track: validate, queue durably, answer 201.
+pub async fn track<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
+    let obj = track::body_object(body)?;
+    let arrays = track::arrays(&obj, track::MAX_OBJECTS)?;
+    let parsed = track::parse(store, ws, &arrays, ctx.now).await?;
+    if parsed.ops.is_empty() {
+        return Err(nothing_valid(&parsed));
+    }
+    let job = TrackJob { workspace: ws.clone(), at: ctx.now, ops: parsed.ops.clone() };
+    store.enqueue(encode(&job)).await?;
+    Ok(Response::json(201, &parsed.success_body()))
+}
+
+/// POST /users/track/sync: one object, applied before answering with the resulting
+/// summaries of what the request named.
+pub async fn track_sync<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
+    let obj = track::body_object(body)?;
+    let arrays = track::arrays(&obj, 1)?;
+    if arrays.iter().map(|(_, items)| items.len()).sum::<usize>() != 1 {
+        return Err(fatal("A request may contain only one attribute, event or purchase object", vec![]));
+    }
+    let parsed = track::parse(store, ws, &arrays, ctx.now).await?;
+    let Some(op) = parsed.ops.first() else { return Err(nothing_valid(&parsed)) };
+    for attempt in 0..MAX_ATTEMPTS {
+        let mut seed = ctx.seed;
+        seed[0] ^= attempt as u8;
+        let mut ids = IdGen::new(seed);
+        let mut tx = Tx::new(store, ws.clone());
+        let users = match apply_op(&mut tx, op, ctx.now, &mut ids).await? {
+            Some(id) => {
+                let p = tx.profile(&id).await?.cloned();
+                p.map(|p| vec![user_entry(op, &p)]).unwrap_or_default()
+            }
+            None => Vec::new(),
+        };
+        let changes = tx.into_changes();
+        let committed = if changes.is_empty() { Ok(()) } else { store.commit(changes).await };
+        match committed {
+            Ok(()) => {
+                let mut body = json!({"users": users, "message": "success"});
+                if !parsed.errors.is_empty() {
+                    body["errors"] = Value::Array(parsed.errors.clone());
+                }
+                return Ok(Response::json(201, &body));
+            }
+            Err(CommitError::Conflict) => continue,
+            Err(CommitError::Store(e)) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::Busy)
+}
+
+fn summary(key: &str, name: &str, s: &Summary) -> Value {
+    json!({key: name, "first": s.first.to_rfc3339(), "last": s.last.to_rfc3339(), "count": s.count})
+}
+
+/// The `users` entry of a sync response: the request's identifier and only the
+/// attributes, events and purchases the request named, as now stored.
+fn user_entry(op: &TrackOp, p: &crate::profile::Profile) -> Value {
+    let mut entry = match op.target().ident.to_json() {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    match op {
+        TrackOp::Attributes { updates, .. } => {
+            let mut attrs = Map::new();
+            for u in updates {
+                if let AttrUpdate::Custom(k, _) = u {
+                    attrs.insert(k.clone(), p.custom.get(k).cloned().unwrap_or(Value::Null));
+                }
+            }
+            if !attrs.is_empty() {
+                entry.insert("custom_attributes".into(), Value::Object(attrs));
+            }
+        }
+        TrackOp::Event { name, .. } => {
+            let events: Vec<Value> = p.events.get(name).map(|s| summary("name", name, s)).into_iter().collect();
+            entry.insert("custom_events".into(), Value::Array(events));
+        }
+        TrackOp::Purchase { product_id, .. } => {
+            let purchases: Vec<Value> =
+                p.purchases.get(product_id).map(|s| summary("product_id", product_id, s)).into_iter().collect();
+            entry.insert("purchase_events".into(), Value::Array(purchases));
+        }
+    }
+    Value::Object(entry)
+}

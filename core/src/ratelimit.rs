@@ -1,0 +1,120 @@
+//! Rate-limit accounting: fixed windows per workspace and limit bucket, with the
+//! spec's limits. The counters live in memory in the engine (per process, or per
+//! isolate at the edge): they bound load, they are not billing records.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::time::Timestamp;
+
+/// A group of endpoints sharing one limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Bucket {
+    /// `/users/track`: 3,000 per 3 seconds.
+    Track,
+    /// `/users/track/sync`: 500 per minute.
+    TrackSync,
+    /// identify, merge, delete, alias new/update: 20,000 per minute, shared.
+    Identity,
+    /// `/users/export/ids`: 2,500 per minute.
+    Export,
+    /// v1 and v2 subscription set: 5,000 per minute, shared.
+    SubscriptionSet,
+    /// subscription and email status reads and email writes: 250,000 per hour.
+    EmailAndStatus,
+    /// preference center create and update: 10 per minute.
+    PreferenceWrite,
+    /// preference center list and get: 1,000 per minute.
+    PreferenceRead,
+    /// SCIM: 5,000 per day.
+    Scim,
+    /// `/cdi/integrations`: 50 per minute.
+    CdiList,
+    /// `/cdi/integrations/{id}/job_sync_status`: 100 per minute.
+    CdiJobs,
+}
+
+impl Bucket {
+    /// (requests allowed, window in seconds).
+    pub fn limit(self) -> (u64, i64) {
+        match self {
+            Bucket::Track => (3_000, 3),
+            Bucket::TrackSync => (500, 60),
+            Bucket::Identity => (20_000, 60),
+            Bucket::Export => (2_500, 60),
+            Bucket::SubscriptionSet => (5_000, 60),
+            Bucket::EmailAndStatus => (250_000, 3_600),
+            Bucket::PreferenceWrite => (10, 60),
+            Bucket::PreferenceRead => (1_000, 60),
+            Bucket::Scim => (5_000, 86_400),
+            Bucket::CdiList => (50, 60),
+            Bucket::CdiJobs => (100, 60),
+        }
+    }
+}
+
+/// The outcome of counting one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Allowed; the headers to send.
+    Allowed { limit: u64, remaining: u64, reset: i64 },
+    /// Refused; seconds until the window resets.
+    Limited { retry_after: u64 },
+    /// Limits are switched off.
+    Unlimited,
+}
+
+/// Fixed-window counters.
+#[derive(Debug)]
+pub struct RateLimiter {
+    enabled: bool,
+    windows: Mutex<HashMap<(String, Bucket), (i64, u64)>>,
+}
+
+impl RateLimiter {
+    /// A limiter; `enabled: false` allows everything (benchmarks, local tools).
+    pub fn new(enabled: bool) -> RateLimiter {
+        RateLimiter { enabled, windows: Mutex::new(HashMap::new()) }
+    }
+
+    /// Counts one request of `workspace` in `bucket` at `now`.
+    pub fn check(&self, workspace: &str, bucket: Bucket, now: Timestamp) -> Decision {
+        if !self.enabled {
+            return Decision::Unlimited;
+        }
+        let (limit, window) = bucket.limit();
+        let start = now.seconds().div_euclid(window) * window;
+        let reset = (start + window - now.seconds()).max(1);
+        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        if windows.len() > 100_000 {
+            // Drop expired windows so the map cannot grow without bound.
+            windows.retain(|(_, b), (s, _)| *s + b.limit().1 > now.seconds());
+        }
+        let entry = windows.entry((workspace.to_string(), bucket)).or_insert((start, 0));
+        if entry.0 != start {
+            *entry = (start, 0);
+        }
+        if entry.1 >= limit {
+            return Decision::Limited { retry_after: reset as u64 };
+        }
+        entry.1 += 1;
+        Decision::Allowed { limit, remaining: limit - entry.1, reset }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_fills_then_resets() {
+        let r = RateLimiter::new(true);
+        let t = Timestamp(60_000);
+        for i in 0..10 {
+            assert_eq!(r.check("w", Bucket::PreferenceWrite, t), Decision::Allowed { limit: 10, remaining: 9 - i, reset: 60 });
+        }
+        assert_eq!(r.check("w", Bucket::PreferenceWrite, Timestamp(90_000)), Decision::Limited { retry_after: 30 });
+        assert!(matches!(r.check("other", Bucket::PreferenceWrite, t), Decision::Allowed { .. }));
+        assert!(matches!(r.check("w", Bucket::PreferenceWrite, Timestamp(120_000)), Decision::Allowed { remaining: 9, .. }));
+    }
+}

@@ -1,0 +1,364 @@
+//! Typed access to the document store, and [`Tx`], the unit of work every endpoint
+//! uses: it caches what it read (with versions), collects changes, and turns them
+//! into one [`ChangeSet`] whose expectations make concurrent requests retry instead
+//! of losing each other's updates.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::auth::WorkspaceName;
+use crate::error::ApiError;
+use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
+use crate::profile::Profile;
+use crate::store::{ChangeSet, Expect, Op, Store, StoreError, Table};
+
+/// Separates the parts of a store key; identifiers may not contain control characters.
+pub const SEP: char = '\u{1f}';
+
+/// The store key of a profile.
+pub fn profile_key(ws: &WorkspaceName, id: &ServiceId) -> String {
+    format!("{}{SEP}{}", ws.as_str(), id.as_str())
+}
+
+/// The index key of a unique identifier (external id or alias).
+fn unique_key(ws: &WorkspaceName, ident: &Identifier) -> Option<String> {
+    match ident {
+        Identifier::External(x) => Some(format!("{}{SEP}x{SEP}{}", ws.as_str(), x.as_str())),
+        Identifier::Alias(a) => Some(format!("{}{SEP}a{SEP}{}{SEP}{}", ws.as_str(), a.alias_label, a.alias_name)),
+        _ => None,
+    }
+}
+
+/// The index prefix of a shared identifier (email or phone); entries add the service id.
+fn shared_prefix(ws: &WorkspaceName, ident: &Identifier) -> Option<String> {
+    match ident {
+        Identifier::Email(e) => Some(format!("{}{SEP}e{SEP}{}{SEP}", ws.as_str(), e.as_str())),
+        Identifier::Phone(p) => Some(format!("{}{SEP}p{SEP}{}{SEP}", ws.as_str(), p.as_str())),
+        _ => None,
+    }
+}
+
+/// The index entries a profile implies.
+fn index_entries(ws: &WorkspaceName, p: &Profile) -> BTreeMap<String, bool> {
+    // key → unique?
+    let mut out = BTreeMap::new();
+    if let Some(x) = &p.external_id {
+        if let Some(k) = unique_key(ws, &Identifier::External(x.clone())) {
+            out.insert(k, true);
+        }
+    }
+    for a in p.alias_list() {
+        if let Some(k) = unique_key(ws, &Identifier::Alias(a)) {
+            out.insert(k, true);
+        }
+    }
+    if let Some(e) = &p.email {
+        if let Some(prefix) = shared_prefix(ws, &Identifier::Email(e.clone())) {
+            out.insert(format!("{prefix}{}", p.id.as_str()), false);
+        }
+    }
+    if let Some(ph) = &p.phone {
+        if let Some(prefix) = shared_prefix(ws, &Identifier::Phone(ph.clone())) {
+            out.insert(format!("{prefix}{}", p.id.as_str()), false);
+        }
+    }
+    out
+}
+
+/// Decodes a stored JSON document; a corrupt document is a storage error, not a panic.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError(format!("corrupt document: {e}")))
+}
+
+/// Encodes a document.
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}
+
+/// Most documents a scan of one shared identifier returns (users sharing an email).
+pub const MAX_SHARED: usize = 1000;
+
+struct Slot {
+    /// Version read from the store (None: absent when read).
+    version: Option<u64>,
+    /// Index entries as stored when read.
+    stored_index: BTreeMap<String, bool>,
+    /// Current content (None: absent or deleted).
+    doc: Option<Profile>,
+    dirty: bool,
+}
+
+/// A unit of work over one workspace.
+pub struct Tx<'s, S: Store> {
+    store: &'s S,
+    ws: WorkspaceName,
+    profiles: BTreeMap<ServiceId, Slot>,
+    docs: BTreeMap<(Table, String), DocSlot>,
+}
+
+struct DocSlot {
+    /// `None`: never read (a blind write); `Some(v)`: the version read (`Some(None)`: absent).
+    read: Option<Option<u64>>,
+    value: Option<Vec<u8>>,
+    dirty: bool,
+}
+
+impl<'s, S: Store> Tx<'s, S> {
+    /// Starts a unit of work.
+    pub fn new(store: &'s S, ws: WorkspaceName) -> Tx<'s, S> {
+        Tx { store, ws, profiles: BTreeMap::new(), docs: BTreeMap::new() }
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &WorkspaceName {
+        &self.ws
+    }
+
+    /// The store underneath.
+    pub fn store(&self) -> &'s S {
+        self.store
+    }
+
+    async fn load(&mut self, id: &ServiceId) -> Result<(), StoreError> {
+        if self.profiles.contains_key(id) {
+            return Ok(());
+        }
+        let entry = self.store.get(Table::Profile, &profile_key(&self.ws, id)).await?;
+        let slot = match entry {
+            Some(e) => {
+                let doc: Profile = decode(&e.value)?;
+                Slot { version: Some(e.version), stored_index: index_entries(&self.ws, &doc), doc: Some(doc), dirty: false }
+            }
+            None => Slot { version: None, stored_index: BTreeMap::new(), doc: None, dirty: false },
+        };
+        self.profiles.insert(id.clone(), slot);
+        Ok(())
+    }
+
+    /// Reads a profile (as changed so far in this unit of work).
+    pub async fn profile(&mut self, id: &ServiceId) -> Result<Option<&Profile>, StoreError> {
+        self.load(id).await?;
+        Ok(self.profiles.get(id).and_then(|s| s.doc.as_ref()))
+    }
+
+    /// A profile to change; it is written back at commit.
+    pub async fn profile_mut(&mut self, id: &ServiceId) -> Result<Option<&mut Profile>, StoreError> {
+        self.load(id).await?;
+        Ok(self.profiles.get_mut(id).and_then(|s| {
+            if s.doc.is_some() {
+                s.dirty = true;
+            }
+            s.doc.as_mut()
+        }))
+    }
+
+    /// Adds a new profile.
+    pub fn insert_profile(&mut self, p: Profile) {
+        let id = p.id.clone();
+        let slot = self.profiles.entry(id).or_insert(Slot {
+            version: None,
+            stored_index: BTreeMap::new(),
+            doc: None,
+            dirty: true,
+        });
+        slot.doc = Some(p);
+        slot.dirty = true;
+    }
+
+    /// Removes a profile and, at commit, all its index entries.
+    pub async fn delete_profile(&mut self, id: &ServiceId) -> Result<bool, StoreError> {
+        self.load(id).await?;
+        match self.profiles.get_mut(id) {
+            Some(slot) if slot.doc.is_some() => {
+                slot.doc = None;
+                slot.dirty = true;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Every profile the identifier names (at most one for unique identifiers).
+    pub async fn resolve(&mut self, ident: &Identifier) -> Result<Vec<ServiceId>, StoreError> {
+        let mut candidates: BTreeSet<ServiceId> = BTreeSet::new();
+        match ident {
+            Identifier::Service(id) => {
+                candidates.insert(id.clone());
+            }
+            Identifier::External(_) | Identifier::Alias(_) => {
+                if let Some(key) = unique_key(&self.ws, ident) {
+                    if let Some(e) = self.store.get(Table::Ident, &key).await? {
+                        candidates.insert(ServiceId::parse(&String::from_utf8_lossy(&e.value)).ok_or_else(
+                            || StoreError("corrupt identifier index entry".into()),
+                        )?);
+                    }
+                }
+            }
+            Identifier::Email(_) | Identifier::Phone(_) => {
+                if let Some(prefix) = shared_prefix(&self.ws, ident) {
+                    for (key, _) in self.store.scan(Table::Ident, &prefix, MAX_SHARED).await? {
+                        if let Some(id) = ServiceId::parse(&key[prefix.len()..]) {
+                            candidates.insert(id);
+                        }
+                    }
+                }
+            }
+        }
+        // Profiles changed in this unit of work may match (or stop matching) already.
+        for (id, slot) in &self.profiles {
+            if slot.doc.as_ref().is_some_and(|p| matches(p, ident)) {
+                candidates.insert(id.clone());
+            }
+        }
+        let mut out = Vec::new();
+        for id in candidates {
+            if self.profile(&id).await?.is_some_and(|p| matches(p, ident)) {
+                out.push(id);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The one profile a unique identifier names, if any.
+    pub async fn resolve_one(&mut self, ident: &Identifier) -> Result<Option<ServiceId>, StoreError> {
+        Ok(self.resolve(ident).await?.into_iter().next())
+    }
+
+    /// Reads a plain document (groups, address records, ...).
+    pub async fn doc<T: DeserializeOwned>(&mut self, table: Table, key: &str) -> Result<Option<T>, StoreError> {
+        let k = (table, key.to_string());
+        if !self.docs.get(&k).is_some_and(|d| d.read.is_some() || d.dirty) {
+            let e = self.store.get(table, key).await?;
+            let (v, bytes) = match e {
+                Some(e) => (Some(e.version), Some(e.value)),
+                None => (None, None),
+            };
+            self.docs.insert(k.clone(), DocSlot { read: Some(v), value: bytes, dirty: false });
+        }
+        match &self.docs[&k].value {
+            Some(bytes) => Ok(Some(decode(bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Writes a plain document at commit (checked against the version read, if read).
+    pub fn put_doc<T: Serialize>(&mut self, table: Table, key: &str, value: &T) {
+        self.set_doc(table, key, Some(encode(value)));
+    }
+
+    /// Deletes a plain document at commit.
+    pub fn delete_doc(&mut self, table: Table, key: &str) {
+        self.set_doc(table, key, None);
+    }
+
+    fn set_doc(&mut self, table: Table, key: &str, value: Option<Vec<u8>>) {
+        let slot = self.docs.entry((table, key.to_string())).or_insert(DocSlot { read: None, value: None, dirty: false });
+        slot.value = value;
+        slot.dirty = true;
+    }
+
+    /// True when something would be written.
+    pub fn has_changes(&self) -> bool {
+        self.profiles.values().any(|s| s.dirty) || self.docs.values().any(|d| d.dirty)
+    }
+
+    /// Turns the collected changes into one change set.
+    pub fn into_changes(self) -> ChangeSet {
+        let mut ops = Vec::new();
+        for (id, slot) in &self.profiles {
+            if !slot.dirty {
+                continue;
+            }
+            let key = profile_key(&self.ws, id);
+            let expect = slot.version.map_or(Expect::Absent, Expect::Version);
+            let new_index = slot.doc.as_ref().map(|p| index_entries(&self.ws, p)).unwrap_or_default();
+            for k in slot.stored_index.keys() {
+                if !new_index.contains_key(k) {
+                    ops.push(Op::Delete { table: Table::Ident, key: k.clone(), expect: Expect::Any });
+                }
+            }
+            for (k, unique) in &new_index {
+                if !slot.stored_index.contains_key(k) {
+                    // A unique identifier must not exist yet: two requests creating the
+                    // same external id race here, and the loser retries and finds it.
+                    let expect = if *unique { Expect::Absent } else { Expect::Any };
+                    ops.push(Op::Put { table: Table::Ident, key: k.clone(), value: id.as_str().as_bytes().to_vec(), expect });
+                }
+            }
+            match &slot.doc {
+                Some(p) => ops.push(Op::Put { table: Table::Profile, key, value: encode(p), expect }),
+                None => {
+                    if slot.version.is_some() {
+                        ops.push(Op::Delete { table: Table::Profile, key, expect });
+                    }
+                }
+            }
+        }
+        for ((table, key), slot) in self.docs {
+            if !slot.dirty {
+                continue;
+            }
+            let expect = match slot.read {
+                None => Expect::Any,
+                Some(Some(v)) => Expect::Version(v),
+                Some(None) => Expect::Absent,
+            };
+            match slot.value {
+                Some(v) => ops.push(Op::Put { table, key, value: v, expect }),
+                // Deleting what was read as absent changes nothing.
+                None if slot.read == Some(None) => {}
+                None => ops.push(Op::Delete { table, key, expect }),
+            }
+        }
+        // Deletes of index entries come first so that an identifier moving between
+        // profiles in one request does not trip its own uniqueness check.
+        ops.sort_by_key(|op| match op {
+            Op::Delete { table: Table::Ident, .. } => 0,
+            _ => 1,
+        });
+        ChangeSet { ops, ack: None }
+    }
+
+    /// Commits the collected changes.
+    pub async fn commit(self) -> Result<(), ApiError> {
+        let store = self.store;
+        let changes = self.into_changes();
+        if changes.is_empty() {
+            return Ok(());
+        }
+        store.commit(changes).await.map_err(ApiError::from)
+    }
+}
+
+/// True when the profile carries the identifier.
+pub fn matches(p: &Profile, ident: &Identifier) -> bool {
+    match ident {
+        Identifier::External(x) => p.external_id.as_ref() == Some(x),
+        Identifier::Alias(a) => p.has_alias(a),
+        Identifier::Service(id) => &p.id == id,
+        Identifier::Email(e) => p.email.as_ref() == Some(e),
+        Identifier::Phone(ph) => p.phone.as_ref() == Some(ph),
+    }
+}
+
+/// Convenience constructors for identifiers from plain strings (tests, tools).
+pub fn external(x: &str) -> Option<Identifier> {
+    ExternalId::parse(x).map(Identifier::External)
+}
+
+/// An email identifier.
+pub fn email(x: &str) -> Option<Identifier> {
+    Email::parse(x).map(Identifier::Email)
+}
+
+/// A phone identifier.
+pub fn phone(x: &str) -> Option<Identifier> {
+    Phone::parse(x).map(Identifier::Phone)
+}
+
+/// An alias identifier.
+pub fn alias(name: &str, label: &str) -> Identifier {
+    Identifier::Alias(UserAlias { alias_name: name.into(), alias_label: label.into() })
+}

@@ -1,0 +1,169 @@
+//! The storage boundary. Every backend (memory here, SQLite in host-native, D1 at the
+//! edge) implements [`Store`]: narrow reads, one atomic [`ChangeSet`] commit per
+//! request with optimistic version checks, and a durable queue for asynchronous
+//! `/users/track` jobs.
+//!
+//! Data is kept as versioned JSON documents in a few tables; the typed view of each
+//! table lives in [`crate::repo`]. The trait's `async fn`s carry no `Send` bound on
+//! purpose: a native store's futures are `Send`, a D1 store's are not, and the core
+//! does not care.
+
+pub mod memory;
+
+use std::fmt;
+
+/// The tables of the document store. The numbers are stored on disk: never reuse one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Table {
+    /// Workspace name → workspace record.
+    Workspace = 1,
+    /// Hash of an API key → key record (workspace and permissions).
+    ApiKey = 2,
+    /// `workspace/service_id` → profile document.
+    Profile = 3,
+    /// `workspace/kind/value[/service_id]` → service id: the identifier index.
+    Ident = 4,
+    /// `workspace/group_id` → subscription group.
+    Group = 5,
+    /// `workspace/email` → state remembered for an email address.
+    Address = 6,
+}
+
+impl Table {
+    /// The number stored on disk.
+    pub fn id(self) -> i64 {
+        self as i64
+    }
+
+    /// Every table, for backends that enumerate them.
+    pub const ALL: [Table; 6] =
+        [Table::Workspace, Table::ApiKey, Table::Profile, Table::Ident, Table::Group, Table::Address];
+}
+
+/// A stored document with its version (starting at 1, incremented by every write).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Version of the document.
+    pub version: u64,
+    /// Serialized document (JSON).
+    pub value: Vec<u8>,
+}
+
+/// What a write expects to find, checked atomically at commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// No check (blind write).
+    Any,
+    /// The key must not exist.
+    Absent,
+    /// The key must exist with exactly this version.
+    Version(u64),
+}
+
+/// One write of a change set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Insert or replace a document.
+    Put { table: Table, key: String, value: Vec<u8>, expect: Expect },
+    /// Remove a document (a missing key is fine unless `expect` says otherwise).
+    Delete { table: Table, key: String, expect: Expect },
+}
+
+/// Acknowledges queued jobs as applied: removes the oldest `count` jobs, which
+/// must be exactly the ones through `through`. If another applier already removed
+/// them, the commit fails with [`CommitError::Conflict`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueAck {
+    /// Sequence number of the last job applied.
+    pub through: u64,
+    /// Number of jobs applied (all jobs with a sequence number `<= through`).
+    pub count: u64,
+}
+
+/// All writes of one request, committed atomically or not at all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChangeSet {
+    /// Document writes, applied in order.
+    pub ops: Vec<Op>,
+    /// Queue jobs consumed by these writes.
+    pub ack: Option<QueueAck>,
+}
+
+impl ChangeSet {
+    /// True when committing would change nothing.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty() && self.ack.is_none()
+    }
+}
+
+/// A backend failure, already turned into text at the store boundary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreError(pub String);
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "storage error: {}", self.0)
+    }
+}
+
+/// Why a commit did not happen. Nothing of the change set is stored in either case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommitError {
+    /// An expectation failed: somebody else wrote first. The caller re-reads and retries.
+    Conflict,
+    /// The backend failed.
+    Store(StoreError),
+}
+
+impl From<StoreError> for CommitError {
+    fn from(e: StoreError) -> Self {
+        CommitError::Store(e)
+    }
+}
+
+/// A queued asynchronous job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueuedJob {
+    /// Increasing sequence number assigned by the store.
+    pub seq: u64,
+    /// The serialized job.
+    pub job: Vec<u8>,
+}
+
+/// The storage trait every backend implements.
+#[allow(async_fn_in_trait)]
+pub trait Store {
+    /// Reads one document.
+    async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError>;
+
+    /// Reads documents whose key starts with `prefix`, in key order, at most `limit`.
+    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError>;
+
+    /// Commits all writes atomically, checking every expectation first.
+    async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError>;
+
+    /// Appends a job to the durable queue; once this returns `Ok` the job survives a crash.
+    async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError>;
+
+    /// The oldest queued jobs, at most `limit`, in sequence order.
+    async fn queued(&self, limit: usize) -> Result<Vec<QueuedJob>, StoreError>;
+
+    /// The highest sequence number ever assigned (0 before the first job).
+    async fn queue_tail(&self) -> Result<u64, StoreError>;
+}
+
+/// Store-agnostic rules for checking one expectation against the current version.
+pub fn expectation_holds(expect: Expect, current: Option<u64>) -> bool {
+    match (expect, current) {
+        (Expect::Any, _) => true,
+        (Expect::Absent, None) => true,
+        (Expect::Absent, Some(_)) => false,
+        (Expect::Version(v), Some(c)) => v == c,
+        (Expect::Version(_), None) => false,
+    }
+}
+
+/// The version a write produces.
+pub fn next_version(current: Option<u64>) -> u64 {
+    current.map_or(1, |v| v + 1)
+}
