@@ -1,0 +1,183 @@
+//! The HTTP server: hyper on tokio. It only translates between hyper and the core,
+//! runs a background applier for queued track jobs, and stops cleanly on a signal.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use engage_core::{Config, Engine, Method, Request, Response};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use crate::sqlite::SqliteStore;
+use crate::{ctx, ServeArgs};
+
+type SharedEngine = Arc<Engine<SqliteStore>>;
+
+/// Runs `engage serve` until SIGINT or SIGTERM.
+pub fn serve(args: ServeArgs) -> Result<(), String> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let store = SqliteStore::open(&args.db.db).map_err(|e| format!("cannot open {}: {e}", args.db.db.display()))?;
+    let config = Config { max_body_bytes: args.max_body_bytes, rate_limits: !args.no_rate_limits, apply_batch: args.apply_batch };
+    let engine: SharedEngine = Arc::new(Engine::new(store, config));
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(run(engine, &args.listen))
+}
+
+async fn run(engine: SharedEngine, listen: &str) -> Result<(), String> {
+    let listener = TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!("engage listening on http://{addr}");
+
+    let stopping = Arc::new(AtomicBool::new(false));
+    let applier = spawn_applier(engine.clone(), stopping.clone());
+    let connections = tokio_util_tracker();
+    let shutdown = shutdown_signal();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => { tracing::warn!("accept failed: {e}"); continue; }
+                };
+                let _ = stream.set_nodelay(true);
+                let engine = engine.clone();
+                let guard = connections.clone();
+                tokio::spawn(async move {
+                    let _guard = guard;
+                    let service = service_fn(move |req| handle(engine.clone(), req, peer));
+                    if let Err(e) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
+                        tracing::debug!("connection from {peer} ended: {e}");
+                    }
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    tracing::info!("shutting down: finishing in-flight requests");
+    drop(listener);
+    // Wait (bounded) for open connections to finish their current request.
+    for _ in 0..100 {
+        if Arc::strong_count(&connections) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stopping.store(true, Ordering::SeqCst);
+    let _ = tokio::task::spawn_blocking(move || applier.join()).await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// A counter of open connections: each holds a clone.
+fn tokio_util_tracker() -> Arc<()> {
+    Arc::new(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}
+
+/// Applies queued track jobs in the background. Reads catch up by themselves, so
+/// this only keeps the backlog short.
+fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        while !stopping.load(Ordering::SeqCst) {
+            match pollster::block_on(engine.apply_queued(ctx())) {
+                Ok(0) => std::thread::sleep(Duration::from_millis(2)),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!("applying queued jobs failed: {e:?}");
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
+        }
+    })
+}
+
+async fn handle(
+    engine: SharedEngine,
+    req: hyper::Request<Incoming>,
+    _peer: SocketAddr,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let (parts, body) = req.into_parts();
+    let limit = engine.config().max_body_bytes;
+    let declared_too_large = parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|n| n > limit);
+    let body = if declared_too_large {
+        None
+    } else {
+        match Limited::new(body, limit).collect().await {
+            Ok(b) => Some(b.to_bytes().to_vec()),
+            Err(_) => None,
+        }
+    };
+    let response = match body {
+        None => engine.payload_too_large(),
+        Some(body) => {
+            let request = Request {
+                method: Method::parse(parts.method.as_str()),
+                path: parts.uri.path().to_string(),
+                query: parts.uri.query().unwrap_or("").to_string(),
+                headers: parts
+                    .headers
+                    .iter()
+                    .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_string(), v.to_string())))
+                    .collect(),
+                body,
+            };
+            let method = request.method;
+            let path = request.path.clone();
+            let started = std::time::Instant::now();
+            let engine = engine.clone();
+            // SQLite calls block: run the core on the blocking pool.
+            let response = tokio::task::spawn_blocking(move || pollster::block_on(engine.handle(request, ctx())))
+                .await
+                .unwrap_or_else(|_| engage_core::ApiError::Busy.into_response());
+            tracing::debug!(method = method.as_str(), path, status = response.status, micros = started.elapsed().as_micros() as u64);
+            response
+        }
+    };
+    Ok(to_hyper(response))
+}
+
+fn to_hyper(resp: Response) -> hyper::Response<Full<Bytes>> {
+    let mut builder = hyper::Response::builder().status(resp.status);
+    for (k, v) in &resp.headers {
+        builder = builder.header(k.as_str(), v.as_str());
+    }
+    builder
+        .body(Full::new(Bytes::from(resp.body)))
+        .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new())))
+}

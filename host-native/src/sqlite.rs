@@ -1,0 +1,228 @@
+//! The SQLite store. Documents and the queue cursor live in the main database; the
+//! queue itself lives in a second file (`<db>-queue`) with its own writer, so that
+//! acknowledging a `/users/track` request (one sequential append and fsync) never
+//! waits behind an applier's large commit. A job is applied exactly once: its
+//! effects and the cursor move in one transaction of the main database, and queue
+//! rows are deleted only after that commit is durable.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use engage_core::store::{
+    expectation_holds, ChangeSet, CommitError, Entry, Expect, Op, QueuedJob, Store, StoreError, Table,
+};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+/// The numbered migrations, shared with the edge host.
+const MIGRATIONS: &[(&str, &str)] = &[("0001_init", include_str!("../../migrations/0001_init.sql"))];
+
+fn err(e: rusqlite::Error) -> StoreError {
+    StoreError(e.to_string())
+}
+
+/// A SQLite-backed [`Store`].
+pub struct SqliteStore {
+    path: PathBuf,
+    queue_path: PathBuf,
+    writer: Mutex<Connection>,
+    queue_writer: Mutex<Connection>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+fn open(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open(path).map_err(err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(err)?;
+    // WAL: readers never block the writer. FULL: a commit is on disk before we answer 2xx.
+    conn.pragma_update(None, "journal_mode", "WAL").map_err(err)?;
+    conn.pragma_update(None, "synchronous", "FULL").map_err(err)?;
+    conn.pragma_update(None, "foreign_keys", "ON").map_err(err)?;
+    Ok(conn)
+}
+
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
+    let current: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(err)?;
+    for (i, (_, sql)) in MIGRATIONS.iter().enumerate() {
+        if (i as i64) < current {
+            continue;
+        }
+        tx.execute_batch(sql).map_err(err)?;
+    }
+    tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64).map_err(err)?;
+    tx.commit().map_err(err)
+}
+
+impl SqliteStore {
+    /// Opens (creating and migrating when needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let mut queue_name = path.as_os_str().to_owned();
+        queue_name.push("-queue");
+        let queue_path = PathBuf::from(queue_name);
+        let mut writer = open(path)?;
+        migrate(&mut writer)?;
+        let mut queue_writer = open(&queue_path)?;
+        migrate(&mut queue_writer)?;
+        let store = SqliteStore {
+            path: path.to_path_buf(),
+            queue_path,
+            writer: Mutex::new(writer),
+            queue_writer: Mutex::new(queue_writer),
+            readers: Mutex::new(Vec::new()),
+        };
+        store.attach(&store.writer.lock().unwrap_or_else(|e| e.into_inner()))?;
+        Ok(store)
+    }
+
+    fn attach(&self, conn: &Connection) -> Result<(), StoreError> {
+        let q = self.queue_path.to_string_lossy().to_string();
+        conn.execute("ATTACH DATABASE ?1 AS q", params![q]).map_err(err)?;
+        Ok(())
+    }
+
+    fn with_reader<T>(&self, f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>) -> Result<T, StoreError> {
+        let conn = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let conn = match conn {
+            Some(c) => c,
+            None => {
+                let c = open(&self.path)?;
+                self.attach(&c)?;
+                c
+            }
+        };
+        let out = f(&conn).map_err(err);
+        let mut pool = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < 16 {
+            pool.push(conn);
+        }
+        out
+    }
+
+    fn apply_op(tx: &rusqlite::Transaction<'_>, op: &Op) -> Result<bool, rusqlite::Error> {
+        match op {
+            Op::Put { table, key, value, expect } => match expect {
+                Expect::Version(v) => {
+                    let mut st = tx.prepare_cached(
+                        "UPDATE docs SET version = ?1, value = ?2 WHERE tbl = ?3 AND key = ?4 AND version = ?5",
+                    )?;
+                    Ok(st.execute(params![(*v + 1) as i64, value, table.id(), key, *v as i64])? == 1)
+                }
+                Expect::Absent => {
+                    let mut st = tx.prepare_cached(
+                        "INSERT OR IGNORE INTO docs (tbl, key, version, value) VALUES (?1, ?2, 1, ?3)",
+                    )?;
+                    Ok(st.execute(params![table.id(), key, value])? == 1)
+                }
+                Expect::Any => {
+                    let mut st = tx.prepare_cached(
+                        "INSERT INTO docs (tbl, key, version, value) VALUES (?1, ?2, 1, ?3)
+                         ON CONFLICT (tbl, key) DO UPDATE SET version = version + 1, value = excluded.value",
+                    )?;
+                    st.execute(params![table.id(), key, value])?;
+                    Ok(true)
+                }
+            },
+            Op::Delete { table, key, expect } => {
+                let current: Option<i64> = tx
+                    .prepare_cached("SELECT version FROM docs WHERE tbl = ?1 AND key = ?2")?
+                    .query_row(params![table.id(), key], |r| r.get(0))
+                    .optional()?;
+                if !expectation_holds(*expect, current.map(|v| v as u64)) {
+                    return Ok(false);
+                }
+                tx.prepare_cached("DELETE FROM docs WHERE tbl = ?1 AND key = ?2")?.execute(params![table.id(), key])?;
+                Ok(true)
+            }
+        }
+    }
+
+    fn commit_sync(&self, changes: &ChangeSet) -> Result<(), CommitError> {
+        let mut conn = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
+        for op in &changes.ops {
+            if !Self::apply_op(&tx, op).map_err(err)? {
+                return Err(CommitError::Conflict); // dropping `tx` rolls back
+            }
+        }
+        if let Some(ack) = changes.ack {
+            let applied: i64 =
+                tx.query_row("SELECT applied FROM queue_cursor WHERE id = 1", [], |r| r.get(0)).map_err(err)?;
+            let pending: i64 = tx
+                .query_row(
+                    "SELECT count(*) FROM q.queue WHERE seq > ?1 AND seq <= ?2",
+                    params![applied, ack.through as i64],
+                    |r| r.get(0),
+                )
+                .map_err(err)?;
+            if pending as u64 != ack.count || applied as u64 >= ack.through {
+                return Err(CommitError::Conflict);
+            }
+            tx.execute("UPDATE queue_cursor SET applied = ?1 WHERE id = 1", params![ack.through as i64]).map_err(err)?;
+        }
+        tx.commit().map_err(err)?;
+        drop(conn);
+        if let Some(ack) = changes.ack {
+            // The cursor is durable: the applied rows can go. Failing here only leaves
+            // rows that `queued` already skips.
+            let q = self.queue_writer.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = q.execute("DELETE FROM queue WHERE seq <= ?1", params![ack.through as i64]);
+        }
+        Ok(())
+    }
+}
+
+impl Store for SqliteStore {
+    async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
+        self.with_reader(|c| {
+            c.prepare_cached("SELECT version, value FROM docs WHERE tbl = ?1 AND key = ?2")?
+                .query_row(params![table.id(), key], |r| Ok(Entry { version: r.get::<_, i64>(0)? as u64, value: r.get(1)? }))
+                .optional()
+        })
+    }
+
+    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
+        // Keys are text; the range [prefix, prefix + U+10FFFF) holds exactly the keys
+        // that start with the prefix.
+        let upper = format!("{prefix}\u{10FFFF}");
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_reader(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT key, version, value FROM docs WHERE tbl = ?1 AND key >= ?2 AND key < ?3 ORDER BY key LIMIT ?4",
+            )?;
+            let rows = st.query_map(params![table.id(), prefix, upper, limit], |r| {
+                Ok((r.get::<_, String>(0)?, Entry { version: r.get::<_, i64>(1)? as u64, value: r.get(2)? }))
+            })?;
+            rows.filter(|r| r.as_ref().map_or(true, |(k, _)| k.starts_with(prefix))).collect()
+        })
+    }
+
+    async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
+        self.commit_sync(&changes)
+    }
+
+    async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
+        let q = self.queue_writer.lock().unwrap_or_else(|e| e.into_inner());
+        q.prepare_cached("INSERT INTO queue (job) VALUES (?1)").map_err(err)?.execute(params![job]).map_err(err)?;
+        Ok(q.last_insert_rowid() as u64)
+    }
+
+    async fn queued(&self, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_reader(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT seq, job FROM q.queue WHERE seq > (SELECT applied FROM queue_cursor WHERE id = 1)
+                 ORDER BY seq LIMIT ?1",
+            )?;
+            let rows = st.query_map(params![limit], |r| Ok(QueuedJob { seq: r.get::<_, i64>(0)? as u64, job: r.get(1)? }))?;
+            rows.collect()
+        })
+    }
+
+    async fn queue_tail(&self) -> Result<u64, StoreError> {
+        self.with_reader(|c| {
+            c.query_row("SELECT coalesce(max(seq), 0) FROM q.sqlite_sequence WHERE name = 'queue'", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|v| v as u64)
+        })
+    }
+}
