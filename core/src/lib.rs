@@ -16,6 +16,7 @@
 
 
 pub mod address;
+pub mod admin;
 pub mod apply;
 pub mod auth;
 pub mod custom;
@@ -23,6 +24,7 @@ pub mod error;
 pub mod export;
 pub mod groups;
 pub mod http;
+pub mod identity;
 pub mod ids;
 pub mod ingest;
 pub mod profile;
@@ -32,6 +34,7 @@ pub mod repo;
 pub mod routes;
 pub mod standard;
 pub mod store;
+pub mod subscriptions;
 pub mod time;
 pub mod track;
 pub mod workspace;
@@ -65,11 +68,13 @@ pub struct Config {
     pub rate_limits: bool,
     /// Queued jobs applied per commit.
     pub apply_batch: usize,
+    /// Operator token enabling the `/_engage/` routes; `None` hides them.
+    pub admin_token: Option<String>,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { max_body_bytes: 4 * 1024 * 1024, rate_limits: true, apply_batch: queue::DEFAULT_BATCH }
+        Config { max_body_bytes: 4 * 1024 * 1024, rate_limits: true, apply_batch: queue::DEFAULT_BATCH, admin_token: None }
     }
 }
 
@@ -78,6 +83,7 @@ pub struct Engine<S: Store> {
     store: S,
     config: Config,
     limiter: RateLimiter,
+    admin_token_hash: Option<String>,
 }
 
 /// An authenticated caller.
@@ -91,7 +97,8 @@ impl<S: Store> Engine<S> {
     /// An engine over a store.
     pub fn new(store: S, config: Config) -> Engine<S> {
         let limiter = RateLimiter::new(config.rate_limits);
-        Engine { store, config, limiter }
+        let admin_token_hash = config.admin_token.as_deref().filter(|t| !t.is_empty()).map(key_hash);
+        Engine { store, config, limiter, admin_token_hash }
     }
 
     /// The store.
@@ -132,6 +139,14 @@ impl<S: Store> Engine<S> {
                 caller
             }
             Auth::Scim => return Err(ApiError::NotImplemented),
+            Auth::Admin => {
+                admin::authorize(&req, self.admin_token_hash.as_deref())?;
+                return match endpoint {
+                    Endpoint::AdminCreateKey => admin::create_key(&self.store, &req, ctx).await,
+                    Endpoint::AdminCreateGroup => admin::create_group(&self.store, &req, ctx).await,
+                    _ => admin::list_groups(&self.store, &req).await,
+                };
+            }
         };
         let decision = self.limiter.check(caller.key.workspace.as_str(), route.bucket, ctx.now);
         if let Decision::Limited { retry_after } = decision {

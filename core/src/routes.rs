@@ -59,6 +59,12 @@ pub enum Endpoint {
     CdiIntegrations,
     /// GET /cdi/integrations/{id}/job_sync_status
     CdiJobSyncStatus(String),
+    /// POST /_engage/keys (operator)
+    AdminCreateKey,
+    /// POST /_engage/groups (operator)
+    AdminCreateGroup,
+    /// GET /_engage/groups (operator)
+    AdminListGroups,
 }
 
 /// How a route authenticates.
@@ -68,6 +74,8 @@ pub enum Auth {
     Key(Permission),
     /// SCIM token plus `X-Request-Origin`.
     Scim,
+    /// The operator's admin token (routes absent unless one is configured).
+    Admin,
 }
 
 /// One row of the table.
@@ -125,6 +133,9 @@ pub static ROUTES: &[Route] = &[
     route!(Delete "/scim/v2/Users/{}", Auth::Scim, Scim, |v| Endpoint::ScimDelete(param(v))),
     route!(Get "/cdi/integrations", Auth::Key(P::CdiIntegrationList), CdiList, |_| Endpoint::CdiIntegrations),
     route!(Get "/cdi/integrations/{}/job_sync_status", Auth::Key(P::CdiIntegrationJobStatus), CdiJobs, |v| Endpoint::CdiJobSyncStatus(param(v))),
+    route!(Post "/_engage/keys", Auth::Admin, Admin, |_| Endpoint::AdminCreateKey),
+    route!(Post "/_engage/groups", Auth::Admin, Admin, |_| Endpoint::AdminCreateGroup),
+    route!(Get "/_engage/groups", Auth::Admin, Admin, |_| Endpoint::AdminListGroups),
 ];
 
 fn match_pattern(pattern: &str, path: &str) -> Option<Vec<String>> {

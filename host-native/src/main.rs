@@ -67,6 +67,12 @@ pub struct ServeArgs {
     /// Queued track requests applied per commit.
     #[arg(long, default_value_t = engage_core::queue::DEFAULT_BATCH)]
     apply_batch: usize,
+    /// Enables the operator routes under /_engage/ (create keys and groups over HTTP).
+    #[arg(long, env = "ENGAGE_ADMIN_TOKEN", hide_env_values = true)]
+    admin_token: Option<String>,
+    /// Stop when standard input closes (lets a test harness own the server's lifetime).
+    #[arg(long, hide = true)]
+    exit_on_stdin_eof: bool,
 }
 
 #[derive(Subcommand)]

@@ -30,13 +30,34 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         .with_writer(std::io::stderr)
         .init();
     let store = SqliteStore::open(&args.db.db).map_err(|e| format!("cannot open {}: {e}", args.db.db.display()))?;
-    let config = Config { max_body_bytes: args.max_body_bytes, rate_limits: !args.no_rate_limits, apply_batch: args.apply_batch };
+    let config = Config {
+        max_body_bytes: args.max_body_bytes,
+        rate_limits: !args.no_rate_limits,
+        apply_batch: args.apply_batch,
+        admin_token: args.admin_token.clone(),
+    };
     let engine: SharedEngine = Arc::new(Engine::new(store, config));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
-    runtime.block_on(run(engine, &args.listen))
+    runtime.block_on(run(engine, &args.listen, args.exit_on_stdin_eof))
 }
 
-async fn run(engine: SharedEngine, listen: &str) -> Result<(), String> {
+async fn stdin_closed() {
+    // Read and discard until end of input, on a plain thread (stdin is blocking).
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 256];
+        loop {
+            match std::io::Read::read(&mut std::io::stdin(), &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        let _ = tx.send(());
+    });
+    let _ = rx.await;
+}
+
+async fn run(engine: SharedEngine, listen: &str, exit_on_stdin_eof: bool) -> Result<(), String> {
     let listener = TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     tracing::info!("engage listening on http://{addr}");
@@ -44,7 +65,13 @@ async fn run(engine: SharedEngine, listen: &str) -> Result<(), String> {
     let stopping = Arc::new(AtomicBool::new(false));
     let applier = spawn_applier(engine.clone(), stopping.clone());
     let connections = tokio_util_tracker();
-    let shutdown = shutdown_signal();
+    let shutdown = async move {
+        if exit_on_stdin_eof {
+            tokio::select! { _ = shutdown_signal() => {}, _ = stdin_closed() => {} }
+        } else {
+            shutdown_signal().await
+        }
+    };
     tokio::pin!(shutdown);
     loop {
         tokio::select! {

@@ -1,1 +1,9 @@
-fn main(){}
+//! The black-box API suite: one binary, one module per endpoint family. It runs
+//! against any host (see `engage_tests::host`).
+
+mod auth;
+mod export;
+mod identity;
+mod subscriptions;
+mod track;
+mod track_sync;

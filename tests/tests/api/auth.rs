@@ -1,0 +1,2 @@
+//! Black-box tests: auth.
+use engage_tests::Api;

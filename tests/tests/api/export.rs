@@ -1,0 +1,2 @@
+//! Black-box tests: export.
+use engage_tests::Api;

@@ -1,0 +1,1 @@
+//! Black-box tests: identify, merge, delete, aliases (issue 3).

@@ -1,0 +1,1 @@
+//! Black-box tests: subscription groups and email state (issue 4).

@@ -1,0 +1,2 @@
+//! Black-box tests: track.
+use engage_tests::Api;

@@ -1,0 +1,2 @@
+//! Black-box tests: track_sync.
+use engage_tests::Api;
