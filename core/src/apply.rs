@@ -7,6 +7,7 @@ use crate::ids::{Email, IdGen, Identifier, ServiceId};
 use crate::profile::Profile;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError, Table};
+use crate::subscriptions;
 use crate::time::Timestamp;
 use crate::track::{AttrUpdate, Target, TrackOp};
 
@@ -172,21 +173,14 @@ async fn apply_update<S: Store>(
                 }
             }
         }
-        AttrUpdate::EmailSubscribe(s) => {
-            let s = *s;
-            for_sharing(tx, id, false, at, |p| p.email_subscribe = Some(s)).await?;
-        }
+        AttrUpdate::EmailSubscribe(s) => subscriptions::state::set_global_for(tx, id, *s, at).await?,
         AttrUpdate::PushSubscribe(s) => {
             if let Some(p) = tx.profile_mut(id).await? {
                 p.push_subscribe = Some(*s);
             }
         }
         AttrUpdate::Group { id: gid, channel, state } => {
-            let state = *state;
-            for_sharing(tx, id, channel.is_phone(), at, |p| {
-                p.groups.insert(gid.clone(), state);
-            })
-            .await?;
+            subscriptions::state::set_group_for(tx, id, gid, *channel, *state, at).await?
         }
         AttrUpdate::Custom(k, op) => {
             if let Some(p) = tx.profile_mut(id).await? {

@@ -100,9 +100,10 @@ fn scalar_array(key: &str, items: &[Value]) -> Result<Vec<Value>, CustomError> {
             )));
         }
         check_scalar(key, item)?;
-        // Arrays hold unique values: a repeated value keeps its last position.
-        out.retain(|v| v != item);
-        out.push(item.clone());
+        // Arrays hold unique values: a repeated value keeps its first position.
+        if !out.contains(item) {
+            out.push(item.clone());
+        }
     }
     Ok(out)
 }

@@ -4,7 +4,6 @@ use serde_json::{json, Map, Value};
 
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
-use crate::groups;
 use crate::http::Response;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
 use crate::profile::Profile;
@@ -180,16 +179,7 @@ pub async fn render<S: Store>(tx: &Tx<'_, S>, p: &Profile, only: Option<&[String
         u.insert("email_hard_bounced".into(), json!(p.email_hard_bounced));
     }
     if want("subscription_groups") && !p.groups.is_empty() {
-        let mut list = Vec::new();
-        for (gid, state) in &p.groups {
-            let g = groups::get(tx.store(), tx.workspace(), gid).await?;
-            list.push(json!({
-                "id": gid,
-                "name": g.as_ref().map(|g| g.name.clone()),
-                "channel": g.as_ref().map(|g| g.channel.as_str()),
-                "status": state.as_read(),
-            }));
-        }
+        let list = crate::subscriptions::group_entries(tx.store(), tx.workspace(), p, true).await?;
         u.insert("subscription_groups".into(), Value::Array(list));
     }
     Ok(Value::Object(u))

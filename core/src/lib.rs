@@ -20,6 +20,7 @@ pub mod admin;
 pub mod apply;
 pub mod auth;
 pub mod custom;
+pub mod email;
 pub mod error;
 pub mod export;
 pub mod groups;
@@ -181,6 +182,12 @@ impl<S: Store> Engine<S> {
             Endpoint::Track => ingest::track(&self.store, ws, &req.body, ctx).await,
             Endpoint::TrackSync => ingest::track_sync(&self.store, ws, &req.body, ctx).await,
             Endpoint::ExportIds => export::export_ids(&self.store, ws, &req.body).await,
+            Endpoint::SubscriptionSetV1 => subscriptions::set_v1(&self.store, ws, &req.body, ctx).await,
+            Endpoint::SubscriptionSetV2 => subscriptions::set_v2(&self.store, ws, &req.body, ctx).await,
+            Endpoint::SubscriptionUserStatus => subscriptions::user_status(&self.store, ws, req).await,
+            Endpoint::SubscriptionStatusGet => subscriptions::status_get(&self.store, ws, req).await,
+            Endpoint::EmailStatus => email::status(&self.store, ws, &req.body, ctx).await,
+            Endpoint::EmailBlocklist => email::blocklist(&self.store, ws, &req.body, ctx).await,
             _ => Err(ApiError::NotImplemented),
         }
     }

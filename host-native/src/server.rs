@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use engage_core::{Config, Engine, Method, Request, Response};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -163,12 +163,10 @@ async fn handle(
         .and_then(|v| v.parse::<usize>().ok())
         .is_some_and(|n| n > limit);
     let body = if declared_too_large {
+        discard(body).await;
         None
     } else {
-        match Limited::new(body, limit).collect().await {
-            Ok(b) => Some(b.to_bytes().to_vec()),
-            Err(_) => None,
-        }
+        read_bounded(body, limit).await
     };
     let response = match body {
         None => engine.payload_too_large(),
@@ -197,6 +195,38 @@ async fn handle(
         }
     };
     Ok(to_hyper(response))
+}
+
+/// Reads the body, or `None` (after draining what the client still sends) when it
+/// exceeds `limit`.
+async fn read_bounded(mut body: Incoming, limit: usize) -> Option<Vec<u8>> {
+    let mut buf = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else { return None };
+        if let Ok(data) = frame.into_data() {
+            if buf.len() + data.len() > limit {
+                discard(body).await;
+                return None;
+            }
+            buf.extend_from_slice(&data);
+        }
+    }
+    Some(buf)
+}
+
+/// Reads and drops what is left of a refused body (up to a bound), so the client,
+/// still sending, gets the 413 instead of a broken connection.
+async fn discard(mut body: Incoming) {
+    const MAX_DISCARD: usize = 64 * 1024 * 1024;
+    let mut seen = 0usize;
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Ok(data) = frame.into_data() {
+            seen += data.len();
+            if seen > MAX_DISCARD {
+                break;
+            }
+        }
+    }
 }
 
 fn to_hyper(resp: Response) -> hyper::Response<Full<Bytes>> {
