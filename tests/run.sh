@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs every test of Engage on a fresh machine: installs what it needs first.
+# Usage: bash tests/run.sh            (everything)
+#        ENGAGE_SKIP_EDGE=1 ENGAGE_SKIP_WWW=1 bash tests/run.sh   (Rust only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "toolchain: wasm32 target"
+rustup target add wasm32-unknown-unknown >/dev/null
+
+step "core builds for wasm32-unknown-unknown (no I/O, no OS dependencies)"
+cargo build -p engage-core --target wasm32-unknown-unknown --release
+
+step "build the native host"
+cargo build -p engage
+
+step "unit tests (core, host-native) and the black-box suite against the native host"
+cargo test --workspace --exclude engage-edge --exclude engage-www
+
+if [ -z "${ENGAGE_SKIP_WWW:-}" ] && [ -f www/test.sh ]; then
+  step "playground: wasm bindings and browser end-to-end test"
+  bash www/test.sh
+fi
+
+if [ -z "${ENGAGE_SKIP_EDGE:-}" ] && [ -f host-edge/test.sh ]; then
+  step "edge host: the black-box suite against wrangler dev (D1 + KV)"
+  bash host-edge/test.sh
+fi
+
+step "all tests passed"
