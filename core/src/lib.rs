@@ -17,9 +17,11 @@
 
 pub mod address;
 pub mod admin;
+pub mod alias;
 pub mod apply;
 pub mod auth;
 pub mod custom;
+pub mod delete;
 pub mod email;
 pub mod error;
 pub mod export;
@@ -28,6 +30,8 @@ pub mod http;
 pub mod identity;
 pub mod ids;
 pub mod ingest;
+pub mod merge;
+pub mod prioritization;
 pub mod profile;
 pub mod queue;
 pub mod ratelimit;
@@ -182,6 +186,11 @@ impl<S: Store> Engine<S> {
             Endpoint::Track => ingest::track(&self.store, ws, &req.body, ctx).await,
             Endpoint::TrackSync => ingest::track_sync(&self.store, ws, &req.body, ctx).await,
             Endpoint::ExportIds => export::export_ids(&self.store, ws, &req.body).await,
+            Endpoint::Identify => identity::identify(&self.store, ws, &req.body, ctx).await,
+            Endpoint::Merge => merge::merge(&self.store, ws, &req.body, ctx).await,
+            Endpoint::Delete => delete::delete(&self.store, ws, &req.body, ctx).await,
+            Endpoint::AliasNew => alias::alias_new(&self.store, ws, &req.body, ctx).await,
+            Endpoint::AliasUpdate => alias::alias_update(&self.store, ws, &req.body, ctx).await,
             Endpoint::SubscriptionSetV1 => subscriptions::set_v1(&self.store, ws, &req.body, ctx).await,
             Endpoint::SubscriptionSetV2 => subscriptions::set_v2(&self.store, ws, &req.body, ctx).await,
             Endpoint::SubscriptionUserStatus => subscriptions::user_status(&self.store, ws, req).await,

@@ -1,0 +1,74 @@
+//! Engine-level test helpers for the identity modules: an [`Engine`] over a
+//! [`MemoryStore`] with one all-permissions key, a clock that advances one second
+//! per request, and blocking calls.
+
+use std::cell::Cell;
+
+use serde_json::{json, Value};
+
+use crate::auth::{Permission, WorkspaceName};
+use crate::http::{Method, Request};
+use crate::store::memory::MemoryStore;
+use crate::time::Timestamp;
+use crate::{workspace, Config, Ctx, Engine};
+
+/// An engine, a key and a clock.
+pub(crate) struct Kit {
+    engine: Engine<MemoryStore>,
+    key: String,
+    tick: Cell<i64>,
+}
+
+impl Kit {
+    /// A fresh in-memory engine with one workspace.
+    pub(crate) fn new() -> Kit {
+        let config = Config { rate_limits: false, ..Config::default() };
+        let engine = Engine::new(MemoryStore::new(), config);
+        let ws = WorkspaceName::parse("test").expect("name");
+        let ctx = Ctx { now: Timestamp(1_700_000_000_000), seed: [9; 16] };
+        let key = pollster::block_on(workspace::create_key(engine.store(), &ws, Permission::ALL.to_vec(), ctx)).expect("key");
+        Kit { engine, key, tick: Cell::new(0) }
+    }
+
+    fn ctx(&self) -> Ctx {
+        let n = self.tick.get() + 1;
+        self.tick.set(n);
+        let mut seed = [0u8; 16];
+        seed[..8].copy_from_slice(&n.to_le_bytes());
+        Ctx { now: Timestamp(1_700_000_000_000 + n * 1000), seed }
+    }
+
+    /// POST with a JSON body; returns status and body.
+    pub(crate) fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let req = Request::new(Method::Post, path)
+            .header("Authorization", &format!("Bearer {}", self.key))
+            .header("Content-Type", "application/json")
+            .body(body.to_string());
+        let resp = pollster::block_on(self.engine.handle(req, self.ctx()));
+        (resp.status, resp.json_body())
+    }
+
+    /// POST /users/track, asserting 201.
+    pub(crate) fn track(&self, body: Value) {
+        let (status, resp) = self.post("/users/track", body);
+        assert_eq!(status, 201, "track failed: {resp}");
+    }
+
+    /// The exported users for an export body.
+    pub(crate) fn users(&self, body: Value) -> Vec<Value> {
+        let (status, resp) = self.post("/users/export/ids", body);
+        assert_eq!(status, 200, "export failed: {resp}");
+        resp["users"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// One user by external id (`Null` when absent).
+    pub(crate) fn user(&self, external_id: &str) -> Value {
+        self.users(json!({"external_ids": [external_id]})).into_iter().next().unwrap_or(Value::Null)
+    }
+
+    /// One user by alias (`Null` when absent).
+    pub(crate) fn by_alias(&self, name: &str, label: &str) -> Value {
+        let alias = json!({"alias_name": name, "alias_label": label});
+        self.users(json!({"user_aliases": [alias]})).into_iter().next().unwrap_or(Value::Null)
+    }
+}
