@@ -8,6 +8,7 @@
 //! purpose: a native store's futures are `Send`, a D1 store's are not, and the core
 //! does not care.
 
+pub mod conformance;
 pub mod memory;
 
 use std::fmt;

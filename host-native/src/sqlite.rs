@@ -14,7 +14,10 @@ use engage_core::store::{
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 /// The numbered migrations, shared with the edge host.
-const MIGRATIONS: &[(&str, &str)] = &[("0001_init", include_str!("../../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_init", include_str!("../../migrations/0001_init.sql")),
+    ("0002_guard", include_str!("../../migrations/0002_guard.sql")),
+];
 
 fn err(e: rusqlite::Error) -> StoreError {
     StoreError(e.to_string())
@@ -225,4 +228,23 @@ impl Store for SqliteStore {
             .map(|v| v as u64)
         })
     }
+}
+
+#[cfg(test)]
+mod conformance {
+    use super::SqliteStore;
+
+    fn fresh() -> SqliteStore {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "engage-sqlite-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        SqliteStore::open(&dir.join("t.db")).unwrap()
+    }
+
+    engage_core::store_conformance_tests!(fresh());
 }
