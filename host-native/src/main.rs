@@ -1,9 +1,6 @@
 //! `engage`: the native host. A command line over the core: `serve` runs the HTTP
 //! server on SQLite; `keys` and `groups` provision a workspace.
 
-mod server;
-mod sqlite;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -11,7 +8,8 @@ use clap::{Args, Parser, Subcommand};
 use engage_core::auth::{parse_permission_list, WorkspaceName};
 use engage_core::groups::{self, Channel};
 use engage_core::ids::IdGen;
-use engage_core::{Ctx, Timestamp};
+use engage::server::{self, ServeArgs};
+use engage::{ctx, sqlite};
 
 #[derive(Parser)]
 #[command(name = "engage", version, about = "Engage: a self-hostable customer-engagement user-data API")]
@@ -37,10 +35,10 @@ enum Command {
 }
 
 #[derive(Args)]
-struct DbArg {
+pub struct DbArg {
     /// SQLite database file (created on first use).
     #[arg(long, default_value = "engage.db")]
-    db: PathBuf,
+    pub db: PathBuf,
 }
 
 #[derive(Args)]
@@ -48,31 +46,6 @@ struct WorkspaceArg {
     /// Workspace the key or group belongs to.
     #[arg(long, default_value = "default")]
     workspace: String,
-}
-
-/// Options of `engage serve`.
-#[derive(Args)]
-pub struct ServeArgs {
-    #[command(flatten)]
-    db: DbArg,
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    listen: String,
-    /// Largest request body accepted, in bytes.
-    #[arg(long, default_value_t = 4 * 1024 * 1024)]
-    max_body_bytes: usize,
-    /// Do not enforce the API's rate limits (for load tests).
-    #[arg(long)]
-    no_rate_limits: bool,
-    /// Queued track requests applied per commit.
-    #[arg(long, default_value_t = engage_core::queue::DEFAULT_BATCH)]
-    apply_batch: usize,
-    /// Enables the operator routes under /_engage/ (create keys and groups over HTTP).
-    #[arg(long, env = "ENGAGE_ADMIN_TOKEN", hide_env_values = true)]
-    admin_token: Option<String>,
-    /// Stop when standard input closes (lets a test harness own the server's lifetime).
-    #[arg(long, hide = true)]
-    exit_on_stdin_eof: bool,
 }
 
 #[derive(Subcommand)]
@@ -111,18 +84,6 @@ enum GroupsCommand {
         #[command(flatten)]
         workspace: WorkspaceArg,
     },
-}
-
-/// The host's context for one request: the wall clock and fresh OS randomness.
-pub fn ctx() -> Ctx {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
-    let mut seed = [0u8; 16];
-    // Without OS randomness we must not mint keys or ids.
-    getrandom::fill(&mut seed).expect("the operating system's random source is unavailable");
-    Ctx { now: Timestamp(now), seed }
 }
 
 fn workspace(name: &str) -> Result<WorkspaceName, String> {

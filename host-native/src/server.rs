@@ -16,10 +16,41 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-use crate::sqlite::SqliteStore;
-use crate::{ctx, ServeArgs};
+use clap::Args;
 
-type SharedEngine = Arc<Engine<SqliteStore>>;
+use crate::ctx;
+use crate::sqlite::SqliteStore;
+
+/// Options of `engage serve`.
+#[derive(Args)]
+pub struct ServeArgs {
+    /// SQLite database file (created on first use).
+    #[arg(long, default_value = "engage.db")]
+    pub db: std::path::PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Largest request body accepted, in bytes.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// Do not enforce the API's rate limits (for load tests).
+    #[arg(long)]
+    pub no_rate_limits: bool,
+    /// Queued track requests applied per commit.
+    #[arg(long, default_value_t = engage_core::queue::DEFAULT_BATCH)]
+    pub apply_batch: usize,
+    /// Enables the operator routes under /_engage/ (create keys and groups over HTTP).
+    #[arg(long, env = "ENGAGE_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// Stop when standard input closes (lets a test harness own the server's lifetime).
+    #[arg(long, hide = true)]
+    pub exit_on_stdin_eof: bool,
+}
+
+
+
+/// The engine shared by all connections.
+pub type SharedEngine = Arc<Engine<SqliteStore>>;
 
 /// Runs `engage serve` until SIGINT or SIGTERM.
 pub fn serve(args: ServeArgs) -> Result<(), String> {
@@ -29,7 +60,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let store = SqliteStore::open(&args.db.db).map_err(|e| format!("cannot open {}: {e}", args.db.db.display()))?;
+    let store = SqliteStore::open(&args.db).map_err(|e| format!("cannot open {}: {e}", args.db.display()))?;
     let config = Config {
         max_body_bytes: args.max_body_bytes,
         rate_limits: !args.no_rate_limits,
@@ -38,7 +69,19 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
     };
     let engine: SharedEngine = Arc::new(Engine::new(store, config));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
-    runtime.block_on(run(engine, &args.listen, args.exit_on_stdin_eof))
+    runtime.block_on(async move {
+        let listener =
+            TcpListener::bind(&args.listen).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+        let exit_on_stdin_eof = args.exit_on_stdin_eof;
+        run(engine, listener, async move {
+            if exit_on_stdin_eof {
+                tokio::select! { _ = shutdown_signal() => {}, _ = stdin_closed() => {} }
+            } else {
+                shutdown_signal().await
+            }
+        })
+        .await
+    })
 }
 
 async fn stdin_closed() {
@@ -57,21 +100,18 @@ async fn stdin_closed() {
     let _ = rx.await;
 }
 
-async fn run(engine: SharedEngine, listen: &str, exit_on_stdin_eof: bool) -> Result<(), String> {
-    let listener = TcpListener::bind(listen).await.map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+/// Serves on `listener` until `shutdown` completes, with the background applier.
+pub async fn run(
+    engine: SharedEngine,
+    listener: TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     tracing::info!("engage listening on http://{addr}");
 
     let stopping = Arc::new(AtomicBool::new(false));
     let applier = spawn_applier(engine.clone(), stopping.clone());
     let connections = tokio_util_tracker();
-    let shutdown = async move {
-        if exit_on_stdin_eof {
-            tokio::select! { _ = shutdown_signal() => {}, _ = stdin_closed() => {} }
-        } else {
-            shutdown_signal().await
-        }
-    };
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
