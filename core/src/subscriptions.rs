@@ -36,7 +36,8 @@ pub const EMAIL_AND_PHONE: &str = "Either an email address or a phone number sho
 /// The platform's message for a missing or unknown subscription group id.
 pub const BAD_GROUP_ID: &str = "'subscription_group_id' must be a valid subscription group UUID";
 /// The platform's message for a group state other than `subscribed` / `unsubscribed`.
-pub const BAD_GROUP_STATE: &str = "'subscription_state' for a subscription group must be 'subscribed' or 'unsubscribed'";
+pub const BAD_GROUP_STATE: &str =
+    "'subscription_state' for a subscription group must be 'subscribed' or 'unsubscribed'";
 /// The platform's message for more than 50 identifiers.
 pub const TOO_MANY_IDS: &str = "The max number of ids per request was exceeded";
 
@@ -127,11 +128,13 @@ pub(crate) fn parse_named(values: Vec<String>, kind: Kind, name: &str) -> Result
                 Kind::External => ExternalId::parse(&raw).map(Identifier::External).ok_or_else(|| {
                     ApiError::bad(format!("The value provided for the '{name}' field is not a valid external id."))
                 })?,
-                Kind::Email => Email::parse(&raw)
-                    .map(Identifier::Email)
-                    .ok_or_else(|| ApiError::bad(format!("The value provided for the '{name}' field is not a valid email.")))?,
+                Kind::Email => Email::parse(&raw).map(Identifier::Email).ok_or_else(|| {
+                    ApiError::bad(format!("The value provided for the '{name}' field is not a valid email."))
+                })?,
                 Kind::Phone => Phone::parse(&raw).map(Identifier::Phone).ok_or_else(|| {
-                    ApiError::bad(format!("The value provided for the '{name}' field is not a valid E.164 phone number."))
+                    ApiError::bad(format!(
+                        "The value provided for the '{name}' field is not a valid E.164 phone number."
+                    ))
                 })?,
             };
             Ok(Named { ident, raw })

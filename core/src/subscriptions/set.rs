@@ -8,8 +8,8 @@ use serde_json::{json, Map, Value};
 
 use super::state;
 use super::{
-    body_object, check_channel, double_opt_in, field, group_of, json_strings, parse_named, try_commit, with_errors, Kind,
-    Named, BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS,
+    body_object, check_channel, double_opt_in, field, group_of, json_strings, parse_named, try_commit, with_errors,
+    Kind, Named, BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS,
 };
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
@@ -43,7 +43,11 @@ fn group_state(v: Option<&Value>) -> Result<GroupState, ApiError> {
 
 /// The identifiers of one group entry; `fields` maps each body field to its kind
 /// (and whether a lone string is accepted).
-fn identifiers(obj: &Map<String, Value>, group: &Group, fields: [(&str, Kind, bool); 3]) -> Result<Vec<Named>, ApiError> {
+fn identifiers(
+    obj: &Map<String, Value>,
+    group: &Group,
+    fields: [(&str, Kind, bool); 3],
+) -> Result<Vec<Named>, ApiError> {
     let mut out = Vec::new();
     for (name, kind, one_allowed) in fields {
         if let Some(v) = field(obj, name) {
@@ -110,7 +114,8 @@ pub async fn set_v2<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: C
                 "Each item in the 'subscription_groups' array needs exactly one of 'external_ids', 'emails' or 'phones'",
             ));
         }
-        let fields = [("external_ids", Kind::External, false), ("emails", Kind::Email, true), ("phones", Kind::Phone, true)];
+        let fields =
+            [("external_ids", Kind::External, false), ("emails", Kind::Email, true), ("phones", Kind::Phone, true)];
         let users = identifiers(obj, &group, fields)?;
         distinct.extend(users.iter().map(|n| n.ident.clone()));
         if distinct.len() > MAX_IDS {

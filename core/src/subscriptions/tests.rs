@@ -22,7 +22,8 @@ impl World {
         let store = MemoryStore::new();
         let ws = WorkspaceName::parse("w").unwrap();
         let ctx = Ctx { now: Timestamp(1_000), seed: [9; 16] };
-        let key = pollster::block_on(workspace::create_key(&store, &ws, parse_permission_list("all").unwrap(), ctx)).unwrap();
+        let key =
+            pollster::block_on(workspace::create_key(&store, &ws, parse_permission_list("all").unwrap(), ctx)).unwrap();
         let engine = Engine::new(store, Config { rate_limits: false, ..Config::default() });
         World { engine, key, ws, tick: std::cell::Cell::new(2_000) }
     }
@@ -72,7 +73,8 @@ impl World {
 #[test]
 fn email_status_for_an_unlinked_address_applies_when_a_profile_gets_it() {
     let w = World::new();
-    let (status, body) = w.post("/email/status", json!({"email": "Later@Example.com", "subscription_state": "opted_in"}));
+    let (status, body) =
+        w.post("/email/status", json!({"email": "Later@Example.com", "subscription_state": "opted_in"}));
     assert_eq!((status, body), (201, json!({"message": "success"})));
     w.track(json!([{"external_id": "u1", "email": "later@example.com"}]));
     assert_eq!(w.user("u1")["email_subscribe"], "opted_in");
@@ -150,7 +152,11 @@ fn status_get_decodes_an_unencoded_plus_in_a_phone() {
     w.track(json!([{"external_id": "u1", "phone": "+14155550100", "subscription_groups": [
         {"subscription_group_id": g, "subscription_state": "unsubscribed"}
     ]}]));
-    let (status, body) = w.call(Method::Get, &format!("/subscription/status/get?subscription_group_id={g}&phone=+14155550100"), Value::Null);
+    let (status, body) = w.call(
+        Method::Get,
+        &format!("/subscription/status/get?subscription_group_id={g}&phone=+14155550100"),
+        Value::Null,
+    );
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"]["+14155550100"], "Unsubscribed");
 }

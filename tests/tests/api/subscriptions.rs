@@ -33,7 +33,10 @@ async fn status_of(api: &Api, group: &str, query: &str) -> Value {
 
 /// The stored status of a group for an external id, as `/subscription/status/get` reads it.
 async fn status(api: &Api, group: &str, external_id: &str) -> String {
-    status_of(api, group, &format!("external_id={external_id}")).await[external_id].as_str().unwrap_or_default().to_string()
+    status_of(api, group, &format!("external_id={external_id}")).await[external_id]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// A user's exported `subscription_groups` entry for a group (`Null` when absent).
@@ -57,8 +60,16 @@ fn ids(n: usize) -> Vec<String> {
 async fn an_unknown_group_id_is_a_400_with_the_platform_message_everywhere() {
     let api = Api::new().await;
     users(&api, json!([{"external_id": "u1", "email": "a@example.com"}])).await;
-    let v1 = set_v1(&api, json!({"subscription_group_id": "nope", "subscription_state": "subscribed", "external_id": ["u1"]})).await;
-    let v2 = set_v2(&api, json!([{"subscription_group_id": "nope", "subscription_state": "subscribed", "external_ids": ["u1"]}])).await;
+    let v1 = set_v1(
+        &api,
+        json!({"subscription_group_id": "nope", "subscription_state": "subscribed", "external_id": ["u1"]}),
+    )
+    .await;
+    let v2 = set_v2(
+        &api,
+        json!([{"subscription_group_id": "nope", "subscription_state": "subscribed", "external_ids": ["u1"]}]),
+    )
+    .await;
     let get = api.get("/subscription/status/get?subscription_group_id=nope&external_id=u1").await;
     let missing = set_v1(&api, json!({"subscription_state": "subscribed", "external_id": ["u1"]})).await;
     for r in [v1, v2, get, missing] {
@@ -72,7 +83,9 @@ async fn groups_belong_to_their_workspace() {
     let other = Api::new().await;
     let g = other.group("News", "email").await;
     users(&api, json!([{"external_id": "u1"}])).await;
-    let r = set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": ["u1"]})).await;
+    let r =
+        set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": ["u1"]}))
+            .await;
     assert_eq!((r.status, r.body), (400, json!({"message": BAD_GROUP})));
 }
 
@@ -83,9 +96,15 @@ async fn v1_set_by_external_id_answers_201_success_and_is_read_back() {
     let api = Api::new().await;
     let g = api.group("News", "email").await;
     users(&api, json!([{"external_id": "u1"}, {"external_id": "u2"}])).await;
-    let r = set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": ["u1", "u2"]})).await;
+    let r = set_v1(
+        &api,
+        json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": ["u1", "u2"]}),
+    )
+    .await;
     assert_eq!((r.status, r.body), (201, success()));
-    let r = set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "unsubscribed", "external_id": "u2"})).await;
+    let r =
+        set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "unsubscribed", "external_id": "u2"}))
+            .await;
     assert_eq!(r.status, 201);
     assert_eq!(status(&api, &g, "u1").await, "Subscribed");
     assert_eq!(status(&api, &g, "u2").await, "Unsubscribed");
@@ -106,9 +125,17 @@ async fn v1_set_by_email_updates_every_user_sharing_the_email() {
         ]),
     )
     .await;
-    let r = set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "subscribed", "email": "Shared@Example.com"})).await;
+    let r = set_v1(
+        &api,
+        json!({"subscription_group_id": g, "subscription_state": "subscribed", "email": "Shared@Example.com"}),
+    )
+    .await;
     assert_eq!((r.status, r.body), (201, success()));
-    let r = set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "unsubscribed", "email": ["solo@example.com"]})).await;
+    let r = set_v1(
+        &api,
+        json!({"subscription_group_id": g, "subscription_state": "unsubscribed", "email": ["solo@example.com"]}),
+    )
+    .await;
     assert_eq!(r.status, 201);
     assert_eq!(status(&api, &g, "u1").await, "Subscribed");
     assert_eq!(status(&api, &g, "u2").await, "Subscribed");
@@ -129,7 +156,11 @@ async fn v1_set_by_phone_updates_every_user_sharing_the_phone() {
         ]),
     )
     .await;
-    let r = set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "subscribed", "phone": ["+14155550100"]})).await;
+    let r = set_v1(
+        &api,
+        json!({"subscription_group_id": g, "subscription_state": "subscribed", "phone": ["+14155550100"]}),
+    )
+    .await;
     assert_eq!((r.status, r.body), (201, success()));
     assert_eq!(status(&api, &g, "u1").await, "Subscribed");
     assert_eq!(status(&api, &g, "u2").await, "Subscribed");
@@ -150,8 +181,10 @@ async fn v1_set_by_external_id_also_updates_users_sharing_its_email_or_phone() {
         ]),
     )
     .await;
-    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "subscribed", "external_id": ["u1"]})).await;
-    set_v1(&api, json!({"subscription_group_id": texts, "subscription_state": "subscribed", "external_id": ["u1"]})).await;
+    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "subscribed", "external_id": ["u1"]}))
+        .await;
+    set_v1(&api, json!({"subscription_group_id": texts, "subscription_state": "subscribed", "external_id": ["u1"]}))
+        .await;
     assert_eq!(status(&api, &news, "u2").await, "Subscribed");
     assert_eq!(status(&api, &news, "u3").await, "Unknown");
     assert_eq!(status(&api, &texts, "u3").await, "Subscribed");
@@ -176,15 +209,19 @@ async fn v1_channel_rules_email_groups_take_email_and_phone_groups_take_phone() 
     let sms = api.group("Texts", "sms").await;
     let rcs = api.group("Rich", "rcs").await;
     users(&api, json!([{"external_id": "u1", "email": "a@example.com", "phone": "+14155550100"}])).await;
-    let phone_for_email = json!({"subscription_group_id": news, "subscription_state": "subscribed", "phone": "+14155550100"});
-    let email_for_sms = json!({"subscription_group_id": sms, "subscription_state": "subscribed", "email": "a@example.com"});
-    let email_for_rcs = json!({"subscription_group_id": rcs, "subscription_state": "subscribed", "email": "a@example.com"});
+    let phone_for_email =
+        json!({"subscription_group_id": news, "subscription_state": "subscribed", "phone": "+14155550100"});
+    let email_for_sms =
+        json!({"subscription_group_id": sms, "subscription_state": "subscribed", "email": "a@example.com"});
+    let email_for_rcs =
+        json!({"subscription_group_id": rcs, "subscription_state": "subscribed", "email": "a@example.com"});
     for body in [phone_for_email, email_for_sms, email_for_rcs] {
         let r = set_v1(&api, body).await;
         assert_eq!(r.status, 400, "{}", r.body);
         assert!(r.body["message"].as_str().unwrap().contains("cannot be used with the"), "{}", r.body);
     }
-    let phone_for_rcs = json!({"subscription_group_id": rcs, "subscription_state": "subscribed", "phone": "+14155550100"});
+    let phone_for_rcs =
+        json!({"subscription_group_id": rcs, "subscription_state": "subscribed", "phone": "+14155550100"});
     assert_eq!(set_v1(&api, phone_for_rcs).await.status, 201);
     assert_eq!(status(&api, &rcs, "u1").await, "Subscribed");
     assert_eq!(status(&api, &news, "u1").await, "Unknown");
@@ -239,13 +276,17 @@ async fn v1_more_than_50_identifiers_is_rejected_and_50_are_accepted() {
     users(&api, json!(attrs)).await;
     let mut many = ids(50);
     many.push("u50".into());
-    let r = set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": many})).await;
+    let r = set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": many}))
+        .await;
     assert_eq!((r.status, r.body), (400, json!({"message": TOO_MANY})));
     assert_eq!(status(&api, &g, "u0").await, "Unknown");
     let emails: Vec<String> = (0..51).map(|i| format!("e{i}@example.com")).collect();
-    let r = set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "subscribed", "email": emails})).await;
+    let r =
+        set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "subscribed", "email": emails})).await;
     assert_eq!((r.status, r.body), (400, json!({"message": TOO_MANY})));
-    let r = set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": ids(50)})).await;
+    let r =
+        set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": ids(50)}))
+            .await;
     assert_eq!(r.status, 201);
     assert_eq!(status(&api, &g, "u49").await, "Subscribed");
 }
@@ -255,7 +296,11 @@ async fn v1_an_identifier_matching_no_user_is_a_non_fatal_error() {
     let api = Api::new().await;
     let g = api.group("News", "email").await;
     users(&api, json!([{"external_id": "u1"}])).await;
-    let r = set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": ["u1", "ghost"]})).await;
+    let r = set_v1(
+        &api,
+        json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": ["u1", "ghost"]}),
+    )
+    .await;
     assert_eq!(r.status, 201);
     insta::assert_json_snapshot!(r.body, @r#"
     {
@@ -270,7 +315,11 @@ async fn v1_an_identifier_matching_no_user_is_a_non_fatal_error() {
     "#);
     assert_eq!(status(&api, &g, "u1").await, "Subscribed");
     // No profile was created for the unknown identifiers.
-    let r = set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "subscribed", "email": "nobody@example.com"})).await;
+    let r = set_v1(
+        &api,
+        json!({"subscription_group_id": g, "subscription_state": "subscribed", "email": "nobody@example.com"}),
+    )
+    .await;
     assert_eq!(r.body["errors"], json!([{"type": "No user found with this email", "email": "nobody@example.com"}]));
     assert!(api.users(json!({"email_address": "nobody@example.com"})).await.is_empty());
 }
@@ -314,7 +363,11 @@ async fn v2_sets_email_groups_by_emails_and_sms_groups_by_phones_in_separate_cal
     )
     .await;
     assert_eq!(r.status, 201, "{}", r.body);
-    let r = set_v2(&api, json!([{"subscription_group_id": texts, "subscription_state": "subscribed", "phones": ["+14155550100"]}])).await;
+    let r = set_v2(
+        &api,
+        json!([{"subscription_group_id": texts, "subscription_state": "subscribed", "phones": ["+14155550100"]}]),
+    )
+    .await;
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!(status(&api, &news, "u1").await, "Subscribed");
     assert_eq!(status(&api, &promo, "u1").await, "Unsubscribed");
@@ -348,9 +401,17 @@ async fn v2_emails_for_an_sms_group_and_phones_for_an_email_group_are_rejected()
     let news = api.group("News", "email").await;
     let texts = api.group("Texts", "sms").await;
     users(&api, json!([{"external_id": "u1", "email": "a@example.com", "phone": "+14155550100"}])).await;
-    let r = set_v2(&api, json!([{"subscription_group_id": texts, "subscription_state": "subscribed", "emails": ["a@example.com"]}])).await;
+    let r = set_v2(
+        &api,
+        json!([{"subscription_group_id": texts, "subscription_state": "subscribed", "emails": ["a@example.com"]}]),
+    )
+    .await;
     assert_eq!(r.status, 400, "{}", r.body);
-    let r = set_v2(&api, json!([{"subscription_group_id": news, "subscription_state": "subscribed", "phones": ["+14155550100"]}])).await;
+    let r = set_v2(
+        &api,
+        json!([{"subscription_group_id": news, "subscription_state": "subscribed", "phones": ["+14155550100"]}]),
+    )
+    .await;
     assert_eq!(r.status, 400, "{}", r.body);
     assert_eq!(status(&api, &news, "u1").await, "Unknown");
 }
@@ -374,12 +435,15 @@ async fn v2_accepts_use_double_opt_in_logic_at_the_top_level_and_per_group() {
     let texts = api.group("Texts", "sms").await;
     users(&api, json!([{"external_id": "u1", "phone": "+14155550100"}])).await;
     let entry = json!({"subscription_group_id": texts, "subscription_state": "subscribed", "phones": ["+14155550100"], "use_double_opt_in_logic": true});
-    let r = api.post("/v2/subscription/status/set", json!({"subscription_groups": [entry], "use_double_opt_in_logic": false})).await;
+    let r = api
+        .post("/v2/subscription/status/set", json!({"subscription_groups": [entry], "use_double_opt_in_logic": false}))
+        .await;
     assert_eq!((r.status, r.body), (201, success()));
     assert_eq!(status(&api, &texts, "u1").await, "Subscribed");
     let bad = json!({"subscription_group_id": texts, "subscription_state": "unsubscribed", "external_ids": ["u1"], "use_double_opt_in_logic": "true"});
     assert_eq!(set_v2(&api, json!([bad])).await.status, 400);
-    let r = api.post("/v2/subscription/status/set", json!({"subscription_groups": [], "use_double_opt_in_logic": 1})).await;
+    let r =
+        api.post("/v2/subscription/status/set", json!({"subscription_groups": [], "use_double_opt_in_logic": 1})).await;
     assert_eq!(r.status, 400);
     assert_eq!(status(&api, &texts, "u1").await, "Subscribed");
 }
@@ -427,9 +491,15 @@ async fn user_status_lists_only_groups_in_the_users_history() {
     let news = api.group("News", "email").await;
     let texts = api.group("Texts", "sms").await;
     let _untouched = api.group("Fresh", "email").await;
-    users(&api, json!([{"external_id": "u1", "email": "a@example.com", "phone": "+14155550100"}, {"external_id": "u2"}])).await;
-    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "subscribed", "external_id": ["u1"]})).await;
-    set_v1(&api, json!({"subscription_group_id": texts, "subscription_state": "unsubscribed", "external_id": ["u1"]})).await;
+    users(
+        &api,
+        json!([{"external_id": "u1", "email": "a@example.com", "phone": "+14155550100"}, {"external_id": "u2"}]),
+    )
+    .await;
+    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "subscribed", "external_id": ["u1"]}))
+        .await;
+    set_v1(&api, json!({"subscription_group_id": texts, "subscription_state": "unsubscribed", "external_id": ["u1"]}))
+        .await;
     let r = api.get("/subscription/user/status?external_id=u1").await;
     assert_eq!(r.status, 200, "{}", r.body);
     let mut body = r.body.clone();
@@ -474,10 +544,13 @@ async fn user_status_lists_only_groups_in_the_users_history() {
 async fn user_status_takes_repeated_keys_with_and_without_brackets() {
     let api = Api::new().await;
     users(&api, json!([{"external_id": "u1"}, {"external_id": "u2"}, {"external_id": "u3"}])).await;
-    for query in ["external_id[]=u1&external_id[]=u2", "external_id=u1&external_id=u2", "external_id%5B%5D=u1&external_id=u2"] {
+    for query in
+        ["external_id[]=u1&external_id[]=u2", "external_id=u1&external_id=u2", "external_id%5B%5D=u1&external_id=u2"]
+    {
         let r = api.get(&format!("/subscription/user/status?{query}")).await;
         assert_eq!(r.status, 200, "{query}: {}", r.body);
-        let got: Vec<&str> = r.body["users"].as_array().unwrap().iter().filter_map(|u| u["external_id"].as_str()).collect();
+        let got: Vec<&str> =
+            r.body["users"].as_array().unwrap().iter().filter_map(|u| u["external_id"].as_str()).collect();
         assert_eq!(got, ["u1", "u2"], "{query}");
         assert_eq!(r.body["total_count"], 2);
     }
@@ -489,7 +562,8 @@ async fn user_status_returns_users_sharing_an_email_separately() {
     let news = api.group("News", "email").await;
     users(&api, json!([{"external_id": "u1", "email": "s@example.com"}])).await;
     users(&api, json!([{"external_id": "u2", "email": "s@example.com"}])).await;
-    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "subscribed", "email": "s@example.com"})).await;
+    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "subscribed", "email": "s@example.com"}))
+        .await;
     let r = api.get("/subscription/user/status?email=s%40example.com").await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["total_count"], 2);
@@ -567,7 +641,11 @@ async fn status_get_reports_subscribed_unsubscribed_and_unknown_per_identifier()
     users(&api, json!([{"external_id": "1"}, {"external_id": "2"}, {"external_id": "3"}])).await;
     set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "unsubscribed", "external_id": ["1"]})).await;
     set_v1(&api, json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": ["2"]})).await;
-    let r = api.get(&format!("/subscription/status/get?subscription_group_id={g}&external_id[]=1&external_id[]=2&external_id[]=3")).await;
+    let r = api
+        .get(&format!(
+            "/subscription/status/get?subscription_group_id={g}&external_id[]=1&external_id[]=2&external_id[]=3"
+        ))
+        .await;
     assert_eq!(
         (r.status, r.body),
         (200, json!({"status": {"1": "Unsubscribed", "2": "Subscribed", "3": "Unknown"}, "message": "success"}))
@@ -584,9 +662,20 @@ async fn status_get_by_email_or_phone_and_external_id_wins_over_them() {
         json!([{"external_id": "u1", "email": "a@example.com", "phone": "+14155550100"}, {"external_id": "u2", "email": "b@example.com"}]),
     )
     .await;
-    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "subscribed", "email": ["a@example.com"]})).await;
-    set_v1(&api, json!({"subscription_group_id": texts, "subscription_state": "unsubscribed", "phone": ["+14155550100"]})).await;
-    assert_eq!(status_of(&api, &news, "email=a%40example.com&email=b%40example.com").await, json!({"a@example.com": "Subscribed", "b@example.com": "Unknown"}));
+    set_v1(
+        &api,
+        json!({"subscription_group_id": news, "subscription_state": "subscribed", "email": ["a@example.com"]}),
+    )
+    .await;
+    set_v1(
+        &api,
+        json!({"subscription_group_id": texts, "subscription_state": "unsubscribed", "phone": ["+14155550100"]}),
+    )
+    .await;
+    assert_eq!(
+        status_of(&api, &news, "email=a%40example.com&email=b%40example.com").await,
+        json!({"a@example.com": "Subscribed", "b@example.com": "Unknown"})
+    );
     assert_eq!(status_of(&api, &texts, "phone=%2B14155550100").await, json!({"+14155550100": "Unsubscribed"}));
     // With an external id, the email is not used.
     assert_eq!(status_of(&api, &news, "external_id=u2&email=a%40example.com").await, json!({"u2": "Unknown"}));
@@ -598,7 +687,11 @@ async fn status_get_rejects_email_with_phone_wrong_channels_and_bad_input() {
     let news = api.group("News", "email").await;
     let texts = api.group("Texts", "sms").await;
     users(&api, json!([{"external_id": "u1", "email": "a@example.com", "phone": "+14155550100"}])).await;
-    let r = api.get(&format!("/subscription/status/get?subscription_group_id={news}&email=a%40example.com&phone=%2B14155550100")).await;
+    let r = api
+        .get(&format!(
+            "/subscription/status/get?subscription_group_id={news}&email=a%40example.com&phone=%2B14155550100"
+        ))
+        .await;
     assert_eq!((r.status, r.body), (400, json!({"message": BOTH})));
     // With an external id the same pair is fine.
     let r = api.get(&format!("/subscription/status/get?subscription_group_id={news}&external_id=u1&email=a%40example.com&phone=%2B14155550100")).await;
@@ -636,7 +729,11 @@ async fn status_get_lists_an_identifier_matching_no_user_as_unknown_and_in_error
 async fn track_subscription_groups_and_email_subscribe_use_the_same_state_as_the_endpoints() {
     let api = Api::new().await;
     let news = api.group("News", "email").await;
-    users(&api, json!([{"external_id": "u1", "email": "s@example.com"}, {"external_id": "u2", "email": "s@example.com"}])).await;
+    users(
+        &api,
+        json!([{"external_id": "u1", "email": "s@example.com"}, {"external_id": "u2", "email": "s@example.com"}]),
+    )
+    .await;
     users(
         &api,
         json!([{"external_id": "u1", "email_subscribe": "opted_in",
@@ -646,7 +743,8 @@ async fn track_subscription_groups_and_email_subscribe_use_the_same_state_as_the
     // Track's change reached the user sharing the email, and the endpoints read it.
     assert_eq!(status(&api, &news, "u2").await, "Subscribed");
     assert_eq!(api.user("u2").await["email_subscribe"], "opted_in");
-    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "unsubscribed", "external_id": ["u2"]})).await;
+    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "unsubscribed", "external_id": ["u2"]}))
+        .await;
     assert_eq!(status(&api, &news, "u1").await, "Unsubscribed");
 }
 
@@ -684,14 +782,18 @@ async fn global_resubscribe_returns_each_group_to_its_stored_status() {
     let news = api.group("News", "email").await;
     let promo = api.group("Promo", "email").await;
     users(&api, json!([{"external_id": "u1", "email": "a@example.com"}])).await;
-    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "subscribed", "external_id": ["u1"]})).await;
-    set_v1(&api, json!({"subscription_group_id": promo, "subscription_state": "unsubscribed", "external_id": ["u1"]})).await;
+    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "subscribed", "external_id": ["u1"]}))
+        .await;
+    set_v1(&api, json!({"subscription_group_id": promo, "subscription_state": "unsubscribed", "external_id": ["u1"]}))
+        .await;
     users(&api, json!([{"external_id": "u1", "email_subscribe": "unsubscribed"}])).await;
     assert_eq!(exported(&api, "u1", &news).await["effective_status"], "Unsubscribed");
     // A group change while globally unsubscribed is stored, and still masked.
-    set_v1(&api, json!({"subscription_group_id": promo, "subscription_state": "subscribed", "external_id": ["u1"]})).await;
+    set_v1(&api, json!({"subscription_group_id": promo, "subscription_state": "subscribed", "external_id": ["u1"]}))
+        .await;
     assert_eq!(exported(&api, "u1", &promo).await["effective_status"], "Unsubscribed");
-    set_v1(&api, json!({"subscription_group_id": promo, "subscription_state": "unsubscribed", "external_id": ["u1"]})).await;
+    set_v1(&api, json!({"subscription_group_id": promo, "subscription_state": "unsubscribed", "external_id": ["u1"]}))
+        .await;
     let r = api.post("/email/status", json!({"email": ["a@example.com"], "subscription_state": "subscribed"})).await;
     assert_eq!(r.status, 201);
     let (n, p) = (exported(&api, "u1", &news).await, exported(&api, "u1", &promo).await);
@@ -710,7 +812,9 @@ async fn email_status_sets_each_global_state_on_every_profile_with_the_address()
     )
     .await;
     for state in ["opted_in", "unsubscribed", "subscribed"] {
-        let r = api.post("/email/status", json!({"email": ["a@example.com", "B@example.com"], "subscription_state": state})).await;
+        let r = api
+            .post("/email/status", json!({"email": ["a@example.com", "B@example.com"], "subscription_state": state}))
+            .await;
         assert_eq!((r.status, r.body), (201, success()));
         for u in ["u1", "u2", "u3"] {
             assert_eq!(api.user(u).await["email_subscribe"], state, "{u}");
@@ -741,11 +845,17 @@ async fn email_status_rejects_bad_states_bounds_and_addresses_and_writes_nothing
     users(&api, json!([{"external_id": "u1", "email": "a@example.com", "email_subscribe": "subscribed"}])).await;
     let fifty_one: Vec<String> = (0..51).map(|i| format!("e{i}@example.com")).collect();
     let cases = [
-        (json!({"email": "a@example.com", "subscription_state": "maybe"}), Some("'subscription_state' must be 'subscribed', 'unsubscribed', or 'opted_in'")),
+        (
+            json!({"email": "a@example.com", "subscription_state": "maybe"}),
+            Some("'subscription_state' must be 'subscribed', 'unsubscribed', or 'opted_in'"),
+        ),
         (json!({"email": "a@example.com", "subscription_state": "Unsubscribed"}), None),
         (json!({"email": "a@example.com"}), None),
         (json!({"email": fifty_one, "subscription_state": "unsubscribed"}), Some(TOO_MANY)),
-        (json!({"email": ["a@example.com", "nope"], "subscription_state": "unsubscribed"}), Some("The value provided for the 'email' field is not a valid email.")),
+        (
+            json!({"email": ["a@example.com", "nope"], "subscription_state": "unsubscribed"}),
+            Some("The value provided for the 'email' field is not a valid email."),
+        ),
         (json!({"email": [], "subscription_state": "unsubscribed"}), None),
         (json!({"email": 3, "subscription_state": "unsubscribed"}), None),
         (json!({"subscription_state": "unsubscribed"}), None),
@@ -759,7 +869,10 @@ async fn email_status_rejects_bad_states_bounds_and_addresses_and_writes_nothing
     }
     assert_eq!(api.user("u1").await["email_subscribe"], "subscribed");
     let fifty: Vec<String> = (0..50).map(|i| format!("e{i}@example.com")).collect();
-    assert_eq!(api.post("/email/status", json!({"email": fifty, "subscription_state": "unsubscribed"})).await.status, 201);
+    assert_eq!(
+        api.post("/email/status", json!({"email": fifty, "subscription_state": "unsubscribed"})).await.status,
+        201
+    );
 }
 
 #[tokio::test]
@@ -773,14 +886,19 @@ async fn blocklist_and_blacklist_unsubscribe_and_mark_a_hard_bounce() {
                {"external_id": "u3", "email": "c@example.com"}]),
     )
     .await;
-    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "subscribed", "external_id": ["u1"]})).await;
+    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "subscribed", "external_id": ["u1"]}))
+        .await;
     let r = api.post("/email/blocklist", json!({"email": ["a@example.com"]})).await;
     assert_eq!((r.status, r.body), (201, success()));
     let r = api.post("/email/blacklist", json!({"email": "b@example.com"})).await;
     assert_eq!((r.status, r.body), (201, success()));
     for u in ["u1", "u2"] {
         let user = api.user(u).await;
-        assert_eq!((user["email_subscribe"].clone(), user["email_hard_bounced"].clone()), (json!("unsubscribed"), json!(true)), "{u}");
+        assert_eq!(
+            (user["email_subscribe"].clone(), user["email_hard_bounced"].clone()),
+            (json!("unsubscribed"), json!(true)),
+            "{u}"
+        );
     }
     assert_eq!(api.user("u3").await["email_hard_bounced"], false);
     // The group status is kept; the global state masks it.
@@ -802,7 +920,12 @@ async fn blocklist_rejects_more_than_50_and_invalid_addresses() {
     let api = Api::new().await;
     users(&api, json!([{"external_id": "u1", "email": "a@example.com"}])).await;
     let fifty_one: Vec<String> = (0..51).map(|i| format!("e{i}@example.com")).collect();
-    for body in [json!({"email": fifty_one}), json!({"email": ["a@example.com", "bad"]}), json!({"email": null}), json!({"email": {"a": 1}})] {
+    for body in [
+        json!({"email": fifty_one}),
+        json!({"email": ["a@example.com", "bad"]}),
+        json!({"email": null}),
+        json!({"email": {"a": 1}}),
+    ] {
         for path in ["/email/blocklist", "/email/blacklist"] {
             let r = api.post(path, body.clone()).await;
             assert_eq!(r.status, 400, "{path} {body}: {}", r.body);
@@ -819,8 +942,13 @@ async fn export_shows_the_global_state_hard_bounce_and_every_group_status() {
     let news = api.group("News", "email").await;
     let texts = api.group("Texts", "sms").await;
     users(&api, json!([{"external_id": "u1", "email": "a@example.com", "phone": "+14155550100"}])).await;
-    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "subscribed", "external_id": ["u1"]})).await;
-    set_v1(&api, json!({"subscription_group_id": texts, "subscription_state": "unsubscribed", "phone": ["+14155550100"]})).await;
+    set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "subscribed", "external_id": ["u1"]}))
+        .await;
+    set_v1(
+        &api,
+        json!({"subscription_group_id": texts, "subscription_state": "unsubscribed", "phone": ["+14155550100"]}),
+    )
+    .await;
     api.post("/email/blocklist", json!({"email": "a@example.com"})).await;
     let fields = json!(["external_id", "email_subscribe", "email_hard_bounced", "subscription_groups"]);
     let mut u = api.users(json!({"external_ids": ["u1"], "fields_to_export": fields})).await.remove(0);
