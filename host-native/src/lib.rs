@@ -1,6 +1,7 @@
 //! Engage's native host: the SQLite store and the hyper server, used by the
 //! `engage` binary and by the load benchmark.
 
+pub mod playground;
 pub mod server;
 pub mod sqlite;
 

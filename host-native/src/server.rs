@@ -45,6 +45,10 @@ pub struct ServeArgs {
     /// Stop when standard input closes (lets a test harness own the server's lifetime).
     #[arg(long, hide = true)]
     pub exit_on_stdin_eof: bool,
+    /// Directory of the built playground (www/build.sh), served at /playground/.
+    /// Default: www/dist under the current directory, when it exists.
+    #[arg(long)]
+    pub playground_dir: Option<std::path::PathBuf>,
 }
 
 
@@ -67,6 +71,9 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         apply_batch: args.apply_batch,
         admin_token: args.admin_token.clone(),
     };
+    if let Some(dir) = crate::playground::init(args.playground_dir.clone())? {
+        tracing::info!("serving the playground from {} at /playground/", dir.display());
+    }
     let engine: SharedEngine = Arc::new(Engine::new(store, config));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
@@ -195,6 +202,9 @@ async fn handle(
     _peer: SocketAddr,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
     let (parts, body) = req.into_parts();
+    if let Some(page) = crate::playground::respond(&parts.method, parts.uri.path()) {
+        return Ok(page);
+    }
     let limit = engine.config().max_body_bytes;
     let declared_too_large = parts
         .headers

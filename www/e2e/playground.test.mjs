@@ -1,0 +1,214 @@
+// End-to-end test of the playground in a real browser: Debian's chromium driven by
+// playwright-core. Needs the built page (www/build.sh). Run with `node --test e2e/`.
+//
+// 1. The page served as static files (a tiny server here): load, track, export,
+//    reload, reset, screenshots, and the time to interactive.
+// 2. With ENGAGE_BIN set: the page served by `engage serve` at /playground/, and the
+//    "Copy as curl" commands run against that real server.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { chromium } from "playwright-core";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const dist = path.resolve(here, "../dist");
+const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
+const TYPES = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".wasm": "application/wasm" };
+
+let tmp;
+let context;
+
+function staticServer(root) {
+  const server = http.createServer(async (req, res) => {
+    const url = new URL(req.url, "http://x");
+    const rel = path.normalize(decodeURIComponent(url.pathname)).replace(/^(\.\.[/\\])+/, "");
+    const file = path.join(root, rel.endsWith("/") ? `${rel}index.html` : rel);
+    if (!file.startsWith(root + path.sep)) {
+      res.writeHead(404).end();
+      return;
+    }
+    try {
+      const body = await readFile(file);
+      res.writeHead(200, { "content-type": TYPES[path.extname(file)] || "application/octet-stream" }).end(body);
+    } catch {
+      res.writeHead(404).end();
+    }
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
+before(async () => {
+  tmp = await mkdtemp(path.join(os.tmpdir(), "engage-playground-e2e-"));
+  context = await chromium.launchPersistentContext(path.join(tmp, "profile"), {
+    executablePath: chromiumPath,
+    headless: true,
+    viewport: { width: 1440, height: 1000 },
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+});
+
+after(async () => {
+  await context?.close();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+async function open(page, url) {
+  const t0 = Date.now();
+  await page.goto(url);
+  await page.waitForSelector('body[data-ready="true"]', { timeout: 30_000 });
+  return Date.now() - t0;
+}
+
+async function pick(page, route) {
+  await page.click(`[data-route="${route}"]`);
+}
+
+async function send(page) {
+  const before = await page.locator("#history li").count();
+  await page.click("#send");
+  await page.waitForFunction((n) => document.querySelectorAll("#history li").length > n, before);
+  return {
+    status: Number(await page.textContent("#status")),
+    body: JSON.parse(await page.textContent("#response-body")),
+  };
+}
+
+async function exportUser(page) {
+  await pick(page, "POST /users/export/ids");
+  const res = await send(page);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body;
+}
+
+test("track, export, reload and reset in the static playground", async () => {
+  const server = await staticServer(dist);
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  try {
+    const url = `http://127.0.0.1:${server.address().port}/`;
+    const tti = await open(page, url);
+    const inPage = await page.evaluate(() => window.engagePlaygroundReadyMs);
+    console.log(`time to interactive: ${tti} ms from navigation to the key shown (${inPage.toFixed(0)} ms after the script started)`);
+
+    const key = (await page.textContent("#api-key")).trim();
+    assert.match(key, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    assert.equal(await page.textContent("#workspace"), "playground");
+    // The picker lists every public endpoint, each with a ready request.
+    assert.ok((await page.locator("#routes button").count()) >= 20);
+
+    await pick(page, "POST /users/track");
+    assert.match(await page.inputValue("#headers"), new RegExp(`Authorization: Bearer ${key}`));
+    const tracked = await send(page);
+    assert.equal(tracked.status, 201);
+    assert.equal(tracked.body.message, "success");
+
+    const exported = await exportUser(page);
+    assert.equal(exported.users[0].external_id, "user-1");
+    assert.equal(exported.users[0].custom_attributes.favorite_color, "blue");
+
+    await page.reload();
+    await page.waitForSelector('body[data-ready="true"]');
+    assert.equal((await page.textContent("#api-key")).trim(), key, "the key survives a reload");
+    assert.equal(await page.locator("#history li").count(), 2, "the history survives a reload");
+    const reloaded = await exportUser(page);
+    assert.equal(reloaded.users[0].custom_attributes.favorite_color, "blue", "the data survives a reload");
+
+    await page.click("#copy-curl");
+    const curl = await page.textContent("#curl");
+    assert.ok(curl.startsWith("curl -sS -i -X POST 'http://127.0.0.1:8080/users/export/ids'"), curl);
+    await page.screenshot({ path: path.join(here, "screenshot.png"), fullPage: true });
+
+    page.once("dialog", (d) => d.accept());
+    await page.click("#reset");
+    await page.waitForFunction((k) => document.getElementById("api-key").textContent.trim() !== k, key);
+    assert.equal(await page.locator("#history li").count(), 0);
+    const afterReset = await exportUser(page);
+    assert.deepEqual(afterReset.users, [], JSON.stringify(afterReset));
+    await page.reload();
+    await page.waitForSelector('body[data-ready="true"]');
+    assert.deepEqual((await exportUser(page)).users, [], "the reset survives a reload");
+    await page.screenshot({ path: path.join(here, "screenshot-reset.png"), fullPage: true });
+    assert.deepEqual(errors, []);
+  } finally {
+    await page.close();
+    server.close();
+  }
+});
+
+const run = promisify(execFile);
+
+async function startEngage(bin, db) {
+  const child = spawn(bin, ["serve", "--db", db, "--listen", "127.0.0.1:0", "--playground-dir", dist, "--exit-on-stdin-eof"], {
+    stdio: ["pipe", "ignore", "pipe"],
+  });
+  const base = await new Promise((resolve, reject) => {
+    let log = "";
+    const timer = setTimeout(() => reject(new Error(`engage did not start: ${log}`)), 30_000);
+    child.stderr.on("data", (chunk) => {
+      log += chunk;
+      const m = log.match(/listening on (http:\/\/[0-9.]+:\d+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`engage exited with ${code}: ${log}`)));
+  });
+  return { child, base };
+}
+
+test("engage serve hosts the playground, and its curl commands work against the server", { skip: !process.env.ENGAGE_BIN && "ENGAGE_BIN is not set" }, async () => {
+  const db = path.join(tmp, "engage.db");
+  const serverKey = (await run(process.env.ENGAGE_BIN, ["keys", "create", "--db", db])).stdout.trim();
+  const { child, base } = await startEngage(process.env.ENGAGE_BIN, db);
+  const page = await context.newPage();
+  try {
+    const redirect = await fetch(`${base}/playground`, { redirect: "manual" });
+    assert.equal(redirect.status, 301);
+    assert.equal(redirect.headers.get("location"), "/playground/");
+    const wasm = await fetch(`${base}/playground/pkg/engage_www_bg.wasm`);
+    assert.equal(wasm.status, 200);
+    assert.equal(wasm.headers.get("content-type"), "application/wasm");
+    assert.equal((await fetch(`${base}/playground/..%2f..%2fCargo.toml`)).status, 404);
+
+    await open(page, `${base}/playground/`);
+    assert.equal(await page.inputValue("#base-url"), base, "the curl base URL defaults to the serving origin");
+
+    // The playground's requests, with the server's key, sent by curl to the server.
+    const curlFor = async (route) => {
+      await pick(page, route);
+      const headers = (await page.inputValue("#headers")).replace(/Bearer \S+/, `Bearer ${serverKey}`);
+      await page.fill("#headers", headers);
+      await page.click("#copy-curl");
+      const script = path.join(tmp, "request.sh");
+      await writeFile(script, await page.textContent("#curl"));
+      const { stdout } = await run("sh", [script]);
+      const [head, ...rest] = stdout.split(/\r?\n\r?\n/);
+      return { status: Number(head.split(" ")[1]), body: JSON.parse(rest.join("\n\n")) };
+    };
+    const tracked = await curlFor("POST /users/track");
+    assert.equal(tracked.status, 201, JSON.stringify(tracked.body));
+    const exported = await curlFor("POST /users/export/ids");
+    assert.equal(exported.status, 200);
+    assert.equal(exported.body.users[0].custom_attributes.favorite_color, "blue");
+  } finally {
+    await page.close();
+    child.stdin.end();
+    await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.on("exit", resolve)));
+  }
+});

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Everything the playground's tests need, on a fresh machine or again (idempotent:
+# installs already present are skipped), then the tests:
+#   1. native unit tests of engage-www (session, examples, curl);
+#   2. the wasm bindings under Node (wasm-bindgen-test);
+#   3. the page built (build.sh) and driven in Debian's chromium by playwright-core,
+#      served as static files and by `engage serve` at /playground/.
+# Exits non-zero on the first failure.
+set -euo pipefail
+
+WWW="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(dirname "$WWW")"
+export PATH="$HOME/.cargo/bin:$PATH"
+step() { printf '\n== playground: %s\n' "$*"; }
+
+step "tools"
+if [ ! -x /usr/bin/chromium ]; then
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+fi
+if ! command -v curl >/dev/null; then
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y curl
+fi
+(cd "$WWW" && if ! node -e '
+  const want = require("./package-lock.json").packages["node_modules/playwright-core"].version;
+  process.exit(require("./node_modules/playwright-core/package.json").version === want ? 0 : 1)' 2>/dev/null; then
+  npm ci --no-audit --no-fund
+fi)
+
+step "build (wasm + page)"
+bash "$WWW/build.sh"   # also installs the wasm32 target and wasm-bindgen-cli when missing
+
+cd "$ROOT"
+step "native unit tests"
+cargo test -p engage-www
+
+step "wasm bindings (wasm-bindgen-test under Node)"
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
+  cargo test -p engage-www --target wasm32-unknown-unknown --release
+
+step "engage binary (serves /playground)"
+cargo build -p engage
+
+step "browser end-to-end"
+cd "$WWW"
+ENGAGE_BIN="$ROOT/target/debug/engage" node --test e2e/
