@@ -102,8 +102,11 @@ test("track, export, reload and reset in the static playground", async () => {
   try {
     const url = `http://127.0.0.1:${server.address().port}/`;
     const tti = await open(page, url);
-    const inPage = await page.evaluate(() => window.engagePlaygroundReadyMs);
-    console.log(`time to interactive: ${tti} ms from navigation to the key shown (${inPage.toFixed(0)} ms after the script started)`);
+    const ready = await page.evaluate(() => window.engagePlaygroundReady);
+    console.log(
+      `time to interactive: ${ready.sinceNavigationMs.toFixed(0)} ms from navigation start to the key shown ` +
+        `(${ready.sinceScriptMs.toFixed(0)} ms of it after the script started; ${tti} ms as seen by the test driver)`,
+    );
 
     const key = (await page.textContent("#api-key")).trim();
     assert.match(key, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
