@@ -96,6 +96,14 @@ pub struct Tx<'s, S: Store> {
     ws: WorkspaceName,
     profiles: BTreeMap<ServiceId, Slot>,
     docs: BTreeMap<(Table, String), DocSlot>,
+    /// Index entries of the profiles changed in this unit of work, so `resolve` finds
+    /// identifiers they gained without scanning every loaded profile (a batch of
+    /// queued jobs loads thousands).
+    overlay: BTreeMap<String, BTreeSet<ServiceId>>,
+    /// Entries each changed profile has in `overlay`.
+    overlay_keys: BTreeMap<ServiceId, Vec<String>>,
+    /// Profiles handed out for change since the overlay was last refreshed.
+    stale: Vec<ServiceId>,
 }
 
 struct DocSlot {
@@ -108,7 +116,15 @@ struct DocSlot {
 impl<'s, S: Store> Tx<'s, S> {
     /// Starts a unit of work.
     pub fn new(store: &'s S, ws: WorkspaceName) -> Tx<'s, S> {
-        Tx { store, ws, profiles: BTreeMap::new(), docs: BTreeMap::new() }
+        Tx {
+            store,
+            ws,
+            profiles: BTreeMap::new(),
+            docs: BTreeMap::new(),
+            overlay: BTreeMap::new(),
+            overlay_keys: BTreeMap::new(),
+            stale: Vec::new(),
+        }
     }
 
     /// The workspace.
@@ -146,6 +162,7 @@ impl<'s, S: Store> Tx<'s, S> {
     /// A profile to change; it is written back at commit.
     pub async fn profile_mut(&mut self, id: &ServiceId) -> Result<Option<&mut Profile>, StoreError> {
         self.load(id).await?;
+        self.stale.push(id.clone());
         Ok(self.profiles.get_mut(id).and_then(|s| {
             if s.doc.is_some() {
                 s.dirty = true;
@@ -157,6 +174,7 @@ impl<'s, S: Store> Tx<'s, S> {
     /// Adds a new profile.
     pub fn insert_profile(&mut self, p: Profile) {
         let id = p.id.clone();
+        self.stale.push(id.clone());
         let slot = self.profiles.entry(id).or_insert(Slot {
             version: None,
             stored_index: BTreeMap::new(),
@@ -170,6 +188,7 @@ impl<'s, S: Store> Tx<'s, S> {
     /// Removes a profile and, at commit, all its index entries.
     pub async fn delete_profile(&mut self, id: &ServiceId) -> Result<bool, StoreError> {
         self.load(id).await?;
+        self.stale.push(id.clone());
         match self.profiles.get_mut(id) {
             Some(slot) if slot.doc.is_some() => {
                 slot.doc = None;
@@ -206,10 +225,13 @@ impl<'s, S: Store> Tx<'s, S> {
                 }
             }
         }
-        // Profiles changed in this unit of work may match (or stop matching) already.
-        for (id, slot) in &self.profiles {
-            if slot.doc.as_ref().is_some_and(|p| matches(p, ident)) {
-                candidates.insert(id.clone());
+        // Profiles changed in this unit of work may match already (the ones that stopped
+        // matching are filtered out below).
+        self.refresh_overlay();
+        let lookup = unique_key(&self.ws, ident).or_else(|| shared_prefix(&self.ws, ident));
+        if let Some(k) = lookup {
+            for (_, ids) in self.overlay.range(k.clone()..).take_while(|(key, _)| key.starts_with(&k)) {
+                candidates.extend(ids.iter().cloned());
             }
         }
         let mut out = Vec::new();
@@ -219,6 +241,27 @@ impl<'s, S: Store> Tx<'s, S> {
             }
         }
         Ok(out)
+    }
+
+    fn refresh_overlay(&mut self) {
+        for id in std::mem::take(&mut self.stale) {
+            for k in self.overlay_keys.remove(&id).unwrap_or_default() {
+                if let Some(set) = self.overlay.get_mut(&k) {
+                    set.remove(&id);
+                    if set.is_empty() {
+                        self.overlay.remove(&k);
+                    }
+                }
+            }
+            let keys: Vec<String> = match self.profiles.get(&id).and_then(|s| s.doc.as_ref()) {
+                Some(p) => index_entries(&self.ws, p).into_keys().collect(),
+                None => Vec::new(),
+            };
+            for k in &keys {
+                self.overlay.entry(k.clone()).or_default().insert(id.clone());
+            }
+            self.overlay_keys.insert(id, keys);
+        }
     }
 
     /// The one profile a unique identifier names, if any.

@@ -5,7 +5,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::auth::{key_hash, KeyRecord, Permission, WorkspaceName};
 use crate::error::ApiError;
-use crate::ids::IdGen;
 use crate::repo::encode;
 use crate::store::{ChangeSet, Expect, Op, Store, Table};
 use crate::Ctx;
@@ -27,8 +26,9 @@ pub async fn create_key<S: Store>(
     permissions: Vec<Permission>,
     ctx: Ctx,
 ) -> Result<String, ApiError> {
-    let mut ids = IdGen::new(ctx.seed);
-    let h = ids.token(16);
+    // The secret is the host's 128 random bits themselves: nothing derived, nothing
+    // shared with other ids.
+    let h: String = ctx.seed.iter().map(|b| format!("{b:02x}")).collect();
     let secret = format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32]);
     let record = KeyRecord { workspace: workspace.clone(), permissions, hint: secret[..8].to_string(), created_at: ctx.now.0 };
     let ws = WorkspaceRecord { name: workspace.clone(), created_at: ctx.now.0 };
