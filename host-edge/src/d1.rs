@@ -1,0 +1,316 @@
+//! The D1 store: the same tables as the native host (`migrations/`), one `batch()`
+//! per commit.
+//!
+//! D1 has no interactive transactions, and an `UPDATE ... WHERE version = ?` that
+//! matches nothing is not an error. So every expectation of a [`ChangeSet`] becomes a
+//! *guard* statement placed in the same batch, before the write it protects:
+//!
+//! ```sql
+//! INSERT INTO guard (ok) SELECT 0 WHERE NOT EXISTS (SELECT 1 FROM docs WHERE ... AND version = ?)
+//! ```
+//!
+//! When the expectation holds the guard inserts nothing; when it fails it inserts
+//! `ok = 0`, which violates `CHECK (ok = 1)` (constraint `expectation_failed`,
+//! migrations/0002_guard.sql), and D1 rolls the whole batch back. That one error is
+//! [`CommitError::Conflict`]; every other failure is [`CommitError::Store`]. The
+//! `guard` table therefore stays empty forever. D1 runs the statements of a batch
+//! in order on one connection, so a guard sees the writes of earlier statements of
+//! the same batch, exactly as the memory store's staged check does.
+//!
+//! Contention: when many requests of one isolate race for one document, each round
+//! of the core's retries lets only one win, and D1 runs every query of a database
+//! in turn, so lockstep retries cost rounds × contenders × queries. On a conflict
+//! the store therefore waits a random time (full jitter) before reporting it, in a
+//! window that grows with the number of requests of this isolate backing off at
+//! the same moment and with the measured cost of a batch: the losers spread out
+//! and retry mostly one at a time. Waits are timers (workerd cancels a request that
+//! awaits a promise only another request can resolve, so there is no cross-request
+//! lock). Correctness never depends on this: the guards do that.
+//!
+//! Documents and queue jobs are JSON: they are bound as text (D1 sends blobs as
+//! arrays of numbers) and read back with `CAST(... AS TEXT)`, so a row stored as a
+//! blob (for example imported from the native host) reads the same.
+
+use std::cell::Cell;
+use std::time::Duration;
+
+use engage_core::store::{ChangeSet, CommitError, Entry, Expect, Op, QueuedJob, Store, StoreError, Table};
+use serde::Deserialize;
+use wasm_bindgen::JsValue;
+use worker::{D1Database, D1PreparedStatement, Date, Delay};
+
+use crate::keycache::KeyCache;
+
+/// The name of the CHECK constraint a failed guard violates.
+const GUARD_CONSTRAINT: &str = "expectation_failed";
+
+/// Longest conflict backoff, in milliseconds.
+const BACKOFF_CAP_MS: f64 = 2_000.0;
+
+/// A [`Store`] over a D1 database, with API-key reads cached in KV.
+pub struct D1Store {
+    db: D1Database,
+    keys: Option<KeyCache>,
+    /// Requests of this isolate currently waiting after a conflict.
+    backing_off: Cell<u32>,
+    /// Moving average of a commit batch's duration, in milliseconds.
+    batch_ms: Cell<f64>,
+}
+
+#[derive(Deserialize)]
+struct DocRow {
+    version: f64,
+    value: String,
+}
+
+#[derive(Deserialize)]
+struct KeyedRow {
+    key: String,
+    version: f64,
+    value: String,
+}
+
+#[derive(Deserialize)]
+struct JobRow {
+    seq: f64,
+    job: String,
+}
+
+#[derive(Deserialize)]
+struct NumberRow {
+    n: f64,
+}
+
+/// Text of a worker error, including D1's cause (where SQLite's message is).
+pub(crate) fn error_text(e: &worker::Error) -> String {
+    match e {
+        worker::Error::D1(d1) => {
+            let js: &worker::js_sys::Error = d1.as_ref();
+            let message: String = js.message().into();
+            format!("{message} ({})", d1.cause())
+        }
+        other => other.to_string(),
+    }
+}
+
+fn store_err(e: worker::Error) -> StoreError {
+    let text = error_text(&e);
+    worker::console_error!("D1: {text}");
+    StoreError(format!("D1: {text}"))
+}
+
+fn num(n: u64) -> JsValue {
+    // D1 numbers are JavaScript numbers: versions and sequence numbers stay far below 2^53.
+    JsValue::from_f64(n as f64)
+}
+
+fn text(bytes: &[u8]) -> Result<JsValue, StoreError> {
+    std::str::from_utf8(bytes)
+        .map(JsValue::from_str)
+        .map_err(|_| StoreError("documents and jobs must be UTF-8 JSON".into()))
+}
+
+fn entry(version: f64, value: String) -> Entry {
+    Entry { version: version as u64, value: value.into_bytes() }
+}
+
+impl D1Store {
+    /// A store over `db`, caching API-key records in `keys` when given.
+    pub fn new(db: D1Database, keys: Option<KeyCache>) -> D1Store {
+        D1Store { db, keys, backing_off: Cell::new(0), batch_ms: Cell::new(5.0) }
+    }
+
+    /// Waits a random time after a lost commit (see the module docs).
+    async fn back_off(&self) {
+        let waiting = self.backing_off.get() + 1;
+        self.backing_off.set(waiting);
+        // A retry re-reads a few documents and commits again: about four batches' worth.
+        let window = (4.0 * self.batch_ms.get() * f64::from(waiting)).clamp(1.0, BACKOFF_CAP_MS);
+        let mut b = [0u8; 4];
+        let _ = getrandom::fill(&mut b);
+        let wait = f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX) * window;
+        Delay::from(Duration::from_millis(wait as u64)).await;
+        self.backing_off.set(self.backing_off.get().saturating_sub(1));
+    }
+
+    fn stmt(&self, sql: &str, args: &[JsValue]) -> Result<D1PreparedStatement, StoreError> {
+        self.db.prepare(sql).bind(args).map_err(store_err)
+    }
+
+    async fn read_doc(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
+        let row: Option<DocRow> = self
+            .stmt(
+                "SELECT version, CAST(value AS TEXT) AS value FROM docs WHERE tbl = ?1 AND key = ?2",
+                &[num(table.id() as u64), JsValue::from_str(key)],
+            )?
+            .first(None)
+            .await
+            .map_err(store_err)?;
+        Ok(row.map(|r| entry(r.version, r.value)))
+    }
+
+    /// The guard statement for one expectation (none for [`Expect::Any`]).
+    fn guard(&self, table: Table, key: &str, expect: Expect) -> Result<Option<D1PreparedStatement>, StoreError> {
+        let t = num(table.id() as u64);
+        let k = JsValue::from_str(key);
+        let stmt = match expect {
+            Expect::Any => return Ok(None),
+            Expect::Absent => self.stmt(
+                "INSERT INTO guard (ok) SELECT 0 WHERE EXISTS (SELECT 1 FROM docs WHERE tbl = ?1 AND key = ?2)",
+                &[t, k],
+            )?,
+            Expect::Version(v) => self.stmt(
+                "INSERT INTO guard (ok) SELECT 0 WHERE NOT EXISTS
+                 (SELECT 1 FROM docs WHERE tbl = ?1 AND key = ?2 AND version = ?3)",
+                &[t, k, num(v)],
+            )?,
+        };
+        Ok(Some(stmt))
+    }
+
+    fn statements(&self, changes: &ChangeSet) -> Result<Vec<D1PreparedStatement>, StoreError> {
+        let mut out = Vec::with_capacity(changes.ops.len() * 2 + 3);
+        for op in &changes.ops {
+            match op {
+                Op::Put { table, key, value, expect } => {
+                    out.extend(self.guard(*table, key, *expect)?);
+                    // After the guard, an upsert is right for every expectation: the
+                    // guard already refused a present key for `Absent` and a missing
+                    // or other version for `Version`.
+                    out.push(self.stmt(
+                        "INSERT INTO docs (tbl, key, version, value) VALUES (?1, ?2, 1, ?3)
+                         ON CONFLICT (tbl, key) DO UPDATE SET version = version + 1, value = excluded.value",
+                        &[num(table.id() as u64), JsValue::from_str(key), text(value)?],
+                    )?);
+                }
+                Op::Delete { table, key, expect } => {
+                    out.extend(self.guard(*table, key, *expect)?);
+                    out.push(self.stmt(
+                        "DELETE FROM docs WHERE tbl = ?1 AND key = ?2",
+                        &[num(table.id() as u64), JsValue::from_str(key)],
+                    )?);
+                }
+            }
+        }
+        if let Some(ack) = changes.ack {
+            // The jobs acknowledged must be exactly the `count` rows after the cursor
+            // up to `through`: if another applier moved the cursor meanwhile, fewer
+            // rows (or none) lie in that range, or the cursor is already past it.
+            out.push(self.stmt(
+                "INSERT INTO guard (ok) SELECT 0 WHERE
+                    (SELECT applied FROM queue_cursor WHERE id = 1) >= ?1
+                 OR (SELECT count(*) FROM queue
+                     WHERE seq > (SELECT applied FROM queue_cursor WHERE id = 1) AND seq <= ?1) <> ?2",
+                &[num(ack.through), num(ack.count)],
+            )?);
+            out.push(self.stmt("UPDATE queue_cursor SET applied = ?1 WHERE id = 1", &[num(ack.through)])?);
+            out.push(self.stmt("DELETE FROM queue WHERE seq <= ?1", &[num(ack.through)])?);
+        }
+        Ok(out)
+    }
+}
+
+impl Store for D1Store {
+    async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
+        if table != Table::ApiKey {
+            return self.read_doc(table, key).await;
+        }
+        if let Some(cache) = &self.keys {
+            if let Some(hit) = cache.get(key).await {
+                return Ok(Some(hit));
+            }
+        }
+        let found = self.read_doc(table, key).await?;
+        if let (Some(cache), Some(entry)) = (&self.keys, &found) {
+            cache.put(key, entry).await;
+        }
+        Ok(found)
+    }
+
+    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
+        // Same range as the native store: [prefix, prefix + U+10FFFF) holds exactly
+        // the keys that start with the prefix.
+        let upper = format!("{prefix}\u{10FFFF}");
+        let limit = limit.min(1 << 31) as u64;
+        let rows = self
+            .stmt(
+                "SELECT key, version, CAST(value AS TEXT) AS value FROM docs
+                 WHERE tbl = ?1 AND key >= ?2 AND key < ?3 ORDER BY key LIMIT ?4",
+                &[num(table.id() as u64), JsValue::from_str(prefix), JsValue::from_str(&upper), num(limit)],
+            )?
+            .all()
+            .await
+            .map_err(store_err)?
+            .results::<KeyedRow>()
+            .map_err(store_err)?;
+        Ok(rows
+            .into_iter()
+            .filter(|r| r.key.starts_with(prefix))
+            .map(|r| (r.key, entry(r.version, r.value)))
+            .collect())
+    }
+
+    async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let statements = self.statements(&changes)?;
+        let started = Date::now().as_millis();
+        let result = self.db.batch(statements).await;
+        let took = Date::now().as_millis().saturating_sub(started) as f64;
+        self.batch_ms.set(0.8 * self.batch_ms.get() + 0.2 * took);
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let text = error_text(&e);
+                if text.contains(GUARD_CONSTRAINT) {
+                    self.back_off().await;
+                    Err(CommitError::Conflict)
+                } else {
+                    worker::console_error!("D1 batch failed: {text}");
+                    Err(CommitError::Store(StoreError(format!("D1: {text}"))))
+                }
+            }
+        }
+    }
+
+    async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
+        let row: Option<NumberRow> = self
+            .stmt("INSERT INTO queue (job) VALUES (?1) RETURNING seq AS n", &[text(&job)?])?
+            .first(None)
+            .await
+            .map_err(store_err)?;
+        row.map(|r| r.n as u64).ok_or_else(|| StoreError("D1: enqueue returned no sequence number".into()))
+    }
+
+    async fn queued(&self, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        let limit = limit.min(1 << 31) as u64;
+        let rows = self
+            .stmt(
+                "SELECT seq, CAST(job AS TEXT) AS job FROM queue
+                 WHERE seq > (SELECT applied FROM queue_cursor WHERE id = 1) ORDER BY seq LIMIT ?1",
+                &[num(limit)],
+            )?
+            .all()
+            .await
+            .map_err(store_err)?
+            .results::<JobRow>()
+            .map_err(store_err)?;
+        Ok(rows.into_iter().map(|r| QueuedJob { seq: r.seq as u64, job: r.job.into_bytes() }).collect())
+    }
+
+    async fn queue_tail(&self) -> Result<u64, StoreError> {
+        // Rows are deleted only up to the cursor, so every sequence number ever
+        // assigned is either <= the cursor or still in the queue.
+        let row: Option<NumberRow> = self
+            .stmt(
+                "SELECT max(coalesce((SELECT max(seq) FROM queue), 0),
+                            (SELECT applied FROM queue_cursor WHERE id = 1)) AS n",
+                &[],
+            )?
+            .first(None)
+            .await
+            .map_err(store_err)?;
+        Ok(row.map_or(0, |r| r.n as u64))
+    }
+}

@@ -1,0 +1,245 @@
+//! The fetch handler: translation between `worker` and the core, the isolate's
+//! engine, and the queue applier. No API rule lives here.
+//!
+//! Workers have no background threads. `/users/track` only enqueues (concurrently,
+//! it touches no document); after its response the isolate applies the queue in
+//! `ctx.wait_until`.
+//!
+//! Every other request runs in the isolate's *lane*, one at a time, after applying
+//! what this isolate queued. Optimistic versions keep D1 correct under any
+//! concurrency, but on a hot document (50 parallel increments of one attribute, or
+//! every reader catching up with the same queued jobs) each round of retries lets
+//! only one request win, and D1 runs a database's queries one after the other
+//! anyway: serializing within the isolate is far faster than retrying in
+//! lockstep. Requests in other isolates still race, and the guards of
+//! [`crate::d1`] settle that.
+//!
+//! Waiting is done with timers only: workerd cancels a request that awaits a
+//! promise only another request can resolve ("the Worker's code had hung"), so
+//! the lane is polled, and a holder silent for too long (its request cancelled by
+//! the runtime) is presumed gone.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Duration;
+
+use engage_core::store::StoreError;
+use engage_core::{ApiError, Config, Ctx, Engine, Method, Request, Response, Timestamp};
+use worker::{event, Context, Date, Delay, Env, Headers};
+
+use crate::d1::{error_text, D1Store};
+use crate::keycache::KeyCache;
+
+/// Batches one drain applies at most before letting other requests in.
+const DRAIN_ROUNDS: usize = 64;
+/// A lane holder silent this long is presumed cancelled by the runtime.
+const LANE_STALE_MS: u64 = 10_000;
+/// Longest pause between two looks at a busy lane.
+const LANE_POLL_MAX_MS: u64 = 8;
+/// A background drainer silent this long is presumed cancelled (`wait_until` lasts 30 s).
+const DRAINER_STALE_MS: u64 = 30_000;
+/// Host-level reruns of a request the core answered with 503 (nothing written).
+const HOST_RETRIES: u32 = 4;
+/// First backoff window of a rerun; it doubles each time (50, 100, 200, 400 ms).
+const BACKOFF_BASE_MS: u64 = 50;
+
+/// What one isolate keeps between requests: the engine (so the rate-limit counters
+/// live as long as the isolate, like a native process's), the lane and the drain
+/// state. Bindings are the same objects for every request of an isolate.
+struct Isolate {
+    engine: Engine<D1Store>,
+    /// Jobs were queued here since the last drain started.
+    drain_pending: Cell<bool>,
+    /// The lane holder's last sign of life (ms), if the lane is held.
+    lane: Cell<Option<u64>>,
+    /// When the background drainer (in `wait_until`) last started a pass, if one is scheduled.
+    drainer: Cell<Option<u64>>,
+}
+
+thread_local! {
+    static ISOLATE: RefCell<Option<Rc<Isolate>>> = const { RefCell::new(None) };
+}
+
+fn isolate(env: &Env) -> worker::Result<Rc<Isolate>> {
+    if let Some(i) = ISOLATE.with(|c| c.borrow().clone()) {
+        return Ok(i);
+    }
+    let db = env.d1("DB")?;
+    let keys = env.kv("KEY_CACHE").ok().map(KeyCache::new);
+    let admin_token = env.secret("ENGAGE_ADMIN_TOKEN").ok().map(|s| s.to_string()).filter(|t| !t.is_empty());
+    let rate_limits = env.var("ENGAGE_RATE_LIMITS").map_or(true, |v| v.to_string() != "off");
+    let config = Config { rate_limits, admin_token, ..Config::default() };
+    let i = Rc::new(Isolate {
+        engine: Engine::new(D1Store::new(db, keys), config),
+        drain_pending: Cell::new(false),
+        lane: Cell::new(None),
+        drainer: Cell::new(None),
+    });
+    ISOLATE.with(|c| *c.borrow_mut() = Some(i.clone()));
+    Ok(i)
+}
+
+fn now_ms() -> u64 {
+    Date::now().as_millis()
+}
+
+fn random_below(bound: u64) -> u64 {
+    let mut b = [0u8; 8];
+    // crypto.getRandomValues does not fail for a few bytes; zeros would still be valid.
+    let _ = getrandom::fill(&mut b);
+    u64::from_le_bytes(b) % bound.max(1)
+}
+
+fn ctx() -> Ctx {
+    let mut seed = [0u8; 16];
+    let _ = getrandom::fill(&mut seed);
+    Ctx { now: Timestamp(now_ms() as i64), seed }
+}
+
+#[event(fetch)]
+async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Result<worker::Response> {
+    let isolate = match isolate(&env) {
+        Ok(i) => i,
+        Err(e) => {
+            worker::console_error!("cannot set up the engine: {}", error_text(&e));
+            return to_worker(ApiError::Store(StoreError("bindings".into())).into_response());
+        }
+    };
+    let request = match translate(&mut req, isolate.engine.config().max_body_bytes).await {
+        Ok(Some(r)) => r,
+        Ok(None) => return to_worker(isolate.engine.payload_too_large()),
+        Err(e) => {
+            // As on the native host, a body that cannot be read counts as too large.
+            worker::console_warn!("cannot read the request body: {}", error_text(&e));
+            return to_worker(isolate.engine.payload_too_large());
+        }
+    };
+    let enqueues = request.method == Method::Post && request.path == "/users/track";
+    let response = if enqueues {
+        let response = handle(&isolate, request).await;
+        if response.status == 201 {
+            isolate.drain_pending.set(true);
+            let now = now_ms();
+            if !isolate.drainer.get().is_some_and(|since| now.saturating_sub(since) < DRAINER_STALE_MS) {
+                isolate.drainer.set(Some(now));
+                let isolate = isolate.clone();
+                wctx.wait_until(async move {
+                    while isolate.drain_pending.get() {
+                        let lane = Lane::enter(&isolate).await;
+                        isolate.drainer.set(Some(now_ms()));
+                        drain(&lane).await;
+                    }
+                    isolate.drainer.set(None);
+                });
+            }
+        }
+        response
+    } else {
+        let lane = Lane::enter(&isolate).await;
+        drain(&lane).await;
+        handle(&isolate, request).await
+    };
+    to_worker(response)
+}
+
+/// Runs the core, rerunning after a random pause when it answers 503: the core
+/// wrote nothing and asks for a retry (contention it could not settle within its
+/// retry budget, or a transient D1 failure).
+async fn handle(isolate: &Isolate, request: Request) -> Response {
+    let mut response = isolate.engine.handle(request.clone(), ctx()).await;
+    let mut retry = 0;
+    while response.status == 503 && retry < HOST_RETRIES {
+        Delay::from(Duration::from_millis(random_below(BACKOFF_BASE_MS << retry))).await;
+        retry += 1;
+        response = isolate.engine.handle(request.clone(), ctx()).await;
+    }
+    response
+}
+
+fn lane_busy(isolate: &Isolate) -> bool {
+    isolate.lane.get().is_some_and(|seen| now_ms().saturating_sub(seen) < LANE_STALE_MS)
+}
+
+/// Holding the isolate's lane; dropping it frees the lane.
+struct Lane<'a> {
+    isolate: &'a Isolate,
+}
+
+impl<'a> Lane<'a> {
+    /// Waits (polling a timer, see the module docs) until the lane is free, then takes it.
+    async fn enter(isolate: &'a Isolate) -> Lane<'a> {
+        let mut pause = 1;
+        while lane_busy(isolate) {
+            Delay::from(Duration::from_millis(pause)).await;
+            pause = (pause * 2).min(LANE_POLL_MAX_MS);
+        }
+        isolate.lane.set(Some(now_ms()));
+        Lane { isolate }
+    }
+
+    fn alive(&self) {
+        self.isolate.lane.set(Some(now_ms()));
+    }
+}
+
+impl Drop for Lane<'_> {
+    fn drop(&mut self) {
+        self.isolate.lane.set(None);
+    }
+}
+
+/// Applies what this isolate queued (a bounded number of batches; the core's
+/// catch-up applies anything left before the next read).
+async fn drain(lane: &Lane<'_>) {
+    let isolate = lane.isolate;
+    if !isolate.drain_pending.replace(false) {
+        return;
+    }
+    for round in 0..DRAIN_ROUNDS {
+        match isolate.engine.apply_queued(ctx()).await {
+            Ok(0) => return,
+            Ok(_) => lane.alive(),
+            Err(e) => {
+                worker::console_warn!("applying queued jobs failed: {e:?}");
+                return;
+            }
+        }
+        if round + 1 == DRAIN_ROUNDS {
+            // Let waiting requests in; the next track response drains again.
+            isolate.drain_pending.set(true);
+        }
+    }
+}
+
+/// The core's request, or `None` when the body is over the limit.
+async fn translate(req: &mut worker::Request, max_body: usize) -> worker::Result<Option<Request>> {
+    let headers: Vec<(String, String)> = req.headers().entries().collect();
+    let declared_too_large = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .is_some_and(|n| n > max_body);
+    if declared_too_large {
+        return Ok(None);
+    }
+    let body = req.bytes().await?;
+    if body.len() > max_body {
+        return Ok(None);
+    }
+    let url = req.url()?;
+    Ok(Some(Request {
+        method: Method::parse(&req.inner().method()),
+        path: url.path().to_string(),
+        query: url.query().unwrap_or("").to_string(),
+        headers,
+        body,
+    }))
+}
+
+fn to_worker(resp: Response) -> worker::Result<worker::Response> {
+    let headers = Headers::new();
+    for (k, v) in &resp.headers {
+        headers.append(k, v)?;
+    }
+    Ok(worker::Response::from_bytes(resp.body)?.with_status(resp.status).with_headers(headers))
+}
