@@ -103,11 +103,22 @@ INSPECTOR_PORT="$(free_port)"
 # wrangler dev re-runs the [build] command; the Worker is built already, so it
 # runs from a copy of the config without it (same directory: same relative paths).
 CONFIG=".wrangler.test.toml"
+# It also gets a scratch database for the store conformance suite (src/conformance.rs).
 sed '/^\[build\]/,/^command/d' wrangler.toml >"$CONFIG"
+cat >>"$CONFIG" <<'TOML'
+
+[[d1_databases]]
+binding = "CONFORMANCE_DB"
+database_name = "engage-conformance"
+database_id = "00000000-0000-0000-0000-00000000c0f0"
+migrations_dir = "../migrations"
+TOML
 
 log "applying D1 migrations locally"
-"$WRANGLER" d1 migrations apply engage --local --persist-to "$STATE" -c "$CONFIG" >"$STATE/migrations.log" 2>&1 ||
-    { cat "$STATE/migrations.log" >&2; exit 1; }
+for db in engage engage-conformance; do
+    "$WRANGLER" d1 migrations apply "$db" --local --persist-to "$STATE" -c "$CONFIG" >"$STATE/migrations.log" 2>&1 ||
+        { cat "$STATE/migrations.log" >&2; exit 1; }
+done
 
 log "starting wrangler dev on 127.0.0.1:$PORT"
 set -m # own process group, so stopping it also stops workerd
@@ -131,7 +142,17 @@ if [ -z "$ready" ]; then
     cat "$WRANGLER_LOG" >&2
     exit 1
 fi
-log "ready at $BASE; running the black-box suite"
+log "ready at $BASE; running the store conformance suite on D1"
+if ! node -e '
+    fetch(process.argv[1] + "/_engage/conformance", { method: "POST", headers: { Authorization: "Bearer " + process.argv[2] } })
+        .then(async (r) => { const t = await r.text(); console.error(r.status, t); process.exit(r.status === 200 ? 0 : 1); },
+              (e) => { console.error(e); process.exit(1); });' "$BASE" "$ADMIN_TOKEN"; then
+    log "store conformance failed on D1; last lines of the wrangler log:"
+    tail -n 40 "$WRANGLER_LOG" >&2
+    exit 1
+fi
+
+log "running the black-box suite"
 
 status=0
 (cd "$ROOT" && ENGAGE_BASE_URL="$BASE" ENGAGE_ADMIN_TOKEN="$ADMIN_TOKEN" \

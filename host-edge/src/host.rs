@@ -27,6 +27,7 @@ use engage_core::store::StoreError;
 use engage_core::{ApiError, Config, Ctx, Engine, Method, Request, Response, Timestamp};
 use worker::{event, Context, Date, Delay, Env, Headers};
 
+use crate::conformance;
 use crate::d1::{error_text, D1Store};
 use crate::keycache::KeyCache;
 
@@ -64,6 +65,8 @@ fn isolate(env: &Env) -> worker::Result<Rc<Isolate>> {
     if let Some(i) = ISOLATE.with(|c| c.borrow().clone()) {
         return Ok(i);
     }
+    // Panics are bugs (input never panics the core): say where in the Worker's log.
+    std::panic::set_hook(Box::new(|info| worker::console_error!("panic: {info}")));
     let db = env.d1("DB")?;
     let keys = env.kv("KEY_CACHE").ok().map(KeyCache::new);
     let admin_token = env.secret("ENGAGE_ADMIN_TOKEN").ok().map(|s| s.to_string()).filter(|t| !t.is_empty());
@@ -114,6 +117,13 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
             return to_worker(isolate.engine.payload_too_large());
         }
     };
+    if request.method == Method::Post && request.path == conformance::PATH && conformance::available(&env) {
+        let admin_token = env.secret("ENGAGE_ADMIN_TOKEN").ok().map(|s| s.to_string());
+        return match conformance::run(&env, &request, admin_token.as_deref()).await {
+            Ok(response) => to_worker(response),
+            Err(e) => to_worker(ApiError::Store(StoreError(error_text(&e))).into_response()),
+        };
+    }
     let enqueues = request.method == Method::Post && request.path == "/users/track";
     let response = if enqueues {
         let response = handle(&isolate, request).await;

@@ -16,6 +16,8 @@
 //! Everything is compiled for `wasm32` only; on other targets the crate is empty.
 
 #[cfg(target_arch = "wasm32")]
+mod conformance;
+#[cfg(target_arch = "wasm32")]
 mod d1;
 #[cfg(target_arch = "wasm32")]
 mod host;
