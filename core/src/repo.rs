@@ -103,7 +103,7 @@ pub struct Tx<'s, S: Store> {
     /// Entries each changed profile has in `overlay`.
     overlay_keys: BTreeMap<ServiceId, Vec<String>>,
     /// Profiles handed out for change since the overlay was last refreshed.
-    stale: Vec<ServiceId>,
+    stale: BTreeSet<ServiceId>,
 }
 
 struct DocSlot {
@@ -123,7 +123,7 @@ impl<'s, S: Store> Tx<'s, S> {
             docs: BTreeMap::new(),
             overlay: BTreeMap::new(),
             overlay_keys: BTreeMap::new(),
-            stale: Vec::new(),
+            stale: BTreeSet::new(),
         }
     }
 
@@ -162,7 +162,9 @@ impl<'s, S: Store> Tx<'s, S> {
     /// A profile to change; it is written back at commit.
     pub async fn profile_mut(&mut self, id: &ServiceId) -> Result<Option<&mut Profile>, StoreError> {
         self.load(id).await?;
-        self.stale.push(id.clone());
+        if !self.stale.contains(id) {
+            self.stale.insert(id.clone());
+        }
         Ok(self.profiles.get_mut(id).and_then(|s| {
             if s.doc.is_some() {
                 s.dirty = true;
@@ -174,7 +176,7 @@ impl<'s, S: Store> Tx<'s, S> {
     /// Adds a new profile.
     pub fn insert_profile(&mut self, p: Profile) {
         let id = p.id.clone();
-        self.stale.push(id.clone());
+        self.stale.insert(id.clone());
         let slot = self.profiles.entry(id).or_insert(Slot {
             version: None,
             stored_index: BTreeMap::new(),
@@ -188,7 +190,7 @@ impl<'s, S: Store> Tx<'s, S> {
     /// Removes a profile and, at commit, all its index entries.
     pub async fn delete_profile(&mut self, id: &ServiceId) -> Result<bool, StoreError> {
         self.load(id).await?;
-        self.stale.push(id.clone());
+        self.stale.insert(id.clone());
         match self.profiles.get_mut(id) {
             Some(slot) if slot.doc.is_some() => {
                 slot.doc = None;

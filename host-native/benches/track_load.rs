@@ -1,0 +1,248 @@
+//! Load benchmark of the track write path: full `/users/track` batches (75
+//! attributes + 75 events + 75 purchases, each on a random existing profile) sent
+//! at a fixed offered rate against the release server over N pre-seeded profiles.
+//!
+//! Reports acknowledged requests/s, latency percentiles measured from each
+//! request's scheduled send time (so a stalled server cannot hide its queueing),
+//! the rate at which the backlog is applied, and the time to drain it.
+//!
+//! `cargo bench -p engage --bench track_load`; knobs (environment):
+//! `BENCH_PROFILES` (1000000), `BENCH_RATE` (1000 req/s), `BENCH_SECONDS` (60),
+//! `BENCH_CONNECTIONS` (64), `BENCH_TARGET` (a base URL: load an already running
+//! server instead, e.g. wrangler dev; then `BENCH_KEY` is its API key and seeding
+//! and backlog measurement are skipped).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use engage::server::{run, SharedEngine};
+use engage::sqlite::SqliteStore;
+use engage_core::auth::{Permission, WorkspaceName};
+use engage_core::ids::{ExternalId, IdGen};
+use engage_core::profile::Profile;
+use engage_core::repo::Tx;
+use engage_core::{Config, Engine, Store, Timestamp};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{json, Value};
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn seed_db(path: &Path, profiles: u64) {
+    if path.exists() {
+        return;
+    }
+    eprintln!("seeding {profiles} profiles into {} (once)", path.display());
+    let tmp = path.with_extension("partial");
+    let _ = std::fs::remove_file(&tmp);
+    let store = SqliteStore::open(&tmp).expect("open seed db");
+    let ws = WorkspaceName::parse("bench").unwrap();
+    let mut ids = IdGen::new([42; 16]);
+    let started = Instant::now();
+    let mut n = 0;
+    while n < profiles {
+        let mut tx = Tx::new(&store, ws.clone());
+        for _ in 0..20_000.min(profiles - n) {
+            let mut p = Profile::new(ids.service_id(), Timestamp(1_700_000_000_000));
+            p.external_id = ExternalId::parse(&format!("user-{n}"));
+            p.custom.insert("plan".into(), json!("free"));
+            tx.insert_profile(p);
+            n += 1;
+        }
+        pollster::block_on(store.commit(tx.into_changes())).expect("seed commit");
+    }
+    drop(store);
+    for suffix in ["", "-queue"] {
+        let mut from = tmp.as_os_str().to_owned();
+        from.push(suffix);
+        let mut to = path.as_os_str().to_owned();
+        to.push(suffix);
+        std::fs::rename(&from, &to).expect("rename seed");
+    }
+    eprintln!("seeded in {:.1}s", started.elapsed().as_secs_f64());
+}
+
+fn checkpointed_copy(from: &Path, to: &Path) {
+    for suffix in ["", "-queue"] {
+        let mut src = from.as_os_str().to_owned();
+        src.push(suffix);
+        let c = rusqlite::Connection::open(PathBuf::from(&src)).expect("open");
+        c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").expect("checkpoint");
+        drop(c);
+        let mut dst = to.as_os_str().to_owned();
+        dst.push(suffix);
+        std::fs::copy(PathBuf::from(&src), PathBuf::from(&dst)).expect("copy");
+        for wal in ["-wal", "-shm"] {
+            let mut w = dst.clone();
+            w.push(wal);
+            let _ = std::fs::remove_file(PathBuf::from(w));
+        }
+    }
+}
+
+fn body(rng: &mut Rng, profiles: u64) -> Vec<u8> {
+    let mut user = || format!("user-{}", rng.next() % profiles);
+    let attributes: Vec<Value> = (0..75)
+        .map(|i| json!({"external_id": user(), "first_name": "Bench", "visits": {"inc": 1}, "tier": format!("t{}", i % 5)}))
+        .collect();
+    let events: Vec<Value> = (0..75)
+        .map(|_| json!({"external_id": user(), "name": "viewed_item", "time": "2026-11-01T10:00:00Z", "properties": {"item": "sku-1", "price": 9.99}}))
+        .collect();
+    let purchases: Vec<Value> = (0..75)
+        .map(|_| json!({"external_id": user(), "product_id": "sku-1", "currency": "USD", "price": 9.99, "quantity": 1, "time": "2026-11-01T10:00:00Z"}))
+        .collect();
+    serde_json::to_vec(&json!({"attributes": attributes, "events": events, "purchases": purchases})).unwrap()
+}
+
+fn pending(db: &Path) -> (i64, i64) {
+    let c = rusqlite::Connection::open(db).expect("open");
+    let mut q = db.as_os_str().to_owned();
+    q.push("-queue");
+    c.execute("ATTACH DATABASE ?1 AS q", [q.to_string_lossy().to_string()]).expect("attach");
+    let applied: i64 = c.query_row("SELECT applied FROM queue_cursor", [], |r| r.get(0)).expect("cursor");
+    let tail: i64 = c
+        .query_row("SELECT coalesce(max(seq), 0) FROM q.sqlite_sequence WHERE name = 'queue'", [], |r| r.get(0))
+        .expect("tail");
+    (applied, tail)
+}
+
+fn pct(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i] as f64 / 1000.0
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list" || a == "--test") {
+        return; // `cargo test --benches` probes; nothing to run there.
+    }
+    let profiles = env_or("BENCH_PROFILES", 1_000_000);
+    let rate = env_or("BENCH_RATE", 1000);
+    let seconds = env_or("BENCH_SECONDS", 60);
+    let connections = env_or("BENCH_CONNECTIONS", 64) as usize;
+    let target = std::env::var("BENCH_TARGET").ok();
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
+    std::fs::create_dir_all(&root).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+
+    let (base, key, db) = match &target {
+        Some(t) => (t.trim_end_matches('/').to_string(), std::env::var("BENCH_KEY").expect("BENCH_KEY"), None),
+        None => {
+            let seed = root.join(format!("seed-{profiles}.db"));
+            seed_db(&seed, profiles);
+            let db = root.join("run.db");
+            checkpointed_copy(&seed, &db);
+            let store = SqliteStore::open(&db).unwrap();
+            let ws = WorkspaceName::parse("bench").unwrap();
+            let key = pollster::block_on(engage_core::workspace::create_key(
+                &store,
+                &ws,
+                Permission::ALL.to_vec(),
+                engage::ctx(),
+            ))
+            .unwrap();
+            let config = Config { rate_limits: false, ..Config::default() };
+            let engine: SharedEngine = Arc::new(Engine::new(store, config));
+            let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+            let addr = listener.local_addr().unwrap();
+            runtime.spawn(async move { run(engine, listener, std::future::pending()).await });
+            (format!("http://{addr}"), key, Some(db))
+        }
+    };
+
+    eprintln!("generating request bodies");
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let bodies: Arc<Vec<Bytes>> = Arc::new((0..1000).map(|_| Bytes::from(body(&mut rng, profiles))).collect());
+    eprintln!("body size {} bytes; offering {rate} req/s for {seconds}s over {connections} connections", bodies[0].len());
+
+    let total = rate * seconds;
+    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(connections).build_http();
+    let limiter = Arc::new(tokio::sync::Semaphore::new(connections));
+    let started = Instant::now();
+    let results = runtime.block_on(async {
+        let mut handles = Vec::with_capacity(total as usize);
+        for i in 0..total {
+            let scheduled = started + Duration::from_secs_f64(i as f64 / rate as f64);
+            tokio::time::sleep_until(scheduled.into()).await;
+            let permit = limiter.clone().acquire_owned().await.unwrap();
+            let req = hyper::Request::post(format!("{base}/users/track"))
+                .header("Authorization", format!("Bearer {key}"))
+                .header("Content-Type", "application/json")
+                .body(Full::new(bodies[(i % 1000) as usize].clone()))
+                .unwrap();
+            let client = client.clone();
+            handles.push(tokio::spawn(async move {
+                let r = client.request(req).await;
+                let ok = match r {
+                    Ok(resp) => {
+                        let status = resp.status().as_u16();
+                        let _ = resp.into_body().collect().await;
+                        status == 201
+                    }
+                    Err(_) => false,
+                };
+                drop(permit);
+                (ok, scheduled.elapsed().as_micros() as u64, Instant::now())
+            }));
+        }
+        let mut out = Vec::with_capacity(handles.len());
+        for h in handles {
+            out.push(h.await.unwrap());
+        }
+        out
+    });
+    let load_elapsed = started.elapsed().as_secs_f64();
+    let acked = results.iter().filter(|r| r.0).count();
+    let mut lat: Vec<u64> = results.iter().filter(|r| r.0).map(|r| r.1).collect();
+    lat.sort_unstable();
+    let last_ack = results.iter().map(|r| r.2).max().unwrap_or(started);
+    let ack_window = last_ack.duration_since(started).as_secs_f64();
+
+    println!("track load: {profiles} profiles, offered {rate} req/s x {seconds}s, {} bytes/request", bodies[0].len());
+    println!("  acknowledged: {acked}/{total} ({} failed) in {ack_window:.1}s = {:.0} req/s", total as usize - acked, acked as f64 / ack_window);
+    println!(
+        "  latency from scheduled send: p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        pct(&lat, 0.5),
+        pct(&lat, 0.9),
+        pct(&lat, 0.99),
+        pct(&lat, 1.0)
+    );
+    if let Some(db) = db {
+        let (applied_at_end, tail) = pending(&db);
+        println!("  applied during load: {applied_at_end} batches ({:.0} batches/s, {:.0} objects/s)", applied_at_end as f64 / load_elapsed, applied_at_end as f64 * 225.0 / load_elapsed);
+        let drain_started = Instant::now();
+        loop {
+            let (applied, _) = pending(&db);
+            if applied >= tail {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let drained = drain_started.elapsed().as_secs_f64();
+        let all = started.elapsed().as_secs_f64();
+        println!(
+            "  backlog of {} batches drained in {drained:.1}s; overall apply rate {:.0} batches/s = {:.0} objects/s",
+            tail - applied_at_end,
+            tail as f64 / all,
+            tail as f64 * 225.0 / all
+        );
+    }
+}
