@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use crate::apply::apply_op;
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
-use crate::ids::IdGen;
+use crate::ids::{IdGen, Identifier};
 use crate::repo::{decode, Tx};
 use crate::store::{ChangeSet, CommitError, QueueAck, Store};
 use crate::track::TrackJob;
@@ -30,11 +30,19 @@ pub async fn apply_batch<S: Store>(store: &S, seed: [u8; 16], max_jobs: usize) -
         let mut seed = seed;
         seed[0] ^= attempt as u8;
         let mut ids = IdGen::new(seed);
+        // A job that cannot be decoded was not written by this version: it is
+        // acknowledged without effect rather than blocking the queue forever.
+        let decoded: Vec<TrackJob> = jobs.iter().filter_map(|q| decode::<TrackJob>(&q.job).ok()).collect();
         let mut txs: BTreeMap<WorkspaceName, Tx<'_, S>> = BTreeMap::new();
-        for queued in &jobs {
-            // A job that cannot be decoded was not written by this version: it is
-            // acknowledged without effect rather than blocking the queue forever.
-            let Ok(job) = decode::<TrackJob>(&queued.job) else { continue };
+        let mut targets: BTreeMap<&WorkspaceName, Vec<Identifier>> = BTreeMap::new();
+        for job in &decoded {
+            targets.entry(&job.workspace).or_default().extend(job.ops.iter().map(|op| op.target().ident.clone()));
+        }
+        for (ws, idents) in targets {
+            let tx = txs.entry(ws.clone()).or_insert_with(|| Tx::new(store, ws.clone()));
+            tx.prefetch(&idents).await?;
+        }
+        for job in &decoded {
             let tx = txs.entry(job.workspace.clone()).or_insert_with(|| Tx::new(store, job.workspace.clone()));
             for op in &job.ops {
                 apply_op(tx, op, job.at, &mut ids).await?;

@@ -67,6 +67,14 @@ fn index_entries(ws: &WorkspaceName, p: &Profile) -> BTreeMap<String, bool> {
     out
 }
 
+/// The service id an identifier index entry points to.
+fn index_value(bytes: &[u8]) -> Result<ServiceId, StoreError> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(ServiceId::parse)
+        .ok_or_else(|| StoreError("corrupt identifier index entry".into()))
+}
+
 /// Decodes a stored JSON document; a corrupt document is a storage error, not a panic.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError> {
     serde_json::from_slice(bytes).map_err(|e| StoreError(format!("corrupt document: {e}")))
@@ -104,6 +112,8 @@ pub struct Tx<'s, S: Store> {
     overlay_keys: BTreeMap<ServiceId, Vec<String>>,
     /// Profiles handed out for change since the overlay was last refreshed.
     stale: BTreeSet<ServiceId>,
+    /// Unique-identifier index entries already read from the store.
+    unique_read: BTreeMap<String, Option<ServiceId>>,
 }
 
 struct DocSlot {
@@ -124,6 +134,7 @@ impl<'s, S: Store> Tx<'s, S> {
             overlay: BTreeMap::new(),
             overlay_keys: BTreeMap::new(),
             stale: BTreeSet::new(),
+            unique_read: BTreeMap::new(),
         }
     }
 
@@ -210,11 +221,16 @@ impl<'s, S: Store> Tx<'s, S> {
             }
             Identifier::External(_) | Identifier::Alias(_) => {
                 if let Some(key) = unique_key(&self.ws, ident) {
-                    if let Some(e) = self.store.get(Table::Ident, &key).await? {
-                        candidates.insert(ServiceId::parse(&String::from_utf8_lossy(&e.value)).ok_or_else(
-                            || StoreError("corrupt identifier index entry".into()),
-                        )?);
-                    }
+                    let found = match self.unique_read.get(&key) {
+                        Some(cached) => cached.clone(),
+                        None => {
+                            let e = self.store.get(Table::Ident, &key).await?;
+                            let id = e.map(|e| index_value(&e.value)).transpose()?;
+                            self.unique_read.insert(key, id.clone());
+                            id
+                        }
+                    };
+                    candidates.extend(found);
                 }
             }
             Identifier::Email(_) | Identifier::Phone(_) => {
@@ -243,6 +259,43 @@ impl<'s, S: Store> Tx<'s, S> {
             }
         }
         Ok(out)
+    }
+
+    /// Reads, in two round trips, the profiles that unique identifiers (external ids,
+    /// aliases) and service ids name, so that applying a batch of queued jobs does not
+    /// pay one store read per object.
+    pub async fn prefetch(&mut self, idents: &[Identifier]) -> Result<(), StoreError> {
+        let mut keys: Vec<String> = idents
+            .iter()
+            .filter_map(|i| unique_key(&self.ws, i))
+            .filter(|k| !self.unique_read.contains_key(k))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let mut ids: BTreeSet<ServiceId> = BTreeSet::new();
+        for (key, entry) in keys.iter().zip(self.store.get_many(Table::Ident, &keys).await?) {
+            let id = entry.map(|e| index_value(&e.value)).transpose()?;
+            ids.extend(id.clone());
+            self.unique_read.insert(key.clone(), id);
+        }
+        for i in idents {
+            if let Identifier::Service(id) = i {
+                ids.insert(id.clone());
+            }
+        }
+        let ids: Vec<ServiceId> = ids.into_iter().filter(|id| !self.profiles.contains_key(id)).collect();
+        let profile_keys: Vec<String> = ids.iter().map(|id| profile_key(&self.ws, id)).collect();
+        for (id, entry) in ids.into_iter().zip(self.store.get_many(Table::Profile, &profile_keys).await?) {
+            let slot = match entry {
+                Some(e) => {
+                    let doc: Profile = decode(&e.value)?;
+                    Slot { version: Some(e.version), stored_index: index_entries(&self.ws, &doc), doc: Some(doc), dirty: false }
+                }
+                None => Slot { version: None, stored_index: BTreeMap::new(), doc: None, dirty: false },
+            };
+            self.profiles.insert(id, slot);
+        }
+        Ok(())
     }
 
     fn refresh_overlay(&mut self) {

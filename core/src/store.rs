@@ -140,6 +140,16 @@ pub trait Store {
     /// Reads documents whose key starts with `prefix`, in key order, at most `limit`.
     async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError>;
 
+    /// Reads many documents of one table; the answer is in the order of `keys`.
+    /// Backends override it when one round trip is cheaper than many.
+    async fn get_many(&self, table: Table, keys: &[String]) -> Result<Vec<Option<Entry>>, StoreError> {
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            out.push(self.get(table, k).await?);
+        }
+        Ok(out)
+    }
+
     /// Commits all writes atomically, checking every expectation first.
     async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError>;
 

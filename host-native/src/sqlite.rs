@@ -273,6 +273,26 @@ impl Store for SqliteStore {
         })
     }
 
+    async fn get_many(&self, table: Table, keys: &[String]) -> Result<Vec<Option<Entry>>, StoreError> {
+        // One statement per chunk of keys, parameterised (SQLite allows 32766 parameters).
+        let mut found: std::collections::HashMap<String, Entry> = std::collections::HashMap::with_capacity(keys.len());
+        for chunk in keys.chunks(500) {
+            let placeholders = vec!["?"; chunk.len()].join(",");
+            let sql = format!("SELECT key, version, value FROM docs WHERE tbl = ? AND key IN ({placeholders})");
+            self.with_reader(|c| {
+                let mut st = c.prepare_cached(&sql)?;
+                let params = std::iter::once(rusqlite::types::Value::Integer(table.id()))
+                    .chain(chunk.iter().map(|k| rusqlite::types::Value::Text(k.clone())));
+                let mut rows = st.query(rusqlite::params_from_iter(params))?;
+                while let Some(r) = rows.next()? {
+                    found.insert(r.get(0)?, Entry { version: r.get::<_, i64>(1)? as u64, value: r.get(2)? });
+                }
+                Ok(())
+            })?;
+        }
+        Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
+    }
+
     async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
         self.commit_sync(&changes)
     }

@@ -67,6 +67,26 @@ pub async fn prefix_scans<S: Store>(s: S) {
     assert_eq!(s.scan(Table::Ident, "zzz", 10).await.unwrap().len(), 0);
 }
 
+/// `get_many` answers in the order asked, with `None` for missing keys and nothing
+/// from other tables.
+pub async fn batched_reads<S: Store>(s: S) {
+    s.commit(cs(vec![put(Table::Profile, "a", "1", Expect::Absent), put(Table::Profile, "c", "3", Expect::Absent)]))
+        .await
+        .unwrap();
+    s.commit(cs(vec![put(Table::Ident, "b", "x", Expect::Absent)])).await.unwrap();
+    let keys: Vec<String> = ["c", "b", "a", "c"].iter().map(|k| k.to_string()).collect();
+    let got: Vec<Option<String>> = s
+        .get_many(Table::Profile, &keys)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.map(|e| String::from_utf8(e.value).unwrap()))
+        .collect();
+    assert_eq!(got, vec![Some("3".into()), None, Some("1".into()), Some("3".into())]);
+    let many: Vec<String> = (0..1200).map(|i| format!("k{i}")).collect();
+    assert_eq!(s.get_many(Table::Profile, &many).await.unwrap().len(), 1200);
+}
+
 /// The queue hands out increasing sequence numbers, oldest first, and an ack is
 /// atomic with the change set and refused when the jobs were already taken.
 pub async fn queue<S: Store>(s: S) {
@@ -118,6 +138,10 @@ macro_rules! store_conformance_tests {
         #[test]
         fn prefix_scans() {
             pollster::block_on($crate::store::conformance::prefix_scans($make));
+        }
+        #[test]
+        fn batched_reads() {
+            pollster::block_on($crate::store::conformance::batched_reads($make));
         }
         #[test]
         fn queue() {
