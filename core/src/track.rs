@@ -361,7 +361,7 @@ async fn parse_attributes<S: Store>(
                     };
                     match groups::get(store, ws, id).await? {
                         Some(g) => updates.push(AttrUpdate::Group { id: g.id, channel: g.channel, state }),
-                        None => field_error(format!("Invalid subscription group id: '{id}'")),
+                        None => field_error(crate::subscriptions::BAD_GROUP_ID.to_string()),
                     }
                 }
             }

@@ -410,7 +410,8 @@ async fn subscription_states_in_attributes_reach_every_user_sharing_the_email() 
                 {"subscription_group_id": "no-such-group", "subscription_state": "subscribed"}
             ]}]}))
         .await;
-    assert_eq!(r.body["errors"][0]["type"], json!("Invalid subscription group id: 'no-such-group'"));
+    assert_eq!(r.body["errors"][0]["type"], json!("'subscription_group_id' must be a valid subscription group UUID"));
+    assert_eq!(r.body["errors"][0]["index"], json!(0));
     for id in ["a", "b"] {
         let u = api.user(id).await;
         assert_eq!(u["email_subscribe"], json!("unsubscribed"), "{id}");
