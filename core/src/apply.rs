@@ -133,7 +133,7 @@ pub async fn apply_op<S: Store>(
                     .entry(product_id.clone())
                     .and_modify(|s| s.record(*time, *quantity))
                     .or_insert(crate::profile::Summary { first: *time, last: *time, count: *quantity });
-                p.total_revenue += price * *quantity as f64;
+                p.total_revenue = crate::profile::add_revenue(p.total_revenue, price * *quantity as f64);
             }
         }
     }

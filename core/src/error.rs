@@ -105,7 +105,14 @@ impl ApiError {
             ApiError::RateLimited { retry_after } => {
                 resp = resp.with_header("X-Ratelimit-Retry-After", retry_after.to_string());
             }
-            ApiError::Busy | ApiError::Store(_) => resp = resp.with_header("Retry-After", "1"),
+            ApiError::Busy => {
+                resp = resp.with_header("Retry-After", "1");
+                resp.internal = Some("optimistic retries exhausted".into());
+            }
+            ApiError::Store(e) => {
+                resp = resp.with_header("Retry-After", "1");
+                resp.internal = Some(e.to_string());
+            }
             _ => {}
         }
         resp

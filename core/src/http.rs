@@ -142,6 +142,8 @@ pub struct Response {
     pub headers: Vec<(String, String)>,
     /// Body bytes (JSON unless a header says otherwise).
     pub body: Vec<u8>,
+    /// For the host's log only, never sent: what went wrong inside on a 5xx.
+    pub internal: Option<String>,
 }
 
 impl Response {
@@ -149,16 +151,12 @@ impl Response {
     pub fn json<T: Serialize + ?Sized>(status: u16, body: &T) -> Response {
         // Serialising our own plain data types cannot fail.
         let body = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
-        Response {
-            status,
-            headers: vec![("Content-Type".into(), "application/json".into())],
-            body,
-        }
+        Response { status, headers: vec![("Content-Type".into(), "application/json".into())], body, internal: None }
     }
 
     /// A response without a body.
     pub fn empty(status: u16) -> Response {
-        Response { status, headers: Vec::new(), body: Vec::new() }
+        Response { status, headers: Vec::new(), body: Vec::new(), internal: None }
     }
 
     /// Adds a header.

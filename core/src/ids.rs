@@ -166,7 +166,8 @@ impl Identifier {
 /// never calls an RNG itself, and tests with a fixed seed get stable ids.
 #[derive(Debug)]
 pub struct IdGen {
-    state: u64,
+    a: u64,
+    b: u64,
 }
 
 impl IdGen {
@@ -174,16 +175,35 @@ impl IdGen {
     pub fn new(seed: [u8; 16]) -> IdGen {
         let a = u64::from_le_bytes(seed[..8].try_into().unwrap_or([0; 8]));
         let b = u64::from_le_bytes(seed[8..].try_into().unwrap_or([0; 8]));
-        IdGen { state: a ^ b.rotate_left(17) }
+        IdGen { a, b }
     }
 
-    fn next_u64(&mut self) -> u64 {
-        // splitmix64: a bijective mixer, so distinct seeds/counters give distinct ids.
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
+    /// A generator for a sub-task (a queue batch, a retry), derived from a seed by
+    /// hashing, so that ids of different sub-tasks of one request never repeat.
+    pub fn derive(seed: [u8; 16], domain: &str, n: u64) -> IdGen {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(seed);
+        h.update(domain.as_bytes());
+        h.update(n.to_le_bytes());
+        let d = h.finalize();
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&d[..16]);
+        IdGen::new(out)
+    }
+
+    fn mix(mut z: u64) -> u64 {
+        // splitmix64's finaliser: a bijection.
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        // Two independent splitmix64 streams, so all 128 bits of the seed matter.
+        self.a = self.a.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        self.b = self.b.wrapping_add(0xD1B5_4A32_D192_ED03);
+        Self::mix(self.a) ^ Self::mix(self.b).rotate_left(32)
     }
 
     /// A fresh service id: 24 hex characters.
@@ -232,6 +252,18 @@ mod tests {
         assert!(!ExternalId::parse("user-17").unwrap().is_blocked());
         assert!(ExternalId::parse("").is_none());
         assert!(ExternalId::parse("a\u{1f}b").is_none());
+    }
+
+    #[test]
+    fn derived_generators_differ_from_each_other_and_from_the_seed() {
+        let seed = [9; 16];
+        let base = IdGen::new(seed).service_id();
+        let one = IdGen::derive(seed, "queue", 1).service_id();
+        let two = IdGen::derive(seed, "queue", 2).service_id();
+        assert!(base != one && one != two && base != two);
+        let mut other = seed;
+        other[15] ^= 1;
+        assert_ne!(IdGen::new(other).service_id(), base, "the second half of the seed matters");
     }
 
     #[test]

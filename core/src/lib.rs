@@ -65,7 +65,7 @@ pub struct Ctx {
 }
 
 /// Engine settings.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Config {
     /// Largest request body accepted; larger bodies get 413. The platform documents 4 MB.
     pub max_body_bytes: usize,
@@ -75,6 +75,18 @@ pub struct Config {
     pub apply_batch: usize,
     /// Operator token enabling the `/_engage/` routes; `None` hides them.
     pub admin_token: Option<String>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The admin token is a secret: never print it.
+        f.debug_struct("Config")
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("rate_limits", &self.rate_limits)
+            .field("apply_batch", &self.apply_batch)
+            .field("admin_token", &self.admin_token.as_ref().map(|_| "<set>"))
+            .finish()
+    }
 }
 
 impl Default for Config {

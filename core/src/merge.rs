@@ -100,7 +100,7 @@ pub fn absorb(target: &mut Profile, source: &Profile) -> Option<Email> {
     for (name, s) in &source.purchases {
         target.purchases.entry(name.clone()).and_modify(|t| t.absorb(s)).or_insert(*s);
     }
-    target.total_revenue += source.total_revenue;
+    target.total_revenue = crate::profile::add_revenue(target.total_revenue, source.total_revenue);
     if target.email_subscribe.is_none() {
         target.email_subscribe = source.email_subscribe;
     }

@@ -79,6 +79,19 @@ impl GroupState {
     }
 }
 
+/// Adds revenue, keeping the total finite (JSON has no infinity: an infinite total
+/// could not be stored and read back).
+pub fn add_revenue(total: f64, amount: f64) -> f64 {
+    let sum = total + amount;
+    if sum.is_finite() {
+        sum
+    } else if sum > 0.0 {
+        f64::MAX
+    } else {
+        f64::MIN
+    }
+}
+
 /// First and last occurrence and count of one event name or product.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Summary {

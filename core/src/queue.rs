@@ -27,9 +27,9 @@ pub async fn apply_batch<S: Store>(store: &S, seed: [u8; 16], max_jobs: usize) -
         let jobs = store.queued(max_jobs.max(1)).await?;
         let Some(last) = jobs.last() else { return Ok(0) };
         let through = last.seq;
-        let mut seed = seed;
-        seed[0] ^= attempt as u8;
-        let mut ids = IdGen::new(seed);
+        // Distinct ids for every batch and attempt: the same request seed may drive
+        // several batches (catch-up) and then the request's own handler.
+        let mut ids = IdGen::derive(seed, "queue", jobs[0].seq.wrapping_mul(64).wrapping_add(attempt as u64));
         // A job that cannot be decoded was not written by this version: it is
         // acknowledged without effect rather than blocking the queue forever.
         let decoded: Vec<TrackJob> = jobs.iter().filter_map(|q| decode::<TrackJob>(&q.job).ok()).collect();

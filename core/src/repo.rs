@@ -194,6 +194,9 @@ impl<'s, S: Store> Tx<'s, S> {
             doc: None,
             dirty: true,
         });
+        // A new profile must not exist: should its id collide with a stored profile,
+        // the commit conflicts instead of overwriting it.
+        slot.version = None;
         slot.doc = Some(p);
         slot.dirty = true;
     }

@@ -19,6 +19,8 @@ use crate::time::Timestamp;
 
 /// Most objects of each kind in one request.
 pub const MAX_OBJECTS: usize = 75;
+/// Largest purchase price accepted (in magnitude).
+pub const MAX_PRICE: f64 = 1e15;
 /// Largest event or purchase `properties` object, serialized.
 pub const MAX_PROPERTIES_BYTES: usize = 100 * 1024;
 
@@ -439,7 +441,11 @@ fn parse_purchase(obj: &Map<String, Value>, now: Timestamp) -> Result<TrackOp, S
         Some(c) if c.len() == 3 && c.bytes().all(|b| b.is_ascii_alphabetic()) => {}
         _ => return Err("'currency' is required: an ISO 4217 three-letter code".into()),
     }
-    let price = obj.get("price").and_then(Value::as_f64).filter(|p| p.is_finite()).ok_or("'price' is required: a number")?;
+    let price = obj
+        .get("price")
+        .and_then(Value::as_f64)
+        .filter(|p| p.is_finite() && p.abs() <= MAX_PRICE)
+        .ok_or("'price' is required: a number of at most 1e15 in magnitude")?;
     let quantity = match obj.get("quantity") {
         None | Some(Value::Null) => 1,
         Some(q) => q.as_u64().filter(|q| (1..=100).contains(q)).ok_or("'quantity' must be an integer from 1 to 100")?,

@@ -240,6 +240,9 @@ async fn handle(
             let response = tokio::task::spawn_blocking(move || pollster::block_on(engine.handle(request, ctx())))
                 .await
                 .unwrap_or_else(|_| engage_core::ApiError::Busy.into_response());
+            if let Some(why) = &response.internal {
+                tracing::error!(method = method.as_str(), path, status = response.status, "{why}");
+            }
             tracing::debug!(method = method.as_str(), path, status = response.status, micros = started.elapsed().as_micros() as u64);
             response
         }

@@ -878,3 +878,24 @@ async fn alias_update_of_a_missing_alias_or_to_a_taken_name_changes_nothing() {
     assert_eq!(by_alias(&api, "a", "crm").await["user_aliases"], json!([alias("a", "crm")]));
     assert_eq!(by_alias(&api, "b", "crm").await["user_aliases"], json!([alias("b", "crm")]));
 }
+
+#[tokio::test]
+async fn profiles_created_after_a_catch_up_never_replace_existing_ones() {
+    // The queue catch-up and the request's own handler must not mint the same ids.
+    let api = Api::new().await;
+    api.track(json!({"attributes": [{"external_id": "u", "keep": 1}]})).await;
+    let r = api
+        .post(
+            "/users/alias/new",
+            json!({"user_aliases": [
+                {"external_id": "u", "alias_name": "a1", "alias_label": "crm"},
+                {"alias_name": "a2", "alias_label": "crm"}
+            ]}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(api.user("u").await["custom_attributes"]["keep"], json!(1));
+    let users = api.users(json!({"user_aliases": [{"alias_name": "a2", "alias_label": "crm"}]})).await;
+    assert_eq!(users.len(), 1);
+    assert!(users[0].get("external_id").is_none());
+}

@@ -419,3 +419,15 @@ async fn subscription_states_in_attributes_reach_every_user_sharing_the_email() 
         assert_eq!(u["subscription_groups"][0]["channel"], json!("email"), "{id}");
     }
 }
+
+#[tokio::test]
+async fn huge_prices_are_refused_and_revenue_stays_readable() {
+    let api = Api::new().await;
+    let p = |price: f64| json!({"external_id": "rich", "product_id": "x", "currency": "USD", "price": price, "quantity": 100, "time": T});
+    let r = api.track(json!({"purchases": [p(1e308), p(1e15), p(1e15)]})).await;
+    assert_eq!(r.body["purchases_processed"], json!(2));
+    assert_eq!(r.body["errors"][0]["index"], json!(0));
+    let u = api.user("rich").await;
+    assert_eq!(u["total_revenue"], json!(2e17));
+    assert_eq!(u["purchases"][0]["count"], json!(200));
+}
