@@ -14,14 +14,14 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::repo::transact;
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::{ExternalId, IdGen, Identifier, UserAlias};
 use crate::profile::Profile;
-use crate::queue::MAX_ATTEMPTS;
 use crate::repo::Tx;
-use crate::store::{CommitError, Store, StoreError};
+use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 use crate::Ctx;
 
@@ -138,38 +138,27 @@ pub async fn rename<S: Store>(tx: &mut Tx<'_, S>, u: &AliasUpdate, now: Timestam
 /// POST /users/alias/new: `{"aliases_processed": n, "message": "success"}` (201).
 pub async fn alias_new<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let entries = parse_new(body)?;
-    for attempt in 0..MAX_ATTEMPTS {
-        let mut seed = ctx.seed;
-        seed[0] ^= attempt as u8;
-        let mut ids = IdGen::new(seed);
-        let mut tx = Tx::new(store, ws.clone());
+    transact(store, ws, ctx.seed, async |tx, ids| {
         for e in &entries {
-            add(&mut tx, e, ctx.now, &mut ids).await?;
+            add(tx, e, ctx.now, ids).await?;
         }
-        match store.commit(tx.into_changes()).await {
-            Ok(()) => return Ok(Response::json(201, &json!({"aliases_processed": entries.len(), "message": "success"}))),
-            Err(CommitError::Conflict) => continue,
-            Err(CommitError::Store(e)) => return Err(e.into()),
-        }
-    }
-    Err(ApiError::Busy)
+        Ok(())
+    })
+    .await?;
+    Ok(Response::json(201, &json!({"aliases_processed": entries.len(), "message": "success"})))
 }
 
 /// POST /users/alias/update: `{"message": "success"}` (201).
 pub async fn alias_update<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let updates = parse_update(body)?;
-    for _ in 0..MAX_ATTEMPTS {
-        let mut tx = Tx::new(store, ws.clone());
+    transact(store, ws, ctx.seed, async |tx, _| {
         for u in &updates {
-            rename(&mut tx, u, ctx.now).await?;
+            rename(tx, u, ctx.now).await?;
         }
-        match store.commit(tx.into_changes()).await {
-            Ok(()) => return Ok(Response::json(201, &json!({"message": "success"}))),
-            Err(CommitError::Conflict) => continue,
-            Err(CommitError::Store(e)) => return Err(e.into()),
-        }
-    }
-    Err(ApiError::Busy)
+        Ok(())
+    })
+    .await?;
+    Ok(Response::json(201, &json!({"message": "success"})))
 }
 
 #[cfg(test)]

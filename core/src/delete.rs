@@ -11,14 +11,13 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::repo::transact;
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
 use crate::prioritization::{pick, Prioritization, Purpose};
-use crate::queue::MAX_ATTEMPTS;
-use crate::repo::Tx;
-use crate::store::{CommitError, Store};
+use crate::store::Store;
 use crate::Ctx;
 
 /// Most entries of all arrays together.
@@ -93,25 +92,21 @@ pub fn parse(body: &[u8]) -> Result<Vec<Target>, ApiError> {
 }
 
 /// POST /users/delete: `{"deleted": n, "message": "success"}` (201).
-pub async fn delete<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], _ctx: Ctx) -> Result<Response, ApiError> {
+pub async fn delete<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let targets = parse(body)?;
-    for _ in 0..MAX_ATTEMPTS {
-        let mut tx = Tx::new(store, ws.clone());
+    let deleted = transact(store, ws, ctx.seed, async |tx, _| {
         let mut deleted = 0;
         for t in &targets {
-            if let Some(id) = pick(&mut tx, &t.ident, t.prioritization.as_ref()).await?.one() {
+            if let Some(id) = pick(tx, &t.ident, t.prioritization.as_ref()).await?.one() {
                 if tx.delete_profile(&id).await? {
                     deleted += 1;
                 }
             }
         }
-        match store.commit(tx.into_changes()).await {
-            Ok(()) => return Ok(Response::json(201, &json!({"deleted": deleted, "message": "success"}))),
-            Err(CommitError::Conflict) => continue,
-            Err(CommitError::Store(e)) => return Err(e.into()),
-        }
-    }
-    Err(ApiError::Busy)
+        Ok(deleted)
+    })
+    .await?;
+    Ok(Response::json(201, &json!({"deleted": deleted, "message": "success"})))
 }
 
 #[cfg(test)]

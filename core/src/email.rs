@@ -7,16 +7,15 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
+use crate::repo::transact;
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::Email;
 use crate::profile::GlobalState;
-use crate::queue::MAX_ATTEMPTS;
-use crate::repo::Tx;
 use crate::store::Store;
 use crate::subscriptions::state::{self, EmailChange};
-use crate::subscriptions::{body_object, field, json_strings, try_commit};
+use crate::subscriptions::{body_object, field, json_strings};
 use crate::Ctx;
 
 /// The platform's message for a global email state outside the three values.
@@ -47,16 +46,14 @@ async fn apply<S: Store>(
     change: EmailChange,
     ctx: Ctx,
 ) -> Result<Response, ApiError> {
-    for _ in 0..MAX_ATTEMPTS {
-        let mut tx = Tx::new(store, ws.clone());
+    transact(store, ws, ctx.seed, async |tx, _| {
         for e in emails {
-            state::change_address(&mut tx, e, change, ctx.now).await?;
+            state::change_address(tx, e, change, ctx.now).await?;
         }
-        if try_commit(tx).await? {
-            return Ok(Response::json(201, &json!({"message": "success"})));
-        }
-    }
-    Err(ApiError::Busy)
+        Ok(())
+    })
+    .await?;
+    Ok(Response::json(201, &json!({"message": "success"})))
 }
 
 /// POST /email/status: `email` and `subscription_state` (`subscribed`,

@@ -15,15 +15,15 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::repo::transact;
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
 use crate::merge::combine;
 use crate::prioritization::{pick, Prioritization, Purpose};
-use crate::queue::MAX_ATTEMPTS;
 use crate::repo::Tx;
-use crate::store::{CommitError, Store, StoreError};
+use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 use crate::Ctx;
 
@@ -186,18 +186,14 @@ pub async fn apply_entry<S: Store>(tx: &mut Tx<'_, S>, e: &Entry, now: Timestamp
 /// POST /users/identify: `{"aliases_processed": n, "message": "success"}` (201).
 pub async fn identify<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let parsed = parse(body)?;
-    for _ in 0..MAX_ATTEMPTS {
-        let mut tx = Tx::new(store, ws.clone());
+    transact(store, ws, ctx.seed, async |tx, _| {
         for e in &parsed.entries {
-            apply_entry(&mut tx, e, ctx.now).await?;
+            apply_entry(tx, e, ctx.now).await?;
         }
-        match store.commit(tx.into_changes()).await {
-            Ok(()) => return Ok(Response::json(201, &json!({"aliases_processed": parsed.aliases, "message": "success"}))),
-            Err(CommitError::Conflict) => continue,
-            Err(CommitError::Store(e)) => return Err(e.into()),
-        }
-    }
-    Err(ApiError::Busy)
+        Ok(())
+    })
+    .await?;
+    Ok(Response::json(201, &json!({"aliases_processed": parsed.aliases, "message": "success"})))
 }
 
 #[cfg(test)]

@@ -2,15 +2,14 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::repo::transact;
 use crate::apply::apply_op;
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::Response;
-use crate::ids::IdGen;
 use crate::profile::Summary;
-use crate::queue::MAX_ATTEMPTS;
-use crate::repo::{encode, Tx};
-use crate::store::{CommitError, Store};
+use crate::repo::encode;
+use crate::store::Store;
 use crate::track::{self, fatal, AttrUpdate, TrackJob, TrackOp, NOTHING_VALID};
 use crate::Ctx;
 
@@ -41,33 +40,18 @@ pub async fn track_sync<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ct
     }
     let parsed = track::parse(store, ws, &arrays, ctx.now).await?;
     let Some(op) = parsed.ops.first() else { return Err(nothing_valid(&parsed)) };
-    for attempt in 0..MAX_ATTEMPTS {
-        let mut seed = ctx.seed;
-        seed[0] ^= attempt as u8;
-        let mut ids = IdGen::new(seed);
-        let mut tx = Tx::new(store, ws.clone());
-        let users = match apply_op(&mut tx, op, ctx.now, &mut ids).await? {
-            Some(id) => {
-                let p = tx.profile(&id).await?.cloned();
-                p.map(|p| vec![user_entry(op, &p)]).unwrap_or_default()
-            }
+    let users = transact(store, ws, ctx.seed, async |tx, ids| {
+        Ok(match apply_op(tx, op, ctx.now, ids).await? {
+            Some(id) => tx.profile(&id).await?.map(|p| vec![user_entry(op, p)]).unwrap_or_default(),
             None => Vec::new(),
-        };
-        let changes = tx.into_changes();
-        let committed = if changes.is_empty() { Ok(()) } else { store.commit(changes).await };
-        match committed {
-            Ok(()) => {
-                let mut body = json!({"users": users, "message": "success"});
-                if !parsed.errors.is_empty() {
-                    body["errors"] = Value::Array(parsed.errors.clone());
-                }
-                return Ok(Response::json(201, &body));
-            }
-            Err(CommitError::Conflict) => continue,
-            Err(CommitError::Store(e)) => return Err(e.into()),
-        }
+        })
+    })
+    .await?;
+    let mut body = json!({"users": users, "message": "success"});
+    if !parsed.errors.is_empty() {
+        body["errors"] = Value::Array(parsed.errors.clone());
     }
-    Err(ApiError::Busy)
+    Ok(Response::json(201, &body))
 }
 
 fn summary(key: &str, name: &str, s: &Summary) -> Value {

@@ -15,6 +15,7 @@ pub(crate) mod testkit;
 
 use serde_json::{json, Map, Value};
 
+use crate::repo::transact;
 use crate::apply::link_email;
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
@@ -22,9 +23,8 @@ use crate::http::Response;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
 use crate::prioritization::{pick, Prioritization, Purpose};
 use crate::profile::Profile;
-use crate::queue::MAX_ATTEMPTS;
 use crate::repo::Tx;
-use crate::store::{CommitError, Store, StoreError};
+use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 use crate::Ctx;
 
@@ -227,18 +227,14 @@ pub async fn apply_update<S: Store>(tx: &mut Tx<'_, S>, u: &MergeUpdate, now: Ti
 /// POST /users/merge: 202 `{"message": "success"}` once every update is applied.
 pub async fn merge<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let updates = parse(body)?;
-    for _ in 0..MAX_ATTEMPTS {
-        let mut tx = Tx::new(store, ws.clone());
+    transact(store, ws, ctx.seed, async |tx, _| {
         for u in &updates {
-            apply_update(&mut tx, u, ctx.now).await?;
+            apply_update(tx, u, ctx.now).await?;
         }
-        match store.commit(tx.into_changes()).await {
-            Ok(()) => return Ok(Response::json(202, &json!({"message": "success"}))),
-            Err(CommitError::Conflict) => continue,
-            Err(CommitError::Store(e)) => return Err(e.into()),
-        }
-    }
-    Err(ApiError::Busy)
+        Ok(())
+    })
+    .await?;
+    Ok(Response::json(202, &json!({"message": "success"})))
 }
 
 #[cfg(test)]

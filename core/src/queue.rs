@@ -17,8 +17,7 @@ use crate::track::TrackJob;
 
 /// Jobs applied per commit by default.
 pub const DEFAULT_BATCH: usize = 64;
-/// Attempts before giving up on contention.
-pub const MAX_ATTEMPTS: u32 = 16;
+pub use crate::repo::MAX_ATTEMPTS;
 
 /// Applies up to `max_jobs` of the oldest queued jobs in one commit; returns how
 /// many were applied (0 when the queue is empty).

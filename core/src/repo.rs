@@ -433,6 +433,37 @@ impl<'s, S: Store> Tx<'s, S> {
     }
 }
 
+/// Attempts before a request gives up on contention (503).
+pub const MAX_ATTEMPTS: u32 = 16;
+
+/// Runs one request's read-compute-commit in a fresh unit of work, again from the
+/// start whenever another request committed first (an expectation failed), so
+/// concurrent requests never lose each other's updates. `work` gets the unit of work
+/// and an id generator unique to the attempt; its value is returned once the changes
+/// are committed (nothing is written when it fails or changes nothing).
+pub async fn transact<'s, S: Store, T>(
+    store: &'s S,
+    ws: &WorkspaceName,
+    seed: [u8; 16],
+    mut work: impl AsyncFnMut(&mut Tx<'s, S>, &mut crate::ids::IdGen) -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    for attempt in 0..MAX_ATTEMPTS {
+        let mut ids = crate::ids::IdGen::derive(seed, "request", u64::from(attempt));
+        let mut tx = Tx::new(store, ws.clone());
+        let out = work(&mut tx, &mut ids).await?;
+        let changes = tx.into_changes();
+        if changes.is_empty() {
+            return Ok(out);
+        }
+        match store.commit(changes).await {
+            Ok(()) => return Ok(out),
+            Err(crate::store::CommitError::Conflict) => continue,
+            Err(crate::store::CommitError::Store(e)) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::Busy)
+}
+
 /// True when the profile carries the identifier.
 pub fn matches(p: &Profile, ident: &Identifier) -> bool {
     match ident {

@@ -25,8 +25,7 @@ use crate::error::ApiError;
 use crate::groups::{self, Channel, Group};
 use crate::ids::{Email, ExternalId, Identifier, Phone};
 use crate::profile::Profile;
-use crate::repo::Tx;
-use crate::store::{CommitError, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 /// Most identifiers (external ids, emails, phones) one request may name.
 pub const MAX_IDS: usize = 50;
@@ -170,21 +169,6 @@ pub(crate) fn check_channel(group: &Group, kind: Kind, name: &str) -> Result<(),
         group.channel.as_str(),
         group.id
     )))
-}
-
-/// Commits a unit of work; `Ok(false)` on a conflict, so the caller retries its
-/// whole read-compute-commit.
-pub(crate) async fn try_commit<S: Store>(tx: Tx<'_, S>) -> Result<bool, ApiError> {
-    let store = tx.store();
-    let changes = tx.into_changes();
-    if changes.is_empty() {
-        return Ok(true);
-    }
-    match store.commit(changes).await {
-        Ok(()) => Ok(true),
-        Err(CommitError::Conflict) => Ok(false),
-        Err(CommitError::Store(e)) => Err(e.into()),
-    }
 }
 
 /// The listing of a user's groups (only those with a status in the user's history):

@@ -8,19 +8,18 @@ use serde_json::{json, Map, Value};
 
 use super::state;
 use super::{
-    body_object, check_channel, double_opt_in, field, group_of, json_strings, parse_named, try_commit, with_errors,
+    body_object, check_channel, double_opt_in, field, group_of, json_strings, parse_named, with_errors,
     Kind, Named, BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS,
 };
+use crate::repo::transact;
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
 use crate::groups::Group;
 use crate::http::Response;
 use crate::ids::{Identifier, ServiceId};
 use crate::profile::GroupState;
-use crate::queue::MAX_ATTEMPTS;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
-use crate::time::Timestamp;
 use crate::Ctx;
 
 /// Most `subscription_groups` entries in one v2 request.
@@ -77,7 +76,7 @@ pub async fn set_v1<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: C
     if users.len() > MAX_IDS {
         return Err(ApiError::bad(TOO_MANY_IDS));
     }
-    apply(store, ws, vec![Update { group, state, users }], ctx.now).await
+    apply(store, ws, vec![Update { group, state, users }], ctx).await
 }
 
 /// POST /v2/subscription/status/set: several groups, each entry with exactly one of
@@ -123,7 +122,7 @@ pub async fn set_v2<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: C
         }
         plan.push(Update { group, state, users });
     }
-    apply(store, ws, plan, ctx.now).await
+    apply(store, ws, plan, ctx).await
 }
 
 /// The users an identifier names: one for an external id, every user sharing an
@@ -136,25 +135,24 @@ async fn users_of<S: Store>(tx: &mut Tx<'_, S>, n: &Named) -> Result<Vec<Service
 }
 
 /// Applies a plan in one unit of work, retried as a whole on conflict; answers 201.
-async fn apply<S: Store>(store: &S, ws: &WorkspaceName, plan: Plan, at: Timestamp) -> Result<Response, ApiError> {
-    for _ in 0..MAX_ATTEMPTS {
-        let mut tx = Tx::new(store, ws.clone());
+async fn apply<S: Store>(store: &S, ws: &WorkspaceName, plan: Plan, ctx: Ctx) -> Result<Response, ApiError> {
+    let at = ctx.now;
+    let errors = transact(store, ws, ctx.seed, async |tx, _| {
         let mut errors = Vec::new();
         let mut missing: BTreeSet<&Identifier> = BTreeSet::new();
         for u in &plan {
             for n in &u.users {
-                let ids = users_of(&mut tx, n).await?;
+                let ids = users_of(tx, n).await?;
                 if ids.is_empty() && missing.insert(&n.ident) {
                     errors.push(n.not_found());
                 }
                 for id in ids {
-                    state::set_group_for(&mut tx, &id, &u.group.id, u.group.channel, u.state, at).await?;
+                    state::set_group_for(tx, &id, &u.group.id, u.group.channel, u.state, at).await?;
                 }
             }
         }
-        if try_commit(tx).await? {
-            return Ok(Response::json(201, &with_errors(json!({"message": "success"}), errors)));
-        }
-    }
-    Err(ApiError::Busy)
+        Ok(errors)
+    })
+    .await?;
+    Ok(Response::json(201, &with_errors(json!({"message": "success"}), errors)))
 }
