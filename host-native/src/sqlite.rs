@@ -23,11 +23,23 @@ fn err(e: rusqlite::Error) -> StoreError {
     StoreError(e.to_string())
 }
 
+/// The main database's writer, with what it knows about durability.
+struct Writer {
+    conn: Connection,
+    /// Highest queue sequence applied by a commit that may not be on disk yet.
+    applied_not_synced: Option<u64>,
+    /// When the writer last made everything durable.
+    last_sync: std::time::Instant,
+}
+
+/// How long an applied batch may stay only in the OS cache before it is synced.
+const APPLY_SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// A SQLite-backed [`Store`].
 pub struct SqliteStore {
     path: PathBuf,
     queue_path: PathBuf,
-    writer: Mutex<Connection>,
+    writer: Mutex<Writer>,
     appender: Mutex<std::sync::mpsc::Sender<QueueMsg>>,
     readers: Mutex<Vec<Connection>>,
 }
@@ -73,11 +85,11 @@ impl SqliteStore {
         let store = SqliteStore {
             path: path.to_path_buf(),
             queue_path,
-            writer: Mutex::new(writer),
+            writer: Mutex::new(Writer { conn: writer, applied_not_synced: None, last_sync: std::time::Instant::now() }),
             appender: Mutex::new(appender),
             readers: Mutex::new(Vec::new()),
         };
-        store.attach(&store.writer.lock().unwrap_or_else(|e| e.into_inner()))?;
+        store.attach(&store.writer.lock().unwrap_or_else(|e| e.into_inner()).conn)?;
         Ok(store)
     }
 
@@ -144,8 +156,16 @@ impl SqliteStore {
     }
 
     fn commit_sync(&self, changes: &ChangeSet) -> Result<(), CommitError> {
-        let mut conn = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        // Applying queued jobs need not be synced at once: the jobs stay durable in the
+        // queue file until the cursor that covers them is on disk, and replaying them
+        // after a power loss gives the same result. Skipping that fsync keeps the
+        // applier's large commits from stalling the queue's small ones. Every other
+        // commit answers a request, so it is synced before the 2xx (and syncs the
+        // applier's earlier commits with it: one WAL, in order).
+        let applying = changes.ack.is_some();
+        w.conn.pragma_update(None, "synchronous", if applying { "NORMAL" } else { "FULL" }).map_err(err)?;
+        let tx = w.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
         for op in &changes.ops {
             if !Self::apply_op(&tx, op).map_err(err)? {
                 return Err(CommitError::Conflict); // dropping `tx` rolls back
@@ -167,11 +187,22 @@ impl SqliteStore {
             tx.execute("UPDATE queue_cursor SET applied = ?1 WHERE id = 1", params![ack.through as i64]).map_err(err)?;
         }
         tx.commit().map_err(err)?;
-        drop(conn);
         if let Some(ack) = changes.ack {
-            // The cursor is durable: the applied rows can go. Failing here only leaves
-            // rows that `queued` already skips.
-            let _ = self.appender.lock().unwrap_or_else(|e| e.into_inner()).send(QueueMsg::Trim(ack.through));
+            w.applied_not_synced = Some(ack.through);
+        }
+        let mut durable = !applying;
+        if applying && w.last_sync.elapsed() >= APPLY_SYNC_INTERVAL {
+            // A small FULL commit syncs the whole WAL, and with it every earlier commit.
+            durable = w.conn.pragma_update(None, "synchronous", "FULL").is_ok()
+                && w.conn.execute("UPDATE queue_cursor SET applied = applied WHERE id = 1", []).is_ok();
+        }
+        if durable {
+            w.last_sync = std::time::Instant::now();
+            if let Some(through) = w.applied_not_synced.take() {
+                // The cursor covering these jobs is durable: their rows can go.
+                // Failing here only leaves rows that `queued` already skips.
+                let _ = self.appender.lock().unwrap_or_else(|e| e.into_inner()).send(QueueMsg::Trim(through));
+            }
         }
         Ok(())
     }
