@@ -27,6 +27,14 @@
 //! awaits a promise only another request can resolve, so there is no cross-request
 //! lock). Correctness never depends on this: the guards do that.
 //!
+//! Pacing: every few D1 calls the store waits for a 1 ms timer. Under `wrangler dev`
+//! workerd runs the Worker and the local D1 on one event loop, and a long chain of
+//! D1 calls (the queue applier reads one document after another) keeps that loop
+//! busy without ever polling the network, so new requests were not even accepted
+//! until the chain ended (a 10 s apply stalled every `/users/track`). The timer lets
+//! the loop poll. On Cloudflare, D1 calls are network I/O and the pause costs ~1 ms
+//! per [`PACE_EVERY`] calls.
+//!
 //! Documents and queue jobs are JSON: they are bound as text (D1 sends blobs as
 //! arrays of numbers) and read back with `CAST(... AS TEXT)`, so a row stored as a
 //! blob (for example imported from the native host) reads the same.
@@ -44,6 +52,9 @@ use crate::keycache::KeyCache;
 /// The name of the CHECK constraint a failed guard violates.
 const GUARD_CONSTRAINT: &str = "expectation_failed";
 
+/// D1 calls between two pacing pauses (see the module docs).
+const PACE_EVERY: u32 = 16;
+
 /// Longest conflict backoff, in milliseconds.
 const BACKOFF_CAP_MS: f64 = 2_000.0;
 
@@ -55,6 +66,8 @@ pub struct D1Store {
     backing_off: Cell<u32>,
     /// Moving average of a commit batch's duration, in milliseconds.
     batch_ms: Cell<f64>,
+    /// D1 calls since the last pacing pause.
+    calls: Cell<u32>,
 }
 
 #[derive(Deserialize)]
@@ -117,7 +130,18 @@ fn entry(version: f64, value: String) -> Entry {
 impl D1Store {
     /// A store over `db`, caching API-key records in `keys` when given.
     pub fn new(db: D1Database, keys: Option<KeyCache>) -> D1Store {
-        D1Store { db, keys, backing_off: Cell::new(0), batch_ms: Cell::new(5.0) }
+        D1Store { db, keys, backing_off: Cell::new(0), batch_ms: Cell::new(5.0), calls: Cell::new(0) }
+    }
+
+    /// Lets the event loop poll for new requests every [`PACE_EVERY`] D1 calls.
+    async fn pace(&self) {
+        let n = self.calls.get() + 1;
+        if n < PACE_EVERY {
+            self.calls.set(n);
+            return;
+        }
+        self.calls.set(0);
+        Delay::from(Duration::from_millis(1)).await;
     }
 
     /// Waits a random time after a lost commit (see the module docs).
@@ -138,6 +162,7 @@ impl D1Store {
     }
 
     async fn read_doc(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
+        self.pace().await;
         let row: Option<DocRow> = self
             .stmt(
                 "SELECT version, CAST(value AS TEXT) AS value FROM docs WHERE tbl = ?1 AND key = ?2",
@@ -228,6 +253,7 @@ impl Store for D1Store {
     }
 
     async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
+        self.pace().await;
         // Same range as the native store: [prefix, prefix + U+10FFFF) holds exactly
         // the keys that start with the prefix.
         let upper = format!("{prefix}\u{10FFFF}");
@@ -254,6 +280,7 @@ impl Store for D1Store {
         if changes.is_empty() {
             return Ok(());
         }
+        self.pace().await;
         let statements = self.statements(&changes)?;
         let started = Date::now().as_millis();
         let result = self.db.batch(statements).await;
@@ -275,6 +302,7 @@ impl Store for D1Store {
     }
 
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
+        self.pace().await;
         let row: Option<NumberRow> = self
             .stmt("INSERT INTO queue (job) VALUES (?1) RETURNING seq AS n", &[text(&job)?])?
             .first(None)
@@ -284,6 +312,7 @@ impl Store for D1Store {
     }
 
     async fn queued(&self, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        self.pace().await;
         let limit = limit.min(1 << 31) as u64;
         let rows = self
             .stmt(
@@ -300,6 +329,7 @@ impl Store for D1Store {
     }
 
     async fn queue_tail(&self) -> Result<u64, StoreError> {
+        self.pace().await;
         // Rows are deleted only up to the cursor, so every sequence number ever
         // assigned is either <= the cursor or still in the queue.
         let row: Option<NumberRow> = self

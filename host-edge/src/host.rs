@@ -31,8 +31,12 @@ use crate::conformance;
 use crate::d1::{error_text, D1Store};
 use crate::keycache::KeyCache;
 
-/// Batches one drain applies at most before letting other requests in.
-const DRAIN_ROUNDS: usize = 64;
+/// Queued jobs applied per commit. Smaller than natively: the applier reads each
+/// document it touches with its own D1 round trip, so a batch of big jobs takes
+/// seconds, holds the lane and makes a large `batch()`.
+const DEFAULT_APPLY_BATCH: usize = 4;
+/// A drain pass starts no new batch after this long, letting waiting requests in.
+const DRAIN_BUDGET_MS: u64 = 1_000;
 /// A lane holder silent this long is presumed cancelled by the runtime.
 const LANE_STALE_MS: u64 = 10_000;
 /// Longest pause between two looks at a busy lane.
@@ -71,7 +75,13 @@ fn isolate(env: &Env) -> worker::Result<Rc<Isolate>> {
     let keys = env.kv("KEY_CACHE").ok().map(KeyCache::new);
     let admin_token = env.secret("ENGAGE_ADMIN_TOKEN").ok().map(|s| s.to_string()).filter(|t| !t.is_empty());
     let rate_limits = env.var("ENGAGE_RATE_LIMITS").map_or(true, |v| v.to_string() != "off");
-    let config = Config { rate_limits, admin_token, ..Config::default() };
+    let apply_batch = env
+        .var("ENGAGE_APPLY_BATCH")
+        .ok()
+        .and_then(|v| v.to_string().parse().ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(DEFAULT_APPLY_BATCH);
+    let config = Config { rate_limits, admin_token, apply_batch, ..Config::default() };
     let i = Rc::new(Isolate {
         engine: Engine::new(D1Store::new(db, keys), config),
         drain_pending: Cell::new(false),
@@ -128,20 +138,7 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
     let response = if enqueues {
         let response = handle(&isolate, request).await;
         if response.status == 201 {
-            isolate.drain_pending.set(true);
-            let now = now_ms();
-            if !isolate.drainer.get().is_some_and(|since| now.saturating_sub(since) < DRAINER_STALE_MS) {
-                isolate.drainer.set(Some(now));
-                let isolate = isolate.clone();
-                wctx.wait_until(async move {
-                    while isolate.drain_pending.get() {
-                        let lane = Lane::enter(&isolate).await;
-                        isolate.drainer.set(Some(now_ms()));
-                        drain(&lane).await;
-                    }
-                    isolate.drainer.set(None);
-                });
-            }
+            schedule_drain(&isolate, &wctx);
         }
         response
     } else {
@@ -150,6 +147,30 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
         handle(&isolate, request).await
     };
     to_worker(response)
+}
+
+/// Marks queued work and, unless a background drainer is already scheduled in this
+/// isolate, applies the queue after the response in `wait_until`.
+fn schedule_drain(isolate: &Rc<Isolate>, wctx: &Context) {
+    isolate.drain_pending.set(true);
+    let now = now_ms();
+    if isolate.drainer.get().is_some_and(|since| now.saturating_sub(since) < DRAINER_STALE_MS) {
+        return;
+    }
+    isolate.drainer.set(Some(now));
+    let isolate = isolate.clone();
+    wctx.wait_until(async move {
+        while isolate.drain_pending.get() {
+            {
+                let lane = Lane::enter(&isolate).await;
+                isolate.drainer.set(Some(now_ms()));
+                drain(&lane).await;
+            }
+            // Longer than a waiter's poll: requests waiting for the lane go first.
+            Delay::from(Duration::from_millis(2 * LANE_POLL_MAX_MS)).await;
+        }
+        isolate.drainer.set(None);
+    });
 }
 
 /// Runs the core, rerunning after a random pause when it answers 503: the core
@@ -198,14 +219,16 @@ impl Drop for Lane<'_> {
     }
 }
 
-/// Applies what this isolate queued (a bounded number of batches; the core's
-/// catch-up applies anything left before the next read).
+/// Applies what this isolate queued, for about [`DRAIN_BUDGET_MS`] at most (the
+/// background drainer returns for the rest; the core's catch-up applies anything
+/// left before a read).
 async fn drain(lane: &Lane<'_>) {
     let isolate = lane.isolate;
     if !isolate.drain_pending.replace(false) {
         return;
     }
-    for round in 0..DRAIN_ROUNDS {
+    let started = now_ms();
+    loop {
         match isolate.engine.apply_queued(ctx()).await {
             Ok(0) => return,
             Ok(_) => lane.alive(),
@@ -214,9 +237,10 @@ async fn drain(lane: &Lane<'_>) {
                 return;
             }
         }
-        if round + 1 == DRAIN_ROUNDS {
-            // Let waiting requests in; the next track response drains again.
+        if now_ms().saturating_sub(started) >= DRAIN_BUDGET_MS {
+            // Let waiting requests in; the background drainer comes back for the rest.
             isolate.drain_pending.set(true);
+            return;
         }
     }
 }

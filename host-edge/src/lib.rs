@@ -8,7 +8,8 @@
 //!
 //! - Bindings (wrangler.toml): D1 `DB`, KV `KEY_CACHE` (optional), secret
 //!   `ENGAGE_ADMIN_TOKEN` (enables `POST /_engage/keys` and `/_engage/groups`), var
-//!   `ENGAGE_RATE_LIMITS` (`off` disables the API's rate limits, for load tests).
+//!   `ENGAGE_RATE_LIMITS` (`off` disables the API's rate limits, for load tests), var
+//!   `ENGAGE_APPLY_BATCH` (queued jobs applied per commit, default 4).
 //! - Workers have no background threads: `/users/track` enqueues, every other
 //!   endpoint catches up with the queue first (the core does that), and after a
 //!   `/users/track` response the Worker applies the backlog in `ctx.wait_until`.
