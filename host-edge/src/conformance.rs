@@ -25,7 +25,10 @@ pub fn available(env: &Env) -> bool {
 
 async fn fresh(env: &Env) -> worker::Result<D1Store> {
     let db = env.d1(BINDING)?;
-    db.exec("DELETE FROM docs\nDELETE FROM queue\nUPDATE queue_cursor SET applied = 0 WHERE id = 1").await?;
+    db.exec(
+        "DELETE FROM docs\nDELETE FROM queue\nUPDATE queue_cursor SET applied = 0 WHERE id = 1",
+    )
+    .await?;
     Ok(D1Store::new(db, None))
 }
 
@@ -40,6 +43,12 @@ pub async fn run(env: &Env, req: &Request, admin_token: Option<&str>) -> worker:
     conformance::deletes(fresh(env).await?).await;
     conformance::prefix_scans(fresh(env).await?).await;
     conformance::queue(fresh(env).await?).await;
-    let passed = ["versions_and_expectations", "a_failed_commit_stores_nothing", "deletes", "prefix_scans", "queue"];
+    let passed = [
+        "versions_and_expectations",
+        "a_failed_commit_stores_nothing",
+        "deletes",
+        "prefix_scans",
+        "queue",
+    ];
     Ok(Response::json(200, &json!({"passed": passed})))
 }

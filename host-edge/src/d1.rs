@@ -42,7 +42,9 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-use engage_core::store::{ChangeSet, CommitError, Entry, Expect, Op, QueuedJob, Store, StoreError, Table};
+use engage_core::store::{
+    ChangeSet, CommitError, Entry, Expect, Op, QueuedJob, Store, StoreError, Table,
+};
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Date, Delay};
@@ -124,13 +126,22 @@ fn text(bytes: &[u8]) -> Result<JsValue, StoreError> {
 }
 
 fn entry(version: f64, value: String) -> Entry {
-    Entry { version: version as u64, value: value.into_bytes() }
+    Entry {
+        version: version as u64,
+        value: value.into_bytes(),
+    }
 }
 
 impl D1Store {
     /// A store over `db`, caching API-key records in `keys` when given.
     pub fn new(db: D1Database, keys: Option<KeyCache>) -> D1Store {
-        D1Store { db, keys, backing_off: Cell::new(0), batch_ms: Cell::new(5.0), calls: Cell::new(0) }
+        D1Store {
+            db,
+            keys,
+            backing_off: Cell::new(0),
+            batch_ms: Cell::new(5.0),
+            calls: Cell::new(0),
+        }
     }
 
     /// Lets the event loop poll for new requests every [`PACE_EVERY`] D1 calls.
@@ -154,7 +165,8 @@ impl D1Store {
         let _ = getrandom::fill(&mut b);
         let wait = f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX) * window;
         Delay::from(Duration::from_millis(wait as u64)).await;
-        self.backing_off.set(self.backing_off.get().saturating_sub(1));
+        self.backing_off
+            .set(self.backing_off.get().saturating_sub(1));
     }
 
     fn stmt(&self, sql: &str, args: &[JsValue]) -> Result<D1PreparedStatement, StoreError> {
@@ -175,7 +187,12 @@ impl D1Store {
     }
 
     /// The guard statement for one expectation (none for [`Expect::Any`]).
-    fn guard(&self, table: Table, key: &str, expect: Expect) -> Result<Option<D1PreparedStatement>, StoreError> {
+    fn guard(
+        &self,
+        table: Table,
+        key: &str,
+        expect: Expect,
+    ) -> Result<Option<D1PreparedStatement>, StoreError> {
         let t = num(table.id() as u64);
         let k = JsValue::from_str(key);
         let stmt = match expect {
@@ -197,7 +214,12 @@ impl D1Store {
         let mut out = Vec::with_capacity(changes.ops.len() * 2 + 3);
         for op in &changes.ops {
             match op {
-                Op::Put { table, key, value, expect } => {
+                Op::Put {
+                    table,
+                    key,
+                    value,
+                    expect,
+                } => {
                     out.extend(self.guard(*table, key, *expect)?);
                     // After the guard, an upsert is right for every expectation: the
                     // guard already refused a present key for `Absent` and a missing
@@ -228,7 +250,10 @@ impl D1Store {
                      WHERE seq > (SELECT applied FROM queue_cursor WHERE id = 1) AND seq <= ?1) <> ?2",
                 &[num(ack.through), num(ack.count)],
             )?);
-            out.push(self.stmt("UPDATE queue_cursor SET applied = ?1 WHERE id = 1", &[num(ack.through)])?);
+            out.push(self.stmt(
+                "UPDATE queue_cursor SET applied = ?1 WHERE id = 1",
+                &[num(ack.through)],
+            )?);
             out.push(self.stmt("DELETE FROM queue WHERE seq <= ?1", &[num(ack.through)])?);
         }
         Ok(out)
@@ -252,7 +277,12 @@ impl Store for D1Store {
         Ok(found)
     }
 
-    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
+    async fn scan(
+        &self,
+        table: Table,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, Entry)>, StoreError> {
         self.pace().await;
         // Same range as the native store: [prefix, prefix + U+10FFFF) holds exactly
         // the keys that start with the prefix.
@@ -262,7 +292,12 @@ impl Store for D1Store {
             .stmt(
                 "SELECT key, version, CAST(value AS TEXT) AS value FROM docs
                  WHERE tbl = ?1 AND key >= ?2 AND key < ?3 ORDER BY key LIMIT ?4",
-                &[num(table.id() as u64), JsValue::from_str(prefix), JsValue::from_str(&upper), num(limit)],
+                &[
+                    num(table.id() as u64),
+                    JsValue::from_str(prefix),
+                    JsValue::from_str(&upper),
+                    num(limit),
+                ],
             )?
             .all()
             .await
@@ -304,11 +339,15 @@ impl Store for D1Store {
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
         self.pace().await;
         let row: Option<NumberRow> = self
-            .stmt("INSERT INTO queue (job) VALUES (?1) RETURNING seq AS n", &[text(&job)?])?
+            .stmt(
+                "INSERT INTO queue (job) VALUES (?1) RETURNING seq AS n",
+                &[text(&job)?],
+            )?
             .first(None)
             .await
             .map_err(store_err)?;
-        row.map(|r| r.n as u64).ok_or_else(|| StoreError("D1: enqueue returned no sequence number".into()))
+        row.map(|r| r.n as u64)
+            .ok_or_else(|| StoreError("D1: enqueue returned no sequence number".into()))
     }
 
     async fn queued(&self, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
@@ -325,7 +364,13 @@ impl Store for D1Store {
             .map_err(store_err)?
             .results::<JobRow>()
             .map_err(store_err)?;
-        Ok(rows.into_iter().map(|r| QueuedJob { seq: r.seq as u64, job: r.job.into_bytes() }).collect())
+        Ok(rows
+            .into_iter()
+            .map(|r| QueuedJob {
+                seq: r.seq as u64,
+                job: r.job.into_bytes(),
+            })
+            .collect())
     }
 
     async fn queue_tail(&self) -> Result<u64, StoreError> {

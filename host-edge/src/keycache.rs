@@ -35,7 +35,10 @@ fn cache_key(key_hash: &str) -> String {
 impl KeyCache {
     /// A cache over a KV namespace.
     pub fn new(kv: KvStore) -> KeyCache {
-        KeyCache { kv, memory: RefCell::new(HashMap::new()) }
+        KeyCache {
+            kv,
+            memory: RefCell::new(HashMap::new()),
+        }
     }
 
     fn remember(&self, key_hash: &str, entry: &Entry) {
@@ -43,7 +46,10 @@ impl KeyCache {
         if memory.len() >= MEMORY_ENTRIES {
             memory.clear();
         }
-        memory.insert(key_hash.to_string(), (entry.clone(), Date::now().as_millis() + TTL_SECONDS * 1000));
+        memory.insert(
+            key_hash.to_string(),
+            (entry.clone(), Date::now().as_millis() + TTL_SECONDS * 1000),
+        );
     }
 
     /// The cached record, or `None` on a miss or any KV failure (then D1 answers).
@@ -56,7 +62,10 @@ impl KeyCache {
         }
         let text = self.kv.get(&cache_key(key_hash)).text().await.ok()??;
         let (version, value) = text.split_once(':')?;
-        let entry = Entry { version: version.parse().ok()?, value: value.as_bytes().to_vec() };
+        let entry = Entry {
+            version: version.parse().ok()?,
+            value: value.as_bytes().to_vec(),
+        };
         self.remember(key_hash, &entry);
         Some(entry)
     }
@@ -64,7 +73,9 @@ impl KeyCache {
     /// Stores a record read from D1; a failure only costs the next lookup a D1 read.
     pub async fn put(&self, key_hash: &str, entry: &Entry) {
         self.remember(key_hash, entry);
-        let Ok(value) = std::str::from_utf8(&entry.value) else { return };
+        let Ok(value) = std::str::from_utf8(&entry.value) else {
+            return;
+        };
         let text = format!("{}:{value}", entry.version);
         if let Ok(put) = self.kv.put(&cache_key(key_hash), text) {
             if let Err(e) = put.expiration_ttl(TTL_SECONDS).execute().await {
