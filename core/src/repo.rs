@@ -26,7 +26,12 @@ pub fn profile_key(ws: &WorkspaceName, id: &ServiceId) -> String {
 fn unique_key(ws: &WorkspaceName, ident: &Identifier) -> Option<String> {
     match ident {
         Identifier::External(x) => Some(format!("{}{SEP}x{SEP}{}", ws.as_str(), x.as_str())),
-        Identifier::Alias(a) => Some(format!("{}{SEP}a{SEP}{}{SEP}{}", ws.as_str(), a.alias_label, a.alias_name)),
+        Identifier::Alias(a) => Some(format!(
+            "{}{SEP}a{SEP}{}{SEP}{}",
+            ws.as_str(),
+            a.alias_label,
+            a.alias_name
+        )),
         _ => None,
     }
 }
@@ -40,31 +45,69 @@ fn shared_prefix(ws: &WorkspaceName, ident: &Identifier) -> Option<String> {
     }
 }
 
+/// The identifying fields of a profile: everything its index entries derive from.
+/// Kept as read, so that a profile whose identity did not change costs no index
+/// work (most updates change attributes, not identifiers).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Identity {
+    external_id: Option<ExternalId>,
+    aliases: BTreeMap<String, String>,
+    email: Option<Email>,
+    phone: Option<Phone>,
+}
+
+impl Identity {
+    fn of(p: &Profile) -> Identity {
+        Identity {
+            external_id: p.external_id.clone(),
+            aliases: p.aliases.clone(),
+            email: p.email.clone(),
+            phone: p.phone.clone(),
+        }
+    }
+
+    /// True when `p` has exactly this identity (compared without copying).
+    fn same_as(&self, p: &Profile) -> bool {
+        self.external_id == p.external_id
+            && self.aliases == p.aliases
+            && self.email == p.email
+            && self.phone == p.phone
+    }
+
+    /// The index entries this identity implies for profile `id`: key → unique?
+    fn index_entries(&self, ws: &WorkspaceName, id: &ServiceId) -> BTreeMap<String, bool> {
+        let mut out = BTreeMap::new();
+        if let Some(x) = &self.external_id {
+            if let Some(k) = unique_key(ws, &Identifier::External(x.clone())) {
+                out.insert(k, true);
+            }
+        }
+        for (label, name) in &self.aliases {
+            let a = UserAlias {
+                alias_name: name.clone(),
+                alias_label: label.clone(),
+            };
+            if let Some(k) = unique_key(ws, &Identifier::Alias(a)) {
+                out.insert(k, true);
+            }
+        }
+        if let Some(e) = &self.email {
+            if let Some(prefix) = shared_prefix(ws, &Identifier::Email(e.clone())) {
+                out.insert(format!("{prefix}{}", id.as_str()), false);
+            }
+        }
+        if let Some(ph) = &self.phone {
+            if let Some(prefix) = shared_prefix(ws, &Identifier::Phone(ph.clone())) {
+                out.insert(format!("{prefix}{}", id.as_str()), false);
+            }
+        }
+        out
+    }
+}
+
 /// The index entries a profile implies.
 fn index_entries(ws: &WorkspaceName, p: &Profile) -> BTreeMap<String, bool> {
-    // key → unique?
-    let mut out = BTreeMap::new();
-    if let Some(x) = &p.external_id {
-        if let Some(k) = unique_key(ws, &Identifier::External(x.clone())) {
-            out.insert(k, true);
-        }
-    }
-    for a in p.alias_list() {
-        if let Some(k) = unique_key(ws, &Identifier::Alias(a)) {
-            out.insert(k, true);
-        }
-    }
-    if let Some(e) = &p.email {
-        if let Some(prefix) = shared_prefix(ws, &Identifier::Email(e.clone())) {
-            out.insert(format!("{prefix}{}", p.id.as_str()), false);
-        }
-    }
-    if let Some(ph) = &p.phone {
-        if let Some(prefix) = shared_prefix(ws, &Identifier::Phone(ph.clone())) {
-            out.insert(format!("{prefix}{}", p.id.as_str()), false);
-        }
-    }
-    out
+    Identity::of(p).index_entries(ws, &p.id)
 }
 
 /// The service id an identifier index entry points to.
@@ -91,8 +134,8 @@ pub const MAX_SHARED: usize = 1000;
 struct Slot {
     /// Version read from the store (None: absent when read).
     version: Option<u64>,
-    /// Index entries as stored when read.
-    stored_index: BTreeMap<String, bool>,
+    /// Identity as stored when read (None: absent when read).
+    stored: Option<Identity>,
     /// Current content (None: absent or deleted).
     doc: Option<Profile>,
     dirty: bool,
@@ -152,13 +195,26 @@ impl<'s, S: Store> Tx<'s, S> {
         if self.profiles.contains_key(id) {
             return Ok(());
         }
-        let entry = self.store.get(Table::Profile, &profile_key(&self.ws, id)).await?;
+        let entry = self
+            .store
+            .get(Table::Profile, &profile_key(&self.ws, id))
+            .await?;
         let slot = match entry {
             Some(e) => {
                 let doc: Profile = decode(&e.value)?;
-                Slot { version: Some(e.version), stored_index: index_entries(&self.ws, &doc), doc: Some(doc), dirty: false }
+                Slot {
+                    version: Some(e.version),
+                    stored: Some(Identity::of(&doc)),
+                    doc: Some(doc),
+                    dirty: false,
+                }
             }
-            None => Slot { version: None, stored_index: BTreeMap::new(), doc: None, dirty: false },
+            None => Slot {
+                version: None,
+                stored: None,
+                doc: None,
+                dirty: false,
+            },
         };
         self.profiles.insert(id.clone(), slot);
         Ok(())
@@ -171,7 +227,10 @@ impl<'s, S: Store> Tx<'s, S> {
     }
 
     /// A profile to change; it is written back at commit.
-    pub async fn profile_mut(&mut self, id: &ServiceId) -> Result<Option<&mut Profile>, StoreError> {
+    pub async fn profile_mut(
+        &mut self,
+        id: &ServiceId,
+    ) -> Result<Option<&mut Profile>, StoreError> {
         self.load(id).await?;
         if !self.stale.contains(id) {
             self.stale.insert(id.clone());
@@ -190,7 +249,7 @@ impl<'s, S: Store> Tx<'s, S> {
         self.stale.insert(id.clone());
         let slot = self.profiles.entry(id).or_insert(Slot {
             version: None,
-            stored_index: BTreeMap::new(),
+            stored: None,
             doc: None,
             dirty: true,
         });
@@ -251,7 +310,11 @@ impl<'s, S: Store> Tx<'s, S> {
         self.refresh_overlay();
         let lookup = unique_key(&self.ws, ident).or_else(|| shared_prefix(&self.ws, ident));
         if let Some(k) = lookup {
-            for (_, ids) in self.overlay.range(k.clone()..).take_while(|(key, _)| key.starts_with(&k)) {
+            for (_, ids) in self
+                .overlay
+                .range(k.clone()..)
+                .take_while(|(key, _)| key.starts_with(&k))
+            {
                 candidates.extend(ids.iter().cloned());
             }
         }
@@ -276,7 +339,10 @@ impl<'s, S: Store> Tx<'s, S> {
         keys.sort();
         keys.dedup();
         let mut ids: BTreeSet<ServiceId> = BTreeSet::new();
-        for (key, entry) in keys.iter().zip(self.store.get_many(Table::Ident, &keys).await?) {
+        for (key, entry) in keys
+            .iter()
+            .zip(self.store.get_many(Table::Ident, &keys).await?)
+        {
             let id = entry.map(|e| index_value(&e.value)).transpose()?;
             ids.extend(id.clone());
             self.unique_read.insert(key.clone(), id);
@@ -286,15 +352,31 @@ impl<'s, S: Store> Tx<'s, S> {
                 ids.insert(id.clone());
             }
         }
-        let ids: Vec<ServiceId> = ids.into_iter().filter(|id| !self.profiles.contains_key(id)).collect();
+        let ids: Vec<ServiceId> = ids
+            .into_iter()
+            .filter(|id| !self.profiles.contains_key(id))
+            .collect();
         let profile_keys: Vec<String> = ids.iter().map(|id| profile_key(&self.ws, id)).collect();
-        for (id, entry) in ids.into_iter().zip(self.store.get_many(Table::Profile, &profile_keys).await?) {
+        for (id, entry) in ids
+            .into_iter()
+            .zip(self.store.get_many(Table::Profile, &profile_keys).await?)
+        {
             let slot = match entry {
                 Some(e) => {
                     let doc: Profile = decode(&e.value)?;
-                    Slot { version: Some(e.version), stored_index: index_entries(&self.ws, &doc), doc: Some(doc), dirty: false }
+                    Slot {
+                        version: Some(e.version),
+                        stored: Some(Identity::of(&doc)),
+                        doc: Some(doc),
+                        dirty: false,
+                    }
                 }
-                None => Slot { version: None, stored_index: BTreeMap::new(), doc: None, dirty: false },
+                None => Slot {
+                    version: None,
+                    stored: None,
+                    doc: None,
+                    dirty: false,
+                },
             };
             self.profiles.insert(id, slot);
         }
@@ -311,32 +393,64 @@ impl<'s, S: Store> Tx<'s, S> {
                     }
                 }
             }
-            let keys: Vec<String> = match self.profiles.get(&id).and_then(|s| s.doc.as_ref()) {
-                Some(p) => index_entries(&self.ws, p).into_keys().collect(),
-                None => Vec::new(),
+            // Only profiles whose identity differs from the stored one need to be in
+            // the overlay: the store's index finds the others.
+            let keys: Vec<String> = match self.profiles.get(&id) {
+                Some(Slot {
+                    doc: Some(p),
+                    stored,
+                    ..
+                }) if !stored.as_ref().is_some_and(|s| s.same_as(p)) => {
+                    index_entries(&self.ws, p).into_keys().collect()
+                }
+                _ => Vec::new(),
             };
+            if keys.is_empty() {
+                continue;
+            }
             for k in &keys {
-                self.overlay.entry(k.clone()).or_default().insert(id.clone());
+                self.overlay
+                    .entry(k.clone())
+                    .or_default()
+                    .insert(id.clone());
             }
             self.overlay_keys.insert(id, keys);
         }
     }
 
     /// The one profile a unique identifier names, if any.
-    pub async fn resolve_one(&mut self, ident: &Identifier) -> Result<Option<ServiceId>, StoreError> {
+    pub async fn resolve_one(
+        &mut self,
+        ident: &Identifier,
+    ) -> Result<Option<ServiceId>, StoreError> {
         Ok(self.resolve(ident).await?.into_iter().next())
     }
 
     /// Reads a plain document (groups, address records, ...).
-    pub async fn doc<T: DeserializeOwned>(&mut self, table: Table, key: &str) -> Result<Option<T>, StoreError> {
+    pub async fn doc<T: DeserializeOwned>(
+        &mut self,
+        table: Table,
+        key: &str,
+    ) -> Result<Option<T>, StoreError> {
         let k = (table, key.to_string());
-        if !self.docs.get(&k).is_some_and(|d| d.read.is_some() || d.dirty) {
+        if !self
+            .docs
+            .get(&k)
+            .is_some_and(|d| d.read.is_some() || d.dirty)
+        {
             let e = self.store.get(table, key).await?;
             let (v, bytes) = match e {
                 Some(e) => (Some(e.version), Some(e.value)),
                 None => (None, None),
             };
-            self.docs.insert(k.clone(), DocSlot { read: Some(v), value: bytes, dirty: false });
+            self.docs.insert(
+                k.clone(),
+                DocSlot {
+                    read: Some(v),
+                    value: bytes,
+                    dirty: false,
+                },
+            );
         }
         match &self.docs[&k].value {
             Some(bytes) => Ok(Some(decode(bytes)?)),
@@ -355,7 +469,14 @@ impl<'s, S: Store> Tx<'s, S> {
     }
 
     fn set_doc(&mut self, table: Table, key: &str, value: Option<Vec<u8>>) {
-        let slot = self.docs.entry((table, key.to_string())).or_insert(DocSlot { read: None, value: None, dirty: false });
+        let slot = self
+            .docs
+            .entry((table, key.to_string()))
+            .or_insert(DocSlot {
+                read: None,
+                value: None,
+                dirty: false,
+            });
         slot.value = value;
         slot.dirty = true;
     }
@@ -374,25 +495,61 @@ impl<'s, S: Store> Tx<'s, S> {
             }
             let key = profile_key(&self.ws, id);
             let expect = slot.version.map_or(Expect::Absent, Expect::Version);
-            let new_index = slot.doc.as_ref().map(|p| index_entries(&self.ws, p)).unwrap_or_default();
-            for k in slot.stored_index.keys() {
+            let unchanged = match (&slot.stored, &slot.doc) {
+                (Some(stored), Some(p)) => stored.same_as(p),
+                (None, None) => true,
+                _ => false,
+            };
+            let (stored_index, new_index) = if unchanged {
+                (BTreeMap::new(), BTreeMap::new())
+            } else {
+                (
+                    slot.stored
+                        .as_ref()
+                        .map(|s| s.index_entries(&self.ws, id))
+                        .unwrap_or_default(),
+                    slot.doc
+                        .as_ref()
+                        .map(|p| index_entries(&self.ws, p))
+                        .unwrap_or_default(),
+                )
+            };
+            for k in stored_index.keys() {
                 if !new_index.contains_key(k) {
-                    ops.push(Op::Delete { table: Table::Ident, key: k.clone(), expect: Expect::Any });
+                    ops.push(Op::Delete {
+                        table: Table::Ident,
+                        key: k.clone(),
+                        expect: Expect::Any,
+                    });
                 }
             }
             for (k, unique) in &new_index {
-                if !slot.stored_index.contains_key(k) {
+                if !stored_index.contains_key(k) {
                     // A unique identifier must not exist yet: two requests creating the
                     // same external id race here, and the loser retries and finds it.
                     let expect = if *unique { Expect::Absent } else { Expect::Any };
-                    ops.push(Op::Put { table: Table::Ident, key: k.clone(), value: id.as_str().as_bytes().to_vec(), expect });
+                    ops.push(Op::Put {
+                        table: Table::Ident,
+                        key: k.clone(),
+                        value: id.as_str().as_bytes().to_vec(),
+                        expect,
+                    });
                 }
             }
             match &slot.doc {
-                Some(p) => ops.push(Op::Put { table: Table::Profile, key, value: encode(p), expect }),
+                Some(p) => ops.push(Op::Put {
+                    table: Table::Profile,
+                    key,
+                    value: encode(p),
+                    expect,
+                }),
                 None => {
                     if slot.version.is_some() {
-                        ops.push(Op::Delete { table: Table::Profile, key, expect });
+                        ops.push(Op::Delete {
+                            table: Table::Profile,
+                            key,
+                            expect,
+                        });
                     }
                 }
             }
@@ -407,7 +564,12 @@ impl<'s, S: Store> Tx<'s, S> {
                 Some(None) => Expect::Absent,
             };
             match slot.value {
-                Some(v) => ops.push(Op::Put { table, key, value: v, expect }),
+                Some(v) => ops.push(Op::Put {
+                    table,
+                    key,
+                    value: v,
+                    expect,
+                }),
                 // Deleting what was read as absent changes nothing.
                 None if slot.read == Some(None) => {}
                 None => ops.push(Op::Delete { table, key, expect }),
@@ -416,7 +578,10 @@ impl<'s, S: Store> Tx<'s, S> {
         // Deletes of index entries come first so that an identifier moving between
         // profiles in one request does not trip its own uniqueness check.
         ops.sort_by_key(|op| match op {
-            Op::Delete { table: Table::Ident, .. } => 0,
+            Op::Delete {
+                table: Table::Ident,
+                ..
+            } => 0,
             _ => 1,
         });
         ChangeSet { ops, ack: None }
@@ -492,5 +657,8 @@ pub fn phone(x: &str) -> Option<Identifier> {
 
 /// An alias identifier.
 pub fn alias(name: &str, label: &str) -> Identifier {
-    Identifier::Alias(UserAlias { alias_name: name.into(), alias_label: label.into() })
+    Identifier::Alias(UserAlias {
+        alias_name: name.into(),
+        alias_label: label.into(),
+    })
 }
