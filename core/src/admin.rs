@@ -16,9 +16,7 @@ use crate::{workspace, Ctx};
 /// Checks the admin bearer token against the configured one's hash; comparing
 /// hashes keeps the comparison independent of where the strings differ.
 pub fn authorize(req: &Request, admin_token_hash: Option<&str>) -> Result<(), ApiError> {
-    let Some(expected) = admin_token_hash else {
-        return Err(ApiError::RouteNotFound);
-    };
+    let Some(expected) = admin_token_hash else { return Err(ApiError::RouteNotFound) };
     let token = crate::auth::bearer_token(req)?;
     if key_hash(token) == expected {
         Ok(())
@@ -40,17 +38,11 @@ fn workspace_of(v: Option<&Value>) -> Result<WorkspaceName, ApiError> {
         Some(Value::String(s)) => s.as_str(),
         Some(_) => return Err(ApiError::bad("'workspace' must be a string")),
     };
-    WorkspaceName::parse(name).ok_or_else(|| {
-        ApiError::bad("'workspace' must be 1 to 64 of letters, digits, '-', '_', '.'")
-    })
+    WorkspaceName::parse(name).ok_or_else(|| ApiError::bad("'workspace' must be 1 to 64 of letters, digits, '-', '_', '.'"))
 }
 
 /// POST /_engage/keys `{"workspace": "...", "permissions": "all" | [..]}` → `{"key": "..."}`.
-pub async fn create_key<S: Store>(
-    store: &S,
-    req: &Request,
-    ctx: Ctx,
-) -> Result<Response, ApiError> {
+pub async fn create_key<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Result<Response, ApiError> {
     let b = body(req)?;
     let ws = workspace_of(b.get("workspace"))?;
     let perms = match b.get("permissions") {
@@ -58,59 +50,32 @@ pub async fn create_key<S: Store>(
         Some(Value::String(s)) => parse_permission_list(s),
         Some(Value::Array(items)) => {
             let names: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
-            names
-                .ok_or_else(|| "permissions must be strings".to_string())
-                .and_then(|n| parse_permission_list(&n.join(",")))
+            names.ok_or_else(|| "permissions must be strings".to_string()).and_then(|n| parse_permission_list(&n.join(",")))
         }
         Some(_) => Err("'permissions' must be \"all\" or an array of strings".into()),
     }
     .map_err(ApiError::bad)?;
     let key = workspace::create_key(store, &ws, perms, ctx).await?;
-    Ok(Response::json(
-        201,
-        &json!({"key": key, "workspace": ws.as_str()}),
-    ))
+    Ok(Response::json(201, &json!({"key": key, "workspace": ws.as_str()})))
 }
 
 /// POST /_engage/groups `{"workspace", "name", "channel"}` → the group.
-pub async fn create_group<S: Store>(
-    store: &S,
-    req: &Request,
-    ctx: Ctx,
-) -> Result<Response, ApiError> {
+pub async fn create_group<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Result<Response, ApiError> {
     let b = body(req)?;
     let ws = workspace_of(b.get("workspace"))?;
-    let name = b
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ApiError::bad("'name' is required"))?;
+    let name = b.get("name").and_then(Value::as_str).ok_or_else(|| ApiError::bad("'name' is required"))?;
     let channel = b
         .get("channel")
         .and_then(Value::as_str)
         .and_then(Channel::parse)
         .ok_or_else(|| ApiError::bad("'channel' must be one of email, sms, whatsapp, rcs, line"))?;
-    let g = groups::create(
-        store,
-        &ws,
-        name,
-        channel,
-        ctx.now,
-        &mut IdGen::new(ctx.seed),
-    )
-    .await?;
-    Ok(Response::json(
-        201,
-        &json!({"id": g.id, "name": g.name, "channel": g.channel.as_str()}),
-    ))
+    let g = groups::create(store, &ws, name, channel, ctx.now, &mut IdGen::new(ctx.seed)).await?;
+    Ok(Response::json(201, &json!({"id": g.id, "name": g.name, "channel": g.channel.as_str()})))
 }
 
 /// GET /_engage/groups?workspace=... → `{"groups": [...]}`.
 pub async fn list_groups<S: Store>(store: &S, req: &Request) -> Result<Response, ApiError> {
-    let ws = req
-        .query_pairs()
-        .into_iter()
-        .find(|(k, _)| k == "workspace")
-        .map(|(_, v)| Value::String(v));
+    let ws = req.query_pairs().into_iter().find(|(k, _)| k == "workspace").map(|(_, v)| Value::String(v));
     let ws = workspace_of(ws.as_ref())?;
     let list: Vec<Value> = groups::list(store, &ws)
         .await?

@@ -13,10 +13,7 @@ use crate::track::{AttrUpdate, Target, TrackOp};
 
 /// Among several profiles sharing an email or phone, the one to update: the most
 /// recently updated identified profile, else the most recently updated one.
-pub async fn pick_shared<S: Store>(
-    tx: &mut Tx<'_, S>,
-    ids: Vec<ServiceId>,
-) -> Result<Option<ServiceId>, StoreError> {
+pub async fn pick_shared<S: Store>(tx: &mut Tx<'_, S>, ids: Vec<ServiceId>) -> Result<Option<ServiceId>, StoreError> {
     let mut best: Option<((bool, Timestamp), ServiceId)> = None;
     for id in ids {
         if let Some(p) = tx.profile(&id).await? {
@@ -48,8 +45,7 @@ pub async fn locate<S: Store>(
     match &target.ident {
         Identifier::External(x) => p.external_id = Some(x.clone()),
         Identifier::Alias(a) => {
-            p.aliases
-                .insert(a.alias_label.clone(), a.alias_name.clone());
+            p.aliases.insert(a.alias_label.clone(), a.alias_name.clone());
         }
         Identifier::Email(e) => p.email = Some(e.clone()),
         Identifier::Phone(ph) => p.phone = Some(ph.clone()),
@@ -65,11 +61,7 @@ pub async fn locate<S: Store>(
 }
 
 /// Applies what is remembered about an address to a profile that just got it.
-pub async fn link_email<S: Store>(
-    tx: &mut Tx<'_, S>,
-    id: &ServiceId,
-    email: &Email,
-) -> Result<(), StoreError> {
+pub async fn link_email<S: Store>(tx: &mut Tx<'_, S>, id: &ServiceId, email: &Email) -> Result<(), StoreError> {
     let key = address_key(tx.workspace(), email);
     if let Some(state) = tx.doc::<AddressState>(Table::Address, &key).await? {
         if let Some(p) = tx.profile_mut(id).await? {
@@ -80,11 +72,7 @@ pub async fn link_email<S: Store>(
 }
 
 /// Every profile sharing the email (or phone) of `id`, including `id` itself.
-pub async fn sharing<S: Store>(
-    tx: &mut Tx<'_, S>,
-    id: &ServiceId,
-    by_phone: bool,
-) -> Result<Vec<ServiceId>, StoreError> {
+pub async fn sharing<S: Store>(tx: &mut Tx<'_, S>, id: &ServiceId, by_phone: bool) -> Result<Vec<ServiceId>, StoreError> {
     let ident = match tx.profile(id).await? {
         Some(p) if by_phone => p.phone.clone().map(Identifier::Phone),
         Some(p) => p.email.clone().map(Identifier::Email),
@@ -128,42 +116,24 @@ pub async fn apply_op<S: Store>(
         return Ok(None);
     };
     match op {
-        TrackOp::Attributes {
-            updates,
-            merge_objects,
-            ..
-        } => {
+        TrackOp::Attributes { updates, merge_objects, .. } => {
             for u in updates {
                 apply_update(tx, &id, u, *merge_objects, at).await?;
             }
         }
         TrackOp::Event { name, time, .. } => {
             if let Some(p) = tx.profile_mut(&id).await? {
-                p.events
-                    .entry(name.clone())
-                    .and_modify(|s| s.record(*time, 1))
-                    .or_insert(crate::profile::Summary::once(*time));
+                p.events.entry(name.clone()).and_modify(|s| s.record(*time, 1)).or_insert(crate::profile::Summary::once(*time));
             }
         }
-        TrackOp::Purchase {
-            product_id,
-            price,
-            quantity,
-            time,
-            ..
-        } => {
+        TrackOp::Purchase { product_id, price, quantity, time, .. } => {
             if let Some(p) = tx.profile_mut(&id).await? {
                 // The platform counts a purchase of quantity N as N purchases.
                 p.purchases
                     .entry(product_id.clone())
                     .and_modify(|s| s.record(*time, *quantity))
-                    .or_insert(crate::profile::Summary {
-                        first: *time,
-                        last: *time,
-                        count: *quantity,
-                    });
-                p.total_revenue =
-                    crate::profile::add_revenue(p.total_revenue, price * *quantity as f64);
+                    .or_insert(crate::profile::Summary { first: *time, last: *time, count: *quantity });
+                p.total_revenue = crate::profile::add_revenue(p.total_revenue, price * *quantity as f64);
             }
         }
     }
@@ -182,9 +152,7 @@ async fn apply_update<S: Store>(
 ) -> Result<(), StoreError> {
     match u {
         AttrUpdate::Email(e) => {
-            let Some(p) = tx.profile_mut(id).await? else {
-                return Ok(());
-            };
+            let Some(p) = tx.profile_mut(id).await? else { return Ok(()) };
             let changed = p.email != *e;
             p.email = e.clone();
             if let (true, Some(e)) = (changed, e) {
@@ -205,19 +173,15 @@ async fn apply_update<S: Store>(
                 }
             }
         }
-        AttrUpdate::EmailSubscribe(s) => {
-            subscriptions::state::set_global_for(tx, id, *s, at).await?
-        }
+        AttrUpdate::EmailSubscribe(s) => subscriptions::state::set_global_for(tx, id, *s, at).await?,
         AttrUpdate::PushSubscribe(s) => {
             if let Some(p) = tx.profile_mut(id).await? {
                 p.push_subscribe = Some(*s);
             }
         }
-        AttrUpdate::Group {
-            id: gid,
-            channel,
-            state,
-        } => subscriptions::state::set_group_for(tx, id, gid, *channel, *state, at).await?,
+        AttrUpdate::Group { id: gid, channel, state } => {
+            subscriptions::state::set_group_for(tx, id, gid, *channel, *state, at).await?
+        }
         AttrUpdate::Custom(k, op) => {
             if let Some(p) = tx.profile_mut(id).await? {
                 custom::apply(&mut p.custom, k, op, merge_objects);

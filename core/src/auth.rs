@@ -68,9 +68,7 @@ impl WorkspaceName {
     pub fn parse(text: &str) -> Option<WorkspaceName> {
         let ok = !text.is_empty()
             && text.len() <= 64
-            && text
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+            && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
         ok.then(|| WorkspaceName(text.to_string()))
     }
 
@@ -127,9 +125,7 @@ pub fn parse_permission_list(text: &str) -> Result<Vec<Permission>, String> {
 
 /// The bearer token of a request, if any.
 pub fn bearer_token(req: &Request) -> Result<&str, ApiError> {
-    let value = req
-        .header_value("authorization")
-        .ok_or(ApiError::MissingKey)?;
+    let value = req.header_value("authorization").ok_or(ApiError::MissingKey)?;
     let (scheme, token) = value.trim().split_once(' ').ok_or(ApiError::InvalidKey)?;
     if !scheme.eq_ignore_ascii_case("bearer") || token.trim().is_empty() {
         return Err(ApiError::InvalidKey);
@@ -146,17 +142,9 @@ mod tests {
         for p in Permission::ALL {
             assert_eq!(Permission::parse(p.as_str()), Some(*p));
         }
-        assert_eq!(
-            parse_permission_list("users.track, users.export.ids")
-                .unwrap()
-                .len(),
-            2
-        );
+        assert_eq!(parse_permission_list("users.track, users.export.ids").unwrap().len(), 2);
         assert!(parse_permission_list("users.fly").is_err());
-        assert_eq!(
-            parse_permission_list("all").unwrap().len(),
-            Permission::ALL.len()
-        );
+        assert_eq!(parse_permission_list("all").unwrap().len(), Permission::ALL.len());
     }
 
     #[test]

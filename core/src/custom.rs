@@ -45,11 +45,7 @@ impl CustomOp {
     pub fn is_nested(&self) -> bool {
         matches!(
             self,
-            CustomOp::Object(_)
-                | CustomOp::Objects(_)
-                | CustomOp::ObjectsAdd(_)
-                | CustomOp::ObjectsRemove(_)
-                | CustomOp::ObjectsUpdate(_)
+            CustomOp::Object(_) | CustomOp::Objects(_) | CustomOp::ObjectsAdd(_) | CustomOp::ObjectsRemove(_) | CustomOp::ObjectsUpdate(_)
         )
     }
 }
@@ -65,11 +61,7 @@ pub enum CustomError {
 
 /// Checks a custom attribute key.
 pub fn check_key(key: &str) -> Result<(), CustomError> {
-    if key.is_empty()
-        || key.chars().count() > MAX_STRING_CHARS
-        || key.starts_with('$')
-        || key.chars().any(char::is_control)
-    {
+    if key.is_empty() || key.chars().count() > MAX_STRING_CHARS || key.starts_with('$') || key.chars().any(char::is_control) {
         return Err(CustomError::Invalid(format!(
             "custom attribute key '{}' must be 1 to {MAX_STRING_CHARS} characters and must not start with '$'",
             truncate(key)
@@ -128,45 +120,25 @@ pub fn normalise_time(text: &str) -> Option<String> {
 
 /// Validates a nested value and normalises `{"$time": ...}` into a timestamp string.
 fn nested(key: &str, v: &Value, depth: usize) -> Result<Value, CustomError> {
-    let bad = |why: &str| {
-        CustomError::InvalidNested(format!(
-            "nested custom attribute '{}': {why}",
-            truncate(key)
-        ))
-    };
+    let bad = |why: &str| CustomError::InvalidNested(format!("nested custom attribute '{}': {why}", truncate(key)));
     if depth > MAX_DEPTH {
         return Err(bad("nested too deeply"));
     }
     match v {
         Value::Null => Err(bad("null is not allowed inside a nested attribute")),
-        Value::String(s) if s.chars().count() > MAX_STRING_CHARS => {
-            Err(bad("string longer than 255 characters"))
-        }
+        Value::String(s) if s.chars().count() > MAX_STRING_CHARS => Err(bad("string longer than 255 characters")),
         Value::String(_) | Value::Number(_) | Value::Bool(_) => Ok(v.clone()),
-        Value::Array(items) => items
-            .iter()
-            .map(|i| nested(key, i, depth + 1))
-            .collect::<Result<Vec<_>, _>>()
-            .map(Value::Array),
+        Value::Array(items) => items.iter().map(|i| nested(key, i, depth + 1)).collect::<Result<Vec<_>, _>>().map(Value::Array),
         Value::Object(o) => {
             if o.len() == 1 {
                 if let Some(t) = o.get("$time") {
-                    return t
-                        .as_str()
-                        .and_then(normalise_time)
-                        .map(Value::String)
-                        .ok_or_else(|| bad("invalid '$time' value"));
+                    return t.as_str().and_then(normalise_time).map(Value::String).ok_or_else(|| bad("invalid '$time' value"));
                 }
             }
             let mut out = Map::new();
             for (k, val) in o {
-                if k.is_empty()
-                    || k.chars().count() > MAX_STRING_CHARS
-                    || k.contains(['.', '$', ' '])
-                {
-                    return Err(bad(
-                        "keys must be 1 to 255 characters without '.', '$' or spaces",
-                    ));
+                if k.is_empty() || k.chars().count() > MAX_STRING_CHARS || k.contains(['.', '$', ' ']) {
+                    return Err(bad("keys must be 1 to 255 characters without '.', '$' or spaces"));
                 }
                 out.insert(k.clone(), nested(key, val, depth + 1)?);
             }
@@ -176,17 +148,12 @@ fn nested(key: &str, v: &Value, depth: usize) -> Result<Value, CustomError> {
 }
 
 fn nested_size_ok(v: &Value) -> bool {
-    serde_json::to_vec(v)
-        .map(|b| b.len() <= MAX_NESTED_BYTES)
-        .unwrap_or(false)
+    serde_json::to_vec(v).map(|b| b.len() <= MAX_NESTED_BYTES).unwrap_or(false)
 }
 
 fn object_list(key: &str, v: &Value) -> Result<Vec<Value>, CustomError> {
     let items = v.as_array().ok_or_else(|| {
-        CustomError::InvalidNested(format!(
-            "nested custom attribute '{}': expected an array of objects",
-            truncate(key)
-        ))
+        CustomError::InvalidNested(format!("nested custom attribute '{}': expected an array of objects", truncate(key)))
     })?;
     items
         .iter()
@@ -202,11 +169,7 @@ fn object_list(key: &str, v: &Value) -> Result<Vec<Value>, CustomError> {
         .collect()
 }
 
-fn identifier_pairs(
-    key: &str,
-    v: &Value,
-    with_new: bool,
-) -> Result<Vec<(String, Value, Value)>, CustomError> {
+fn identifier_pairs(key: &str, v: &Value, with_new: bool) -> Result<Vec<(String, Value, Value)>, CustomError> {
     let bad = || {
         CustomError::InvalidNested(format!(
             "nested custom attribute '{}': entries need '$identifier_key', '$identifier_value'{}",
@@ -218,19 +181,10 @@ fn identifier_pairs(
     let mut out = Vec::new();
     for item in items {
         let o = item.as_object().ok_or_else(bad)?;
-        let k = o
-            .get("$identifier_key")
-            .and_then(Value::as_str)
-            .ok_or_else(bad)?;
-        let val = o
-            .get("$identifier_value")
-            .filter(|v| !v.is_null())
-            .ok_or_else(bad)?;
+        let k = o.get("$identifier_key").and_then(Value::as_str).ok_or_else(bad)?;
+        let val = o.get("$identifier_value").filter(|v| !v.is_null()).ok_or_else(bad)?;
         let new = if with_new {
-            let n = o
-                .get("$new_object")
-                .filter(|v| v.is_object())
-                .ok_or_else(bad)?;
+            let n = o.get("$new_object").filter(|v| v.is_object()).ok_or_else(bad)?;
             nested(key, n, 1)?
         } else {
             Value::Null
@@ -252,10 +206,7 @@ pub fn parse(key: &str, v: &Value, merge_objects: bool) -> Result<CustomOp, Cust
         Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
             let objs = object_list(key, v)?;
             if !nested_size_ok(v) {
-                return Err(CustomError::InvalidNested(format!(
-                    "nested custom attribute '{}' exceeds 100 KB",
-                    truncate(key)
-                )));
+                return Err(CustomError::InvalidNested(format!("nested custom attribute '{}' exceeds 100 KB", truncate(key))));
             }
             Ok(CustomOp::Objects(objs))
         }
@@ -273,10 +224,7 @@ pub fn parse(key: &str, v: &Value, merge_objects: bool) -> Result<CustomOp, Cust
             if keys == ["inc"] {
                 return match o["inc"].as_i64() {
                     Some(n) => Ok(CustomOp::Inc(n)),
-                    None => Err(CustomError::Invalid(format!(
-                        "'inc' of '{}' must be an integer",
-                        truncate(key)
-                    ))),
+                    None => Err(CustomError::Invalid(format!("'inc' of '{}' must be an integer", truncate(key)))),
                 };
             }
             if !keys.is_empty() && keys.iter().all(|k| *k == "add" || *k == "remove") {
@@ -284,41 +232,26 @@ pub fn parse(key: &str, v: &Value, merge_objects: bool) -> Result<CustomOp, Cust
                     match o.get(name) {
                         None => Ok(Vec::new()),
                         Some(Value::Array(items)) => scalar_array(key, items),
-                        Some(_) => Err(CustomError::Invalid(format!(
-                            "'{name}' of '{}' must be an array",
-                            truncate(key)
-                        ))),
+                        Some(_) => Err(CustomError::Invalid(format!("'{name}' of '{}' must be an array", truncate(key)))),
                     }
                 };
-                return Ok(CustomOp::Array {
-                    add: list("add")?,
-                    remove: list("remove")?,
-                });
+                return Ok(CustomOp::Array { add: list("add")?, remove: list("remove")? });
             }
             if keys.len() == 1 && keys[0] == "$time" {
                 return match o["$time"].as_str().and_then(normalise_time) {
                     Some(t) => Ok(CustomOp::Set(Value::String(t))),
-                    None => Err(CustomError::Invalid(format!(
-                        "'$time' of '{}' is not a valid time",
-                        truncate(key)
-                    ))),
+                    None => Err(CustomError::Invalid(format!("'$time' of '{}' is not a valid time", truncate(key)))),
                 };
             }
             if keys.len() == 1 && matches!(keys[0], "$add" | "$remove" | "$update") {
                 let arg = &o[keys[0]];
                 if !nested_size_ok(arg) {
-                    return Err(CustomError::InvalidNested(format!(
-                        "nested custom attribute '{}' exceeds 100 KB",
-                        truncate(key)
-                    )));
+                    return Err(CustomError::InvalidNested(format!("nested custom attribute '{}' exceeds 100 KB", truncate(key))));
                 }
                 return match keys[0] {
                     "$add" => Ok(CustomOp::ObjectsAdd(object_list(key, arg)?)),
                     "$remove" => Ok(CustomOp::ObjectsRemove(
-                        identifier_pairs(key, arg, false)?
-                            .into_iter()
-                            .map(|(k, v, _)| (k, v))
-                            .collect(),
+                        identifier_pairs(key, arg, false)?.into_iter().map(|(k, v, _)| (k, v)).collect(),
                     )),
                     _ if !merge_objects => Err(CustomError::InvalidNested(format!(
                         "nested custom attribute '{}': '$update' requires '_merge_objects': true",
@@ -329,10 +262,7 @@ pub fn parse(key: &str, v: &Value, merge_objects: bool) -> Result<CustomOp, Cust
             }
             let value = nested(key, v, 1)?;
             if !nested_size_ok(&value) {
-                return Err(CustomError::InvalidNested(format!(
-                    "nested custom attribute '{}' exceeds 100 KB",
-                    truncate(key)
-                )));
+                return Err(CustomError::InvalidNested(format!("nested custom attribute '{}' exceeds 100 KB", truncate(key))));
             }
             Ok(CustomOp::Object(value))
         }
@@ -344,9 +274,7 @@ fn deep_merge(target: &mut Value, patch: &Value) {
         (Value::Object(t), Value::Object(p)) => {
             for (k, v) in p {
                 match t.get_mut(k) {
-                    Some(existing) if existing.is_object() && v.is_object() => {
-                        deep_merge(existing, v)
-                    }
+                    Some(existing) if existing.is_object() && v.is_object() => deep_merge(existing, v),
                     _ => {
                         t.insert(k.clone(), v.clone());
                     }
@@ -396,9 +324,7 @@ pub fn apply(custom: &mut Map<String, Value>, key: &str, op: &CustomOp, merge_ob
             custom.insert(key.to_string(), Value::Array(items.clone()));
         }
         CustomOp::ObjectsAdd(items) => {
-            let list = custom
-                .entry(key.to_string())
-                .or_insert_with(|| Value::Array(Vec::new()));
+            let list = custom.entry(key.to_string()).or_insert_with(|| Value::Array(Vec::new()));
             if !list.is_array() {
                 *list = Value::Array(Vec::new());
             }
@@ -439,30 +365,16 @@ mod tests {
 
     #[test]
     fn inc_starts_from_zero_and_adds() {
-        assert_eq!(
-            run(json!({}), "n", json!({"inc": 3}), false),
-            json!({"n": 3})
-        );
-        assert_eq!(
-            run(json!({"n": 3}), "n", json!({"inc": -5}), false),
-            json!({"n": -2})
-        );
+        assert_eq!(run(json!({}), "n", json!({"inc": 3}), false), json!({"n": 3}));
+        assert_eq!(run(json!({"n": 3}), "n", json!({"inc": -5}), false), json!({"n": -2}));
         assert!(parse("n", &json!({"inc": 1.5}), false).is_err());
     }
 
     #[test]
     fn arrays_keep_unique_values_and_move_re_added_ones_to_the_end() {
+        assert_eq!(run(json!({}), "a", json!(["x", "x", "y"]), false), json!({"a": ["x", "y"]}));
         assert_eq!(
-            run(json!({}), "a", json!(["x", "x", "y"]), false),
-            json!({"a": ["x", "y"]})
-        );
-        assert_eq!(
-            run(
-                json!({"a": ["x", "y", "z"]}),
-                "a",
-                json!({"add": ["x", "w"], "remove": ["y"]}),
-                false
-            ),
+            run(json!({"a": ["x", "y", "z"]}), "a", json!({"add": ["x", "w"], "remove": ["y"]}), false),
             json!({"a": ["z", "x", "w"]})
         );
     }
@@ -479,68 +391,32 @@ mod tests {
 
     #[test]
     fn nested_time_is_normalised_and_null_inside_is_invalid() {
-        let out = run(
-            json!({}),
-            "o",
-            json!({"d": {"$time": "2020-05-28"}, "k": [1, {"x": true}]}),
-            false,
-        );
-        assert_eq!(
-            out,
-            json!({"o": {"d": "2020-05-28T00:00:00.000Z", "k": [1, {"x": true}]}})
-        );
-        assert!(matches!(
-            parse("o", &json!({"d": null}), false),
-            Err(CustomError::InvalidNested(_))
-        ));
-        assert!(matches!(
-            parse("o", &json!({"d": {"$time": "soon"}}), false),
-            Err(CustomError::InvalidNested(_))
-        ));
+        let out = run(json!({}), "o", json!({"d": {"$time": "2020-05-28"}, "k": [1, {"x": true}]}), false);
+        assert_eq!(out, json!({"o": {"d": "2020-05-28T00:00:00.000Z", "k": [1, {"x": true}]}}));
+        assert!(matches!(parse("o", &json!({"d": null}), false), Err(CustomError::InvalidNested(_))));
+        assert!(matches!(parse("o", &json!({"d": {"$time": "soon"}}), false), Err(CustomError::InvalidNested(_))));
     }
 
     #[test]
     fn objects_merge_only_when_asked() {
         let start = json!({"o": {"a": 1, "b": {"c": 2}}});
-        assert_eq!(
-            run(start.clone(), "o", json!({"b": {"d": 3}}), false),
-            json!({"o": {"b": {"d": 3}}})
-        );
-        assert_eq!(
-            run(start, "o", json!({"b": {"d": 3}}), true),
-            json!({"o": {"a": 1, "b": {"c": 2, "d": 3}}})
-        );
+        assert_eq!(run(start.clone(), "o", json!({"b": {"d": 3}}), false), json!({"o": {"b": {"d": 3}}}));
+        assert_eq!(run(start, "o", json!({"b": {"d": 3}}), true), json!({"o": {"a": 1, "b": {"c": 2, "d": 3}}}));
     }
 
     #[test]
     fn arrays_of_objects_add_update_remove() {
         let start = json!({"pets": [{"id": 1, "type": "dog"}, {"id": 2, "type": "cat"}]});
-        let added = run(
-            start,
-            "pets",
-            json!({"$add": [{"id": 3, "type": "dog"}]}),
-            false,
-        );
+        let added = run(start, "pets", json!({"$add": [{"id": 3, "type": "dog"}]}), false);
         let updated = run(
             added,
             "pets",
             json!({"$update": [{"$identifier_key": "id", "$identifier_value": 2, "$new_object": {"name": "Tom"}}]}),
             true,
         );
-        assert_eq!(
-            updated["pets"][1],
-            json!({"id": 2, "type": "cat", "name": "Tom"})
-        );
-        let removed = run(
-            updated,
-            "pets",
-            json!({"$remove": [{"$identifier_key": "type", "$identifier_value": "dog"}]}),
-            false,
-        );
-        assert_eq!(
-            removed,
-            json!({"pets": [{"id": 2, "type": "cat", "name": "Tom"}]})
-        );
+        assert_eq!(updated["pets"][1], json!({"id": 2, "type": "cat", "name": "Tom"}));
+        let removed = run(updated, "pets", json!({"$remove": [{"$identifier_key": "type", "$identifier_value": "dog"}]}), false);
+        assert_eq!(removed, json!({"pets": [{"id": 2, "type": "cat", "name": "Tom"}]}));
         assert!(parse("pets", &json!({"$update": []}), false).is_err());
     }
 

@@ -7,32 +7,30 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
+use crate::repo::transact;
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::Email;
 use crate::profile::GlobalState;
-use crate::repo::transact;
 use crate::store::Store;
 use crate::subscriptions::state::{self, EmailChange};
 use crate::subscriptions::{body_object, field, json_strings};
 use crate::Ctx;
 
 /// The platform's message for a global email state outside the three values.
-pub const BAD_EMAIL_STATE: &str =
-    "'subscription_state' must be 'subscribed', 'unsubscribed', or 'opted_in'";
+pub const BAD_EMAIL_STATE: &str = "'subscription_state' must be 'subscribed', 'unsubscribed', or 'opted_in'";
 
 /// The `email` field: an address or an array of 1 to 50, each valid; duplicates
 /// (after normalisation) count once.
 fn addresses(b: &Map<String, Value>) -> Result<Vec<Email>, ApiError> {
-    let v = field(b, "email")
-        .ok_or_else(|| ApiError::bad("'email' is required: an address or an array of up to 50"))?;
+    let v =
+        field(b, "email").ok_or_else(|| ApiError::bad("'email' is required: an address or an array of up to 50"))?;
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for raw in json_strings(v, "email", true)? {
-        let e = Email::parse(&raw).ok_or_else(|| {
-            ApiError::bad("The value provided for the 'email' field is not a valid email.")
-        })?;
+        let e = Email::parse(&raw)
+            .ok_or_else(|| ApiError::bad("The value provided for the 'email' field is not a valid email."))?;
         if seen.insert(e.clone()) {
             out.push(e);
         }
@@ -60,12 +58,7 @@ async fn apply<S: Store>(
 
 /// POST /email/status: `email` and `subscription_state` (`subscribed`,
 /// `unsubscribed` or `opted_in`).
-pub async fn status<S: Store>(
-    store: &S,
-    ws: &WorkspaceName,
-    body: &[u8],
-    ctx: Ctx,
-) -> Result<Response, ApiError> {
+pub async fn status<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let b = body_object(body)?;
     let emails = addresses(&b)?;
     let state = field(&b, "subscription_state")
@@ -77,12 +70,7 @@ pub async fn status<S: Store>(
 
 /// POST /email/blocklist and /email/blacklist: unsubscribe globally and mark as a
 /// hard bounce.
-pub async fn blocklist<S: Store>(
-    store: &S,
-    ws: &WorkspaceName,
-    body: &[u8],
-    ctx: Ctx,
-) -> Result<Response, ApiError> {
+pub async fn blocklist<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let b = body_object(body)?;
     let emails = addresses(&b)?;
     apply(store, ws, &emails, EmailChange::Blocklist, ctx).await

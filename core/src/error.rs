@@ -81,9 +81,7 @@ impl ApiError {
         let body = match &self {
             ApiError::RouteNotFound => json!({"message": "Invalid URL"}),
             ApiError::MethodNotAllowed { .. } => json!({"message": "Method Not Allowed"}),
-            ApiError::MissingKey => {
-                json!({"message": "Unauthorized: missing 'Authorization: Bearer <API_KEY>' header"})
-            }
+            ApiError::MissingKey => json!({"message": "Unauthorized: missing 'Authorization: Bearer <API_KEY>' header"}),
             ApiError::InvalidKey => json!({"message": "Invalid API key"}),
             ApiError::MissingPermission(p) => {
                 json!({"message": format!("Access Denied: this API key lacks the '{}' permission", p.as_str())})
@@ -94,9 +92,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => json!({"message": "Over rate limit"}),
             ApiError::BadRequest(m) | ApiError::NotFound(m) => json!({"message": m}),
             ApiError::Fatal { message, errors } => json!({"message": message, "errors": errors}),
-            ApiError::NotImplemented => {
-                json!({"message": "Not Implemented: this endpoint is not available yet"})
-            }
+            ApiError::NotImplemented => json!({"message": "Not Implemented: this endpoint is not available yet"}),
             ApiError::Busy => json!({"message": "Service Unavailable: too much contention, retry"}),
             ApiError::Store(_) => json!({"message": "Service Unavailable: storage failure, retry"}),
         };

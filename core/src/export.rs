@@ -65,34 +65,25 @@ fn identifiers(body: &Map<String, Value>) -> Result<Vec<(Identifier, Value)>, Ap
         return Err(bad_ids());
     }
     for v in externals {
-        let x = v
-            .as_str()
-            .and_then(ExternalId::parse)
-            .ok_or_else(|| ApiError::bad("'external_ids' must hold non-empty strings"))?;
+        let x = v.as_str().and_then(ExternalId::parse).ok_or_else(|| ApiError::bad("'external_ids' must hold non-empty strings"))?;
         out.push((Identifier::External(x), v.clone()));
     }
     for v in aliases {
-        let a = UserAlias::from_json(v).ok_or_else(|| {
-            ApiError::bad("'user_aliases' must hold objects with 'alias_name' and 'alias_label'")
-        })?;
+        let a = UserAlias::from_json(v)
+            .ok_or_else(|| ApiError::bad("'user_aliases' must hold objects with 'alias_name' and 'alias_label'"))?;
         out.push((Identifier::Alias(a), v.clone()));
     }
     let mut single = |key: &str, parse: fn(&str) -> Option<Identifier>| -> Result<(), ApiError> {
         match body.get(key) {
             None | Some(Value::Null) => Ok(()),
             Some(v) => {
-                let ident = v
-                    .as_str()
-                    .and_then(parse)
-                    .ok_or_else(|| ApiError::bad(format!("'{key}' is not valid")))?;
+                let ident = v.as_str().and_then(parse).ok_or_else(|| ApiError::bad(format!("'{key}' is not valid")))?;
                 out.push((ident, v.clone()));
                 Ok(())
             }
         }
     };
-    single("service_id", |s| {
-        ServiceId::parse(s).map(Identifier::Service)
-    })?;
+    single("service_id", |s| ServiceId::parse(s).map(Identifier::Service))?;
     single("braze_id", |s| ServiceId::parse(s).map(Identifier::Service))?;
     single("email_address", |s| Email::parse(s).map(Identifier::Email))?;
     single("phone", |s| Phone::parse(s).map(Identifier::Phone))?;
@@ -101,10 +92,7 @@ fn identifiers(body: &Map<String, Value>) -> Result<Vec<(Identifier, Value)>, Ap
         return Err(bad_ids());
     }
     for v in service_ids {
-        let id = v
-            .as_str()
-            .and_then(ServiceId::parse)
-            .ok_or_else(|| ApiError::bad("'service_ids' must hold strings"))?;
+        let id = v.as_str().and_then(ServiceId::parse).ok_or_else(|| ApiError::bad("'service_ids' must hold strings"))?;
         out.push((Identifier::Service(id), v.clone()));
     }
     if out.is_empty() {
@@ -123,33 +111,18 @@ fn fields(body: &Map<String, Value>) -> Result<Option<Vec<String>>, ApiError> {
             for item in items {
                 match item.as_str() {
                     Some(f) if FIELDS.contains(&f) => out.push(f.to_string()),
-                    _ => {
-                        return Err(ApiError::bad(format!(
-                            "'fields_to_export' holds an unknown field: {item}"
-                        )))
-                    }
+                    _ => return Err(ApiError::bad(format!("'fields_to_export' holds an unknown field: {item}"))),
                 }
             }
             Ok(Some(out))
         }
-        Some(_) => Err(ApiError::bad(
-            "'fields_to_export' must be an array of strings",
-        )),
+        Some(_) => Err(ApiError::bad("'fields_to_export' must be an array of strings")),
     }
 }
 
 /// Renders a profile; `only` restricts the fields.
-pub async fn render<S: Store>(
-    tx: &Tx<'_, S>,
-    p: &Profile,
-    only: Option<&[String]>,
-) -> Result<Value, ApiError> {
-    let want = |f: &str| {
-        only.is_none_or(|o| {
-            o.iter()
-                .any(|x| x == f || (f == "service_id" && x == "braze_id"))
-        })
-    };
+pub async fn render<S: Store>(tx: &Tx<'_, S>, p: &Profile, only: Option<&[String]>) -> Result<Value, ApiError> {
+    let want = |f: &str| only.is_none_or(|o| o.iter().any(|x| x == f || (f == "service_id" && x == "braze_id")));
     let mut u = Map::new();
     if want("created_at") {
         u.insert("created_at".into(), json!(p.created_at.to_rfc3339()));
@@ -164,10 +137,7 @@ pub async fn render<S: Store>(
         u.insert("external_id".into(), json!(x.as_str()));
     }
     if want("user_aliases") && !p.aliases.is_empty() {
-        u.insert(
-            "user_aliases".into(),
-            Value::Array(p.alias_list().iter().map(UserAlias::to_json).collect()),
-        );
+        u.insert("user_aliases".into(), Value::Array(p.alias_list().iter().map(UserAlias::to_json).collect()));
     }
     if let (true, Some(e)) = (want("email"), &p.email) {
         u.insert("email".into(), json!(e.as_str()));
@@ -216,16 +186,9 @@ pub async fn render<S: Store>(
 }
 
 /// POST /users/export/ids.
-pub async fn export_ids<S: Store>(
-    store: &S,
-    ws: &WorkspaceName,
-    body: &[u8],
-) -> Result<Response, ApiError> {
-    let body: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad(format!("Invalid JSON body: {e}")))?;
-    let body = body
-        .as_object()
-        .ok_or_else(|| ApiError::bad("The request body must be a JSON object"))?;
+pub async fn export_ids<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8]) -> Result<Response, ApiError> {
+    let body: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad(format!("Invalid JSON body: {e}")))?;
+    let body = body.as_object().ok_or_else(|| ApiError::bad("The request body must be a JSON object"))?;
     let idents = identifiers(body)?;
     let only = fields(body)?;
     let mut tx = Tx::new(store, ws.clone());

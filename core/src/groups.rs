@@ -75,11 +75,7 @@ pub fn group_key(ws: &WorkspaceName, id: &str) -> String {
 }
 
 /// Reads a group.
-pub async fn get<S: Store>(
-    store: &S,
-    ws: &WorkspaceName,
-    id: &str,
-) -> Result<Option<Group>, StoreError> {
+pub async fn get<S: Store>(store: &S, ws: &WorkspaceName, id: &str) -> Result<Option<Group>, StoreError> {
     if id.is_empty() || id.chars().any(char::is_control) {
         return Ok(None);
     }
@@ -92,24 +88,12 @@ pub async fn get<S: Store>(
 /// Every group of a workspace, ordered by id.
 pub async fn list<S: Store>(store: &S, ws: &WorkspaceName) -> Result<Vec<Group>, StoreError> {
     let prefix = format!("{}{SEP}", ws.as_str());
-    store
-        .scan(Table::Group, &prefix, usize::MAX)
-        .await?
-        .iter()
-        .map(|(_, e)| decode(&e.value))
-        .collect()
+    store.scan(Table::Group, &prefix, usize::MAX).await?.iter().map(|(_, e)| decode(&e.value)).collect()
 }
 
 fn uuid(ids: &mut IdGen) -> String {
     let h = ids.token(16);
-    format!(
-        "{}-{}-4{}-a{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[13..16],
-        &h[17..20],
-        &h[20..32]
-    )
+    format!("{}-{}-4{}-a{}-{}", &h[0..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
 }
 
 /// Creates a group and returns it.
@@ -125,23 +109,8 @@ pub async fn create<S: Store>(
     if name.is_empty() || name.len() > 255 {
         return Err(ApiError::bad("a group name must be 1 to 255 characters"));
     }
-    let group = Group {
-        id: uuid(ids),
-        name: name.to_string(),
-        channel,
-        created_at: now,
-    };
-    let op = Op::Put {
-        table: Table::Group,
-        key: group_key(ws, &group.id),
-        value: encode(&group),
-        expect: Expect::Absent,
-    };
-    store
-        .commit(ChangeSet {
-            ops: vec![op],
-            ack: None,
-        })
-        .await?;
+    let group = Group { id: uuid(ids), name: name.to_string(), channel, created_at: now };
+    let op = Op::Put { table: Table::Group, key: group_key(ws, &group.id), value: encode(&group), expect: Expect::Absent };
+    store.commit(ChangeSet { ops: vec![op], ack: None }).await?;
     Ok(group)
 }

@@ -69,13 +69,7 @@ impl Request {
             Some((p, q)) => (p.to_string(), q.to_string()),
             None => (path_and_query.to_string(), String::new()),
         };
-        Request {
-            method,
-            path,
-            query,
-            headers: Vec::new(),
-            body: Vec::new(),
-        }
+        Request { method, path, query, headers: Vec::new(), body: Vec::new() }
     }
 
     /// Adds a header.
@@ -157,22 +151,12 @@ impl Response {
     pub fn json<T: Serialize + ?Sized>(status: u16, body: &T) -> Response {
         // Serialising our own plain data types cannot fail.
         let body = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
-        Response {
-            status,
-            headers: vec![("Content-Type".into(), "application/json".into())],
-            body,
-            internal: None,
-        }
+        Response { status, headers: vec![("Content-Type".into(), "application/json".into())], body, internal: None }
     }
 
     /// A response without a body.
     pub fn empty(status: u16) -> Response {
-        Response {
-            status,
-            headers: Vec::new(),
-            body: Vec::new(),
-            internal: None,
-        }
+        Response { status, headers: Vec::new(), body: Vec::new(), internal: None }
     }
 
     /// Adds a header.
@@ -201,10 +185,7 @@ mod tests {
 
     #[test]
     fn query_pairs_decode_and_strip_array_brackets() {
-        let r = Request::new(
-            Method::Get,
-            "/x?external_id%5B%5D=a%20b&external_id[]=c&email=x%40y.z&limit=5",
-        );
+        let r = Request::new(Method::Get, "/x?external_id%5B%5D=a%20b&external_id[]=c&email=x%40y.z&limit=5");
         assert_eq!(
             r.query_pairs(),
             vec![

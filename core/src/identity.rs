@@ -15,13 +15,13 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::repo::transact;
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
 use crate::merge::combine;
 use crate::prioritization::{pick, Prioritization, Purpose};
-use crate::repo::transact;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
@@ -31,11 +31,7 @@ use crate::Ctx;
 pub const MAX_ENTRIES: usize = 50;
 
 /// The three arrays of the body.
-const ARRAYS: [&str; 3] = [
-    "aliases_to_identify",
-    "emails_to_identify",
-    "phone_numbers_to_identify",
-];
+const ARRAYS: [&str; 3] = ["aliases_to_identify", "emails_to_identify", "phone_numbers_to_identify"];
 
 /// One entry to identify.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,23 +58,15 @@ fn external_id(obj: &Map<String, Value>, array: &str) -> Result<ExternalId, ApiE
         .get("external_id")
         .and_then(Value::as_str)
         .and_then(ExternalId::parse)
-        .ok_or_else(|| {
-            ApiError::bad(format!(
-                "each entry of '{array}' needs an 'external_id' that is a non-empty string"
-            ))
-        })?;
+        .ok_or_else(|| ApiError::bad(format!("each entry of '{array}' needs an 'external_id' that is a non-empty string")))?;
     if x.is_blocked() {
-        return Err(ApiError::bad(
-            "provided external_id is blacklisted and disallowed",
-        ));
+        return Err(ApiError::bad("provided external_id is blacklisted and disallowed"));
     }
     Ok(x)
 }
 
 fn entry(array: &str, item: &Value) -> Result<Entry, ApiError> {
-    let obj = item
-        .as_object()
-        .ok_or_else(|| ApiError::bad(format!("'{array}' must be an array of objects")))?;
+    let obj = item.as_object().ok_or_else(|| ApiError::bad(format!("'{array}' must be an array of objects")))?;
     let external_id = external_id(obj, array)?;
     let ident = match array {
         "aliases_to_identify" => {
@@ -102,35 +90,21 @@ fn entry(array: &str, item: &Value) -> Result<Entry, ApiError> {
     };
     let prioritization = match ident {
         Identifier::Alias(_) => None,
-        _ => Some(
-            Prioritization::parse(obj.get("prioritization"), Purpose::IdentifyOrMerge)
-                .map_err(ApiError::bad)?,
-        ),
+        _ => Some(Prioritization::parse(obj.get("prioritization"), Purpose::IdentifyOrMerge).map_err(ApiError::bad)?),
     };
-    Ok(Entry {
-        external_id,
-        ident,
-        prioritization,
-    })
+    Ok(Entry { external_id, ident, prioritization })
 }
 
 /// Parses a `/users/identify` body; every entry is checked before anything is applied.
 pub fn parse(body: &[u8]) -> Result<Identify, ApiError> {
-    let body: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad(format!("Invalid JSON body: {e}")))?;
-    let body = body
-        .as_object()
-        .ok_or_else(|| ApiError::bad("The request body must be a JSON object"))?;
+    let body: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad(format!("Invalid JSON body: {e}")))?;
+    let body = body.as_object().ok_or_else(|| ApiError::bad("The request body must be a JSON object"))?;
     let mut lists = Vec::new();
     for array in ARRAYS {
         match body.get(array) {
             None | Some(Value::Null) => {}
             Some(Value::Array(items)) => lists.push((array, items)),
-            Some(_) => {
-                return Err(ApiError::bad(format!(
-                    "'{array}' must be an array of objects"
-                )))
-            }
+            Some(_) => return Err(ApiError::bad(format!("'{array}' must be an array of objects"))),
         }
     }
     if lists.is_empty() {
@@ -141,10 +115,7 @@ pub fn parse(body: &[u8]) -> Result<Identify, ApiError> {
     if lists.iter().map(|(_, items)| items.len()).sum::<usize>() > MAX_ENTRIES {
         return Err(ApiError::bad("a single request may not contain more than 50 aliases, emails or phone numbers to identify"));
     }
-    let mut out = Identify {
-        entries: Vec::new(),
-        aliases: 0,
-    };
+    let mut out = Identify { entries: Vec::new(), aliases: 0 };
     for (array, items) in lists {
         for item in items {
             out.entries.push(entry(array, item)?);
@@ -177,9 +148,7 @@ pub async fn identify_profile<S: Store>(
     x: &ExternalId,
     now: Timestamp,
 ) -> Result<Outcome, StoreError> {
-    let Some(p) = tx.profile(anon).await?.cloned() else {
-        return Ok(Outcome::Skipped);
-    };
+    let Some(p) = tx.profile(anon).await?.cloned() else { return Ok(Outcome::Skipped) };
     match &p.external_id {
         Some(have) if have == x => return Ok(Outcome::AlreadyIdentified),
         Some(_) => return Ok(Outcome::Skipped),
@@ -201,21 +170,13 @@ pub async fn identify_profile<S: Store>(
             if conflict {
                 return Ok(Outcome::Skipped);
             }
-            Ok(if combine(tx, anon, &user, now).await? {
-                Outcome::Merged
-            } else {
-                Outcome::Skipped
-            })
+            Ok(if combine(tx, anon, &user, now).await? { Outcome::Merged } else { Outcome::Skipped })
         }
     }
 }
 
 /// Applies one entry.
-pub async fn apply_entry<S: Store>(
-    tx: &mut Tx<'_, S>,
-    e: &Entry,
-    now: Timestamp,
-) -> Result<Outcome, StoreError> {
+pub async fn apply_entry<S: Store>(tx: &mut Tx<'_, S>, e: &Entry, now: Timestamp) -> Result<Outcome, StoreError> {
     match pick(tx, &e.ident, e.prioritization.as_ref()).await?.one() {
         Some(anon) => identify_profile(tx, &anon, &e.external_id, now).await,
         None => Ok(Outcome::Skipped),
@@ -223,12 +184,7 @@ pub async fn apply_entry<S: Store>(
 }
 
 /// POST /users/identify: `{"aliases_processed": n, "message": "success"}` (201).
-pub async fn identify<S: Store>(
-    store: &S,
-    ws: &WorkspaceName,
-    body: &[u8],
-    ctx: Ctx,
-) -> Result<Response, ApiError> {
+pub async fn identify<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let parsed = parse(body)?;
     transact(store, ws, ctx.seed, async |tx, _| {
         for e in &parsed.entries {
@@ -237,10 +193,7 @@ pub async fn identify<S: Store>(
         Ok(())
     })
     .await?;
-    Ok(Response::json(
-        201,
-        &json!({"aliases_processed": parsed.aliases, "message": "success"}),
-    ))
+    Ok(Response::json(201, &json!({"aliases_processed": parsed.aliases, "message": "success"})))
 }
 
 #[cfg(test)]
@@ -254,10 +207,7 @@ mod tests {
 
     fn alias_only(kit: &Kit, name: &str, label: &str, attrs: Value) {
         let mut obj = attrs.as_object().cloned().unwrap_or_default();
-        obj.insert(
-            "user_alias".into(),
-            json!({"alias_name": name, "alias_label": label}),
-        );
+        obj.insert("user_alias".into(), json!({"alias_name": name, "alias_label": label}));
         obj.insert("_update_existing_only".into(), json!(false));
         kit.track(json!({"attributes": [obj]}));
     }
@@ -267,42 +217,26 @@ mod tests {
         let err = |v: Value| parse(v.to_string().as_bytes()).unwrap_err();
         assert!(matches!(err(json!({})), ApiError::BadRequest(_)));
         assert_eq!(
-            err(
-                json!({"aliases_to_identify": [{"external_id": "null", "user_alias": {"alias_name": "a", "alias_label": "l"}}]})
-            ),
+            err(json!({"aliases_to_identify": [{"external_id": "null", "user_alias": {"alias_name": "a", "alias_label": "l"}}]})),
             ApiError::bad("provided external_id is blacklisted and disallowed")
         );
         assert_eq!(
             err(json!({"emails_to_identify": [{"external_id": "x", "email": "a@example.com"}]})),
             ApiError::bad(crate::prioritization::REQUIRED)
         );
-        let many: Vec<Value> = (0..51)
-            .map(|i| alias_entry("x", &format!("a{i}"), "l"))
-            .collect();
-        assert!(matches!(
-            err(json!({"aliases_to_identify": many})),
-            ApiError::BadRequest(_)
-        ));
+        let many: Vec<Value> = (0..51).map(|i| alias_entry("x", &format!("a{i}"), "l")).collect();
+        assert!(matches!(err(json!({"aliases_to_identify": many})), ApiError::BadRequest(_)));
     }
 
     #[test]
     fn a_new_external_id_is_given_to_the_alias_profile() {
         let kit = Kit::new();
         alias_only(&kit, "anon-1", "device", json!({"color": "red"}));
-        let (status, body) = kit.post(
-            "/users/identify",
-            json!({"aliases_to_identify": [alias_entry("u1", "anon-1", "device")]}),
-        );
-        assert_eq!(
-            (status, body),
-            (201, json!({"aliases_processed": 1, "message": "success"}))
-        );
+        let (status, body) = kit.post("/users/identify", json!({"aliases_to_identify": [alias_entry("u1", "anon-1", "device")]}));
+        assert_eq!((status, body), (201, json!({"aliases_processed": 1, "message": "success"})));
         let u = kit.user("u1");
         assert_eq!(u["custom_attributes"], json!({"color": "red"}));
-        assert_eq!(
-            u["user_aliases"],
-            json!([{"alias_name": "anon-1", "alias_label": "device"}])
-        );
+        assert_eq!(u["user_aliases"], json!([{"alias_name": "anon-1", "alias_label": "device"}]));
     }
 
     #[test]
@@ -311,10 +245,7 @@ mod tests {
         kit.track(json!({"attributes": [{"external_id": "u1", "color": "blue"}]}));
         alias_only(&kit, "anon-1", "device", json!({"color": "red", "size": 4}));
         kit.track(json!({"events": [{"user_alias": {"alias_name": "anon-1", "alias_label": "device"}, "name": "e", "time": "2024-01-01T00:00:00Z"}]}));
-        let (status, _) = kit.post(
-            "/users/identify",
-            json!({"aliases_to_identify": [alias_entry("u1", "anon-1", "device")]}),
-        );
+        let (status, _) = kit.post("/users/identify", json!({"aliases_to_identify": [alias_entry("u1", "anon-1", "device")]}));
         assert_eq!(status, 201);
         let u = kit.user("u1");
         assert_eq!(u["custom_attributes"], json!({"color": "blue", "size": 4}));
@@ -329,14 +260,8 @@ mod tests {
         kit.track(json!({"attributes": [{"external_id": "u1"}]}));
         kit.post("/users/alias/new", json!({"user_aliases": [{"external_id": "u1", "alias_name": "mine", "alias_label": "device"}]}));
         alias_only(&kit, "other", "device", json!({"size": 4}));
-        kit.post(
-            "/users/identify",
-            json!({"aliases_to_identify": [alias_entry("u1", "other", "device")]}),
-        );
+        kit.post("/users/identify", json!({"aliases_to_identify": [alias_entry("u1", "other", "device")]}));
         assert!(kit.user("u1").get("custom_attributes").is_none());
-        assert_eq!(
-            kit.by_alias("other", "device")["custom_attributes"],
-            json!({"size": 4})
-        );
+        assert_eq!(kit.by_alias("other", "device")["custom_attributes"], json!({"size": 4}));
     }
 }

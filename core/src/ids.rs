@@ -22,19 +22,8 @@ fn clean(text: &str) -> Option<&str> {
 pub struct ExternalId(String);
 
 /// External ids the platform rejects as dummy (spam) users; compared case-insensitively.
-const BLOCKED_EXTERNAL_IDS: &[&str] = &[
-    "undefined",
-    "null",
-    "nil",
-    "none",
-    "n/a",
-    "nan",
-    "[object object]",
-    "(null)",
-    "0",
-    "-1",
-    "unknown",
-];
+const BLOCKED_EXTERNAL_IDS: &[&str] =
+    &["undefined", "null", "nil", "none", "n/a", "nan", "[object object]", "(null)", "0", "-1", "unknown"];
 
 impl ExternalId {
     /// Parses an external id: non-empty, at most [`MAX_IDENTIFIER_LEN`] bytes, no control characters.
@@ -69,10 +58,7 @@ impl UserAlias {
         let o = v.as_object()?;
         let name = clean(o.get("alias_name")?.as_str()?)?;
         let label = clean(o.get("alias_label")?.as_str()?)?;
-        Some(UserAlias {
-            alias_name: name.to_string(),
-            alias_label: label.to_string(),
-        })
+        Some(UserAlias { alias_name: name.to_string(), alias_label: label.to_string() })
     }
 
     /// The JSON form.
@@ -253,10 +239,7 @@ mod tests {
 
     #[test]
     fn emails_are_normalised_and_checked() {
-        assert_eq!(
-            Email::parse(" A@Example.COM ").unwrap().as_str(),
-            "a@example.com"
-        );
+        assert_eq!(Email::parse(" A@Example.COM ").unwrap().as_str(), "a@example.com");
         assert!(Email::parse("no-at-sign").is_none());
         assert!(Email::parse("a@b").is_none());
         assert!(Email::parse("a b@c.de").is_none());
@@ -280,11 +263,7 @@ mod tests {
         assert!(base != one && one != two && base != two);
         let mut other = seed;
         other[15] ^= 1;
-        assert_ne!(
-            IdGen::new(other).service_id(),
-            base,
-            "the second half of the seed matters"
-        );
+        assert_ne!(IdGen::new(other).service_id(), base, "the second half of the seed matters");
     }
 
     #[test]

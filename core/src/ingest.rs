@@ -2,13 +2,13 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::repo::transact;
 use crate::apply::apply_op;
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::profile::Summary;
 use crate::repo::encode;
-use crate::repo::transact;
 use crate::store::Store;
 use crate::track::{self, fatal, AttrUpdate, TrackJob, TrackOp, NOTHING_VALID};
 use crate::Ctx;
@@ -18,54 +18,31 @@ fn nothing_valid(parsed: &track::Parsed) -> ApiError {
 }
 
 /// POST /users/track: validate, queue durably, answer 201.
-pub async fn track<S: Store>(
-    store: &S,
-    ws: &WorkspaceName,
-    body: &[u8],
-    ctx: Ctx,
-) -> Result<Response, ApiError> {
+pub async fn track<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let obj = track::body_object(body)?;
     let arrays = track::arrays(&obj, track::MAX_OBJECTS)?;
     let parsed = track::parse(store, ws, &arrays, ctx.now).await?;
     if parsed.ops.is_empty() {
         return Err(nothing_valid(&parsed));
     }
-    let job = TrackJob {
-        workspace: ws.clone(),
-        at: ctx.now,
-        ops: parsed.ops.clone(),
-    };
+    let job = TrackJob { workspace: ws.clone(), at: ctx.now, ops: parsed.ops.clone() };
     store.enqueue(encode(&job)).await?;
     Ok(Response::json(201, &parsed.success_body()))
 }
 
 /// POST /users/track/sync: one object, applied before answering with the resulting
 /// summaries of what the request named.
-pub async fn track_sync<S: Store>(
-    store: &S,
-    ws: &WorkspaceName,
-    body: &[u8],
-    ctx: Ctx,
-) -> Result<Response, ApiError> {
+pub async fn track_sync<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let obj = track::body_object(body)?;
     let arrays = track::arrays(&obj, 1)?;
     if arrays.iter().map(|(_, items)| items.len()).sum::<usize>() != 1 {
-        return Err(fatal(
-            "A request may contain only one attribute, event or purchase object",
-            vec![],
-        ));
+        return Err(fatal("A request may contain only one attribute, event or purchase object", vec![]));
     }
     let parsed = track::parse(store, ws, &arrays, ctx.now).await?;
-    let Some(op) = parsed.ops.first() else {
-        return Err(nothing_valid(&parsed));
-    };
+    let Some(op) = parsed.ops.first() else { return Err(nothing_valid(&parsed)) };
     let users = transact(store, ws, ctx.seed, async |tx, ids| {
         Ok(match apply_op(tx, op, ctx.now, ids).await? {
-            Some(id) => tx
-                .profile(&id)
-                .await?
-                .map(|p| vec![user_entry(op, p)])
-                .unwrap_or_default(),
+            Some(id) => tx.profile(&id).await?.map(|p| vec![user_entry(op, p)]).unwrap_or_default(),
             None => Vec::new(),
         })
     })
@@ -101,21 +78,12 @@ fn user_entry(op: &TrackOp, p: &crate::profile::Profile) -> Value {
             }
         }
         TrackOp::Event { name, .. } => {
-            let events: Vec<Value> = p
-                .events
-                .get(name)
-                .map(|s| summary("name", name, s))
-                .into_iter()
-                .collect();
+            let events: Vec<Value> = p.events.get(name).map(|s| summary("name", name, s)).into_iter().collect();
             entry.insert("custom_events".into(), Value::Array(events));
         }
         TrackOp::Purchase { product_id, .. } => {
-            let purchases: Vec<Value> = p
-                .purchases
-                .get(product_id)
-                .map(|s| summary("product_id", product_id, s))
-                .into_iter()
-                .collect();
+            let purchases: Vec<Value> =
+                p.purchases.get(product_id).map(|s| summary("product_id", product_id, s)).into_iter().collect();
             entry.insert("purchase_events".into(), Value::Array(purchases));
         }
     }

@@ -14,6 +14,7 @@
 //!   sees every write acknowledged before it.
 #![forbid(unsafe_code)]
 
+
 pub mod address;
 pub mod admin;
 pub mod alias;
@@ -90,12 +91,7 @@ impl std::fmt::Debug for Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config {
-            max_body_bytes: 4 * 1024 * 1024,
-            rate_limits: true,
-            apply_batch: queue::DEFAULT_BATCH,
-            admin_token: None,
-        }
+        Config { max_body_bytes: 4 * 1024 * 1024, rate_limits: true, apply_batch: queue::DEFAULT_BATCH, admin_token: None }
     }
 }
 
@@ -118,17 +114,8 @@ impl<S: Store> Engine<S> {
     /// An engine over a store.
     pub fn new(store: S, config: Config) -> Engine<S> {
         let limiter = RateLimiter::new(config.rate_limits);
-        let admin_token_hash = config
-            .admin_token
-            .as_deref()
-            .filter(|t| !t.is_empty())
-            .map(key_hash);
-        Engine {
-            store,
-            config,
-            limiter,
-            admin_token_hash,
-        }
+        let admin_token_hash = config.admin_token.as_deref().filter(|t| !t.is_empty()).map(key_hash);
+        Engine { store, config, limiter, admin_token_hash }
     }
 
     /// The store.
@@ -144,10 +131,7 @@ impl<S: Store> Engine<S> {
     /// The response for a body over [`Config::max_body_bytes`]; hosts that stop
     /// reading early send this without calling [`Engine::handle`].
     pub fn payload_too_large(&self) -> Response {
-        ApiError::PayloadTooLarge {
-            limit: self.config.max_body_bytes,
-        }
-        .into_response()
+        ApiError::PayloadTooLarge { limit: self.config.max_body_bytes }.into_response()
     }
 
     /// Handles one request. Never panics on input; failures are responses.
@@ -161,9 +145,7 @@ impl<S: Store> Engine<S> {
     async fn route(&self, req: Request, ctx: Ctx) -> Result<Response, ApiError> {
         let (route, endpoint) = routes::find(req.method, &req.path)?;
         if req.body.len() > self.config.max_body_bytes {
-            return Err(ApiError::PayloadTooLarge {
-                limit: self.config.max_body_bytes,
-            });
+            return Err(ApiError::PayloadTooLarge { limit: self.config.max_body_bytes });
         }
         let caller = match route.auth {
             Auth::Key(permission) => {
@@ -183,9 +165,7 @@ impl<S: Store> Engine<S> {
                 };
             }
         };
-        let decision = self
-            .limiter
-            .check(caller.key.workspace.as_str(), route.bucket, ctx.now);
+        let decision = self.limiter.check(caller.key.workspace.as_str(), route.bucket, ctx.now);
         if let Decision::Limited { retry_after } = decision {
             return Err(ApiError::RateLimited { retry_after });
         }
@@ -195,12 +175,7 @@ impl<S: Store> Engine<S> {
         }
         let result = self.dispatch(endpoint, &req, &caller, ctx).await;
         let mut resp = result.unwrap_or_else(ApiError::into_response);
-        if let Decision::Allowed {
-            limit,
-            remaining,
-            reset,
-        } = decision
-        {
+        if let Decision::Allowed { limit, remaining, reset } = decision {
             if resp.status != 429 {
                 resp = resp
                     .with_header("X-RateLimit-Limit", limit.to_string())
@@ -213,23 +188,11 @@ impl<S: Store> Engine<S> {
 
     async fn authenticate(&self, req: &Request) -> Result<Caller, ApiError> {
         let token = bearer_token(req)?;
-        let entry = self
-            .store
-            .get(Table::ApiKey, &key_hash(token))
-            .await?
-            .ok_or(ApiError::InvalidKey)?;
-        Ok(Caller {
-            key: decode(&entry.value)?,
-        })
+        let entry = self.store.get(Table::ApiKey, &key_hash(token)).await?.ok_or(ApiError::InvalidKey)?;
+        Ok(Caller { key: decode(&entry.value)? })
     }
 
-    async fn dispatch(
-        &self,
-        endpoint: Endpoint,
-        req: &Request,
-        caller: &Caller,
-        ctx: Ctx,
-    ) -> Result<Response, ApiError> {
+    async fn dispatch(&self, endpoint: Endpoint, req: &Request, caller: &Caller, ctx: Ctx) -> Result<Response, ApiError> {
         let ws = &caller.key.workspace;
         match endpoint {
             Endpoint::Track => ingest::track(&self.store, ws, &req.body, ctx).await,
@@ -240,18 +203,10 @@ impl<S: Store> Engine<S> {
             Endpoint::Delete => delete::delete(&self.store, ws, &req.body, ctx).await,
             Endpoint::AliasNew => alias::alias_new(&self.store, ws, &req.body, ctx).await,
             Endpoint::AliasUpdate => alias::alias_update(&self.store, ws, &req.body, ctx).await,
-            Endpoint::SubscriptionSetV1 => {
-                subscriptions::set_v1(&self.store, ws, &req.body, ctx).await
-            }
-            Endpoint::SubscriptionSetV2 => {
-                subscriptions::set_v2(&self.store, ws, &req.body, ctx).await
-            }
-            Endpoint::SubscriptionUserStatus => {
-                subscriptions::user_status(&self.store, ws, req).await
-            }
-            Endpoint::SubscriptionStatusGet => {
-                subscriptions::status_get(&self.store, ws, req).await
-            }
+            Endpoint::SubscriptionSetV1 => subscriptions::set_v1(&self.store, ws, &req.body, ctx).await,
+            Endpoint::SubscriptionSetV2 => subscriptions::set_v2(&self.store, ws, &req.body, ctx).await,
+            Endpoint::SubscriptionUserStatus => subscriptions::user_status(&self.store, ws, req).await,
+            Endpoint::SubscriptionStatusGet => subscriptions::status_get(&self.store, ws, req).await,
             Endpoint::EmailStatus => email::status(&self.store, ws, &req.body, ctx).await,
             Endpoint::EmailBlocklist => email::blocklist(&self.store, ws, &req.body, ctx).await,
             _ => Err(ApiError::NotImplemented),

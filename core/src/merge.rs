@@ -15,6 +15,7 @@ pub(crate) mod testkit;
 
 use serde_json::{json, Map, Value};
 
+use crate::repo::transact;
 use crate::apply::link_email;
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
@@ -22,7 +23,6 @@ use crate::http::Response;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
 use crate::prioritization::{pick, Prioritization, Purpose};
 use crate::profile::Profile;
-use crate::repo::transact;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
@@ -40,8 +40,7 @@ pub mod messages {
     /// An identifier of an update is invalid.
     pub const BAD_IDENTIFIER: &str = "identifiers must be objects with an 'external_id' property that is a string, 'user_alias' property that is an object, 'email' property that is a string, or 'phone' property that is a string";
     /// An update has other keys than the two identifiers.
-    pub const EXTRA_KEYS: &str =
-        "'merge_updates' must only have 'identifier_to_merge' and 'identifier_to_keep'";
+    pub const EXTRA_KEYS: &str = "'merge_updates' must only have 'identifier_to_merge' and 'identifier_to_keep'";
 }
 
 /// Folds `source` into `target` (merge rules of the spec):
@@ -58,10 +57,7 @@ pub mod messages {
 /// Returns the email the target gained, if any (the caller links it).
 pub fn absorb(target: &mut Profile, source: &Profile) -> Option<Email> {
     for (label, name) in &source.aliases {
-        target
-            .aliases
-            .entry(label.clone())
-            .or_insert_with(|| name.clone());
+        target.aliases.entry(label.clone()).or_insert_with(|| name.clone());
     }
     let mut gained = None;
     if target.email.is_none() {
@@ -99,18 +95,10 @@ pub fn absorb(target: &mut Profile, source: &Profile) -> Option<Email> {
         }
     }
     for (name, s) in &source.events {
-        target
-            .events
-            .entry(name.clone())
-            .and_modify(|t| t.absorb(s))
-            .or_insert(*s);
+        target.events.entry(name.clone()).and_modify(|t| t.absorb(s)).or_insert(*s);
     }
     for (name, s) in &source.purchases {
-        target
-            .purchases
-            .entry(name.clone())
-            .and_modify(|t| t.absorb(s))
-            .or_insert(*s);
+        target.purchases.entry(name.clone()).and_modify(|t| t.absorb(s)).or_insert(*s);
     }
     target.total_revenue = crate::profile::add_revenue(target.total_revenue, source.total_revenue);
     if target.email_subscribe.is_none() {
@@ -138,9 +126,7 @@ pub async fn combine<S: Store>(
     if source == target {
         return Ok(false);
     }
-    let Some(src) = tx.profile(source).await?.cloned() else {
-        return Ok(false);
-    };
+    let Some(src) = tx.profile(source).await?.cloned() else { return Ok(false) };
     let gained = match tx.profile_mut(target).await? {
         Some(t) => {
             let gained = absorb(t, &src);
@@ -172,10 +158,8 @@ impl MergeIdentifier {
     pub fn parse(v: &Value) -> Result<MergeIdentifier, ApiError> {
         let bad = || ApiError::bad(messages::BAD_IDENTIFIER);
         let obj = v.as_object().ok_or_else(bad)?;
-        let kinds: Vec<&str> = ["external_id", "user_alias", "email", "phone"]
-            .into_iter()
-            .filter(|k| obj.contains_key(*k))
-            .collect();
+        let kinds: Vec<&str> =
+            ["external_id", "user_alias", "email", "phone"].into_iter().filter(|k| obj.contains_key(*k)).collect();
         if kinds.len() != 1 || obj.keys().any(|k| k != kinds[0] && k != "prioritization") {
             return Err(bad());
         }
@@ -188,26 +172,17 @@ impl MergeIdentifier {
             _ => Identifier::Phone(Phone::parse(text()?).ok_or_else(bad)?),
         };
         let prioritization = match ident {
-            Identifier::Email(_) | Identifier::Phone(_) => Some(
-                Prioritization::parse(obj.get("prioritization"), Purpose::IdentifyOrMerge)
-                    .map_err(ApiError::bad)?,
-            ),
+            Identifier::Email(_) | Identifier::Phone(_) => {
+                Some(Prioritization::parse(obj.get("prioritization"), Purpose::IdentifyOrMerge).map_err(ApiError::bad)?)
+            }
             _ => None,
         };
-        Ok(MergeIdentifier {
-            ident,
-            prioritization,
-        })
+        Ok(MergeIdentifier { ident, prioritization })
     }
 
     /// The one profile this identifier names now, if exactly one.
-    pub async fn resolve<S: Store>(
-        &self,
-        tx: &mut Tx<'_, S>,
-    ) -> Result<Option<ServiceId>, StoreError> {
-        Ok(pick(tx, &self.ident, self.prioritization.as_ref())
-            .await?
-            .one())
+    pub async fn resolve<S: Store>(&self, tx: &mut Tx<'_, S>) -> Result<Option<ServiceId>, StoreError> {
+        Ok(pick(tx, &self.ident, self.prioritization.as_ref()).await?.one())
     }
 }
 
@@ -222,8 +197,7 @@ pub struct MergeUpdate {
 
 /// Parses a `/users/merge` body; every update is checked before anything is applied.
 pub fn parse(body: &[u8]) -> Result<Vec<MergeUpdate>, ApiError> {
-    let body: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad(format!("Invalid JSON body: {e}")))?;
+    let body: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad(format!("Invalid JSON body: {e}")))?;
     let updates = match body.get("merge_updates") {
         Some(Value::Array(items)) if items.iter().all(Value::is_object) => items,
         _ => return Err(ApiError::bad(messages::NOT_ARRAY)),
@@ -233,47 +207,25 @@ pub fn parse(body: &[u8]) -> Result<Vec<MergeUpdate>, ApiError> {
     }
     let mut out = Vec::with_capacity(updates.len());
     for u in updates {
-        let u: &Map<String, Value> = u
-            .as_object()
-            .ok_or_else(|| ApiError::bad(messages::NOT_ARRAY))?;
-        let (Some(merge), Some(keep), 2) = (
-            u.get("identifier_to_merge"),
-            u.get("identifier_to_keep"),
-            u.len(),
-        ) else {
+        let u: &Map<String, Value> = u.as_object().ok_or_else(|| ApiError::bad(messages::NOT_ARRAY))?;
+        let (Some(merge), Some(keep), 2) = (u.get("identifier_to_merge"), u.get("identifier_to_keep"), u.len()) else {
             return Err(ApiError::bad(messages::EXTRA_KEYS));
         };
-        out.push(MergeUpdate {
-            merge: MergeIdentifier::parse(merge)?,
-            keep: MergeIdentifier::parse(keep)?,
-        });
+        out.push(MergeUpdate { merge: MergeIdentifier::parse(merge)?, keep: MergeIdentifier::parse(keep)? });
     }
     Ok(out)
 }
 
 /// Applies one update; an identifier that names no user or several users, or both
 /// naming the same user, skips the update.
-pub async fn apply_update<S: Store>(
-    tx: &mut Tx<'_, S>,
-    u: &MergeUpdate,
-    now: Timestamp,
-) -> Result<bool, StoreError> {
-    let Some(source) = u.merge.resolve(tx).await? else {
-        return Ok(false);
-    };
-    let Some(target) = u.keep.resolve(tx).await? else {
-        return Ok(false);
-    };
+pub async fn apply_update<S: Store>(tx: &mut Tx<'_, S>, u: &MergeUpdate, now: Timestamp) -> Result<bool, StoreError> {
+    let Some(source) = u.merge.resolve(tx).await? else { return Ok(false) };
+    let Some(target) = u.keep.resolve(tx).await? else { return Ok(false) };
     combine(tx, &source, &target, now).await
 }
 
 /// POST /users/merge: 202 `{"message": "success"}` once every update is applied.
-pub async fn merge<S: Store>(
-    store: &S,
-    ws: &WorkspaceName,
-    body: &[u8],
-    ctx: Ctx,
-) -> Result<Response, ApiError> {
+pub async fn merge<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let updates = parse(body)?;
     transact(store, ws, ctx.seed, async |tx, _| {
         for u in &updates {
@@ -311,10 +263,7 @@ mod tests {
         assert_eq!(absorb(&mut t, &s), Email::parse("s@example.com"));
         assert_eq!(t.standard["first_name"], json!("Al"));
         assert_eq!(t.standard["last_name"], json!("Sterling"));
-        assert_eq!(
-            Value::Object(t.custom.clone()),
-            json!({"plan": "gold", "pets": 2})
-        );
+        assert_eq!(Value::Object(t.custom.clone()), json!({"plan": "gold", "pets": 2}));
         assert_eq!(t.phone, Phone::parse("+14155550100"));
         assert_eq!(t.updated_at, Timestamp(20));
     }
@@ -322,104 +271,35 @@ mod tests {
     #[test]
     fn absorb_sums_summaries_and_takes_the_earlier_first_and_later_last() {
         let mut t = profile("t", 0);
-        t.events.insert(
-            "play".into(),
-            Summary {
-                first: Timestamp(5),
-                last: Timestamp(9),
-                count: 2,
-            },
-        );
-        t.purchases.insert(
-            "sku".into(),
-            Summary {
-                first: Timestamp(5),
-                last: Timestamp(5),
-                count: 1,
-            },
-        );
+        t.events.insert("play".into(), Summary { first: Timestamp(5), last: Timestamp(9), count: 2 });
+        t.purchases.insert("sku".into(), Summary { first: Timestamp(5), last: Timestamp(5), count: 1 });
         t.total_revenue = 10.0;
         let mut s = profile("s", 0);
-        s.events.insert(
-            "play".into(),
-            Summary {
-                first: Timestamp(1),
-                last: Timestamp(7),
-                count: 3,
-            },
-        );
+        s.events.insert("play".into(), Summary { first: Timestamp(1), last: Timestamp(7), count: 3 });
         s.events.insert("quit".into(), Summary::once(Timestamp(4)));
-        s.purchases.insert(
-            "sku".into(),
-            Summary {
-                first: Timestamp(8),
-                last: Timestamp(12),
-                count: 2,
-            },
-        );
+        s.purchases.insert("sku".into(), Summary { first: Timestamp(8), last: Timestamp(12), count: 2 });
         s.total_revenue = 2.5;
         absorb(&mut t, &s);
-        assert_eq!(
-            t.events["play"],
-            Summary {
-                first: Timestamp(1),
-                last: Timestamp(9),
-                count: 5
-            }
-        );
+        assert_eq!(t.events["play"], Summary { first: Timestamp(1), last: Timestamp(9), count: 5 });
         assert_eq!(t.events["quit"], Summary::once(Timestamp(4)));
-        assert_eq!(
-            t.purchases["sku"],
-            Summary {
-                first: Timestamp(5),
-                last: Timestamp(12),
-                count: 3
-            }
-        );
+        assert_eq!(t.purchases["sku"], Summary { first: Timestamp(5), last: Timestamp(12), count: 3 });
         assert_eq!(t.total_revenue, 12.5);
     }
 
     #[test]
     fn absorb_keeps_earlier_first_session_and_later_last_x_at() {
         let mut t = profile("t", 0);
-        t.standard.insert(
-            "date_of_first_session".into(),
-            json!("2020-01-02T00:00:00.000Z"),
-        );
-        t.standard.insert(
-            "date_of_last_session".into(),
-            json!("2020-01-05T00:00:00.000Z"),
-        );
-        t.standard.insert(
-            "marked_email_as_spam_at".into(),
-            json!("2020-01-05T00:00:00.000Z"),
-        );
+        t.standard.insert("date_of_first_session".into(), json!("2020-01-02T00:00:00.000Z"));
+        t.standard.insert("date_of_last_session".into(), json!("2020-01-05T00:00:00.000Z"));
+        t.standard.insert("marked_email_as_spam_at".into(), json!("2020-01-05T00:00:00.000Z"));
         let mut s = profile("s", 0);
-        s.standard.insert(
-            "date_of_first_session".into(),
-            json!("2020-01-01T00:00:00.000Z"),
-        );
-        s.standard.insert(
-            "date_of_last_session".into(),
-            json!("2020-01-09T00:00:00.000Z"),
-        );
-        s.standard.insert(
-            "marked_email_as_spam_at".into(),
-            json!("2020-01-03T00:00:00.000Z"),
-        );
+        s.standard.insert("date_of_first_session".into(), json!("2020-01-01T00:00:00.000Z"));
+        s.standard.insert("date_of_last_session".into(), json!("2020-01-09T00:00:00.000Z"));
+        s.standard.insert("marked_email_as_spam_at".into(), json!("2020-01-03T00:00:00.000Z"));
         absorb(&mut t, &s);
-        assert_eq!(
-            t.standard["date_of_first_session"],
-            json!("2020-01-01T00:00:00.000Z")
-        );
-        assert_eq!(
-            t.standard["date_of_last_session"],
-            json!("2020-01-09T00:00:00.000Z")
-        );
-        assert_eq!(
-            t.standard["marked_email_as_spam_at"],
-            json!("2020-01-05T00:00:00.000Z")
-        );
+        assert_eq!(t.standard["date_of_first_session"], json!("2020-01-01T00:00:00.000Z"));
+        assert_eq!(t.standard["date_of_last_session"], json!("2020-01-09T00:00:00.000Z"));
+        assert_eq!(t.standard["marked_email_as_spam_at"], json!("2020-01-05T00:00:00.000Z"));
     }
 
     #[test]
@@ -440,10 +320,7 @@ mod tests {
         s.aliases.insert("device".into(), "d1".into());
         assert_eq!(absorb(&mut t, &s), None);
         assert_eq!(t.email, Email::parse("t@example.com"));
-        assert!(
-            !t.email_hard_bounced,
-            "the flag belongs to the source's address, which the target did not take"
-        );
+        assert!(!t.email_hard_bounced, "the flag belongs to the source's address, which the target did not take");
         assert_eq!(t.email_subscribe, Some(GlobalState::Unsubscribed));
         assert_eq!(t.push_subscribe, Some(GlobalState::Subscribed));
         assert_eq!(t.groups["g1"], GroupState::Unsubscribed);
@@ -457,10 +334,7 @@ mod tests {
         let bad = |v: Value| MergeIdentifier::parse(&v).unwrap_err();
         let msg = ApiError::bad(messages::BAD_IDENTIFIER);
         assert_eq!(bad(json!({"external_id": 5})), msg);
-        assert_eq!(
-            bad(json!({"external_id": "a", "user_alias": {"alias_name": "n", "alias_label": "l"}})),
-            msg
-        );
+        assert_eq!(bad(json!({"external_id": "a", "user_alias": {"alias_name": "n", "alias_label": "l"}})), msg);
         assert_eq!(bad(json!({"user_alias": "n"})), msg);
         assert_eq!(bad(json!({"external_id": "a", "extra": 1})), msg);
         assert_eq!(bad(json!("a")), msg);
@@ -468,10 +342,7 @@ mod tests {
             bad(json!({"email": "a@example.com"})),
             ApiError::bad(crate::prioritization::REQUIRED)
         );
-        let ok = MergeIdentifier::parse(
-            &json!({"phone": "+14155550100", "prioritization": ["identified"]}),
-        )
-        .unwrap();
+        let ok = MergeIdentifier::parse(&json!({"phone": "+14155550100", "prioritization": ["identified"]})).unwrap();
         assert!(ok.prioritization.is_some());
     }
 
@@ -479,25 +350,10 @@ mod tests {
     fn the_body_is_checked_before_anything_is_applied() {
         let err = |v: Value| parse(v.to_string().as_bytes()).unwrap_err();
         assert_eq!(err(json!({})), ApiError::bad(messages::NOT_ARRAY));
-        assert_eq!(
-            err(json!({"merge_updates": [1]})),
-            ApiError::bad(messages::NOT_ARRAY)
-        );
+        assert_eq!(err(json!({"merge_updates": [1]})), ApiError::bad(messages::NOT_ARRAY));
         let one = json!({"identifier_to_merge": {"external_id": "a"}, "identifier_to_keep": {"external_id": "b"}});
-        assert_eq!(
-            err(json!({"merge_updates": vec![one.clone(); 51]})),
-            ApiError::bad(messages::TOO_MANY)
-        );
-        assert_eq!(
-            parse(
-                json!({"merge_updates": vec![one; 50]})
-                    .to_string()
-                    .as_bytes()
-            )
-            .unwrap()
-            .len(),
-            50
-        );
+        assert_eq!(err(json!({"merge_updates": vec![one.clone(); 51]})), ApiError::bad(messages::TOO_MANY));
+        assert_eq!(parse(json!({"merge_updates": vec![one; 50]}).to_string().as_bytes()).unwrap().len(), 50);
         assert_eq!(
             err(json!({"merge_updates": [{"identifier_to_merge": {"external_id": "a"}}]})),
             ApiError::bad(messages::EXTRA_KEYS)
@@ -532,16 +388,10 @@ mod tests {
             kit.track(json!({"attributes": [{"external_id": x, x: n}]}));
         }
         let upd = |m: &str, k: &str| json!({"identifier_to_merge": {"external_id": m}, "identifier_to_keep": {"external_id": k}});
-        let (status, _) = kit.post(
-            "/users/merge",
-            json!({"merge_updates": [upd("a", "b"), upd("b", "c")]}),
-        );
+        let (status, _) = kit.post("/users/merge", json!({"merge_updates": [upd("a", "b"), upd("b", "c")]}));
         assert_eq!(status, 202);
         assert_eq!(kit.user("a"), Value::Null);
         assert_eq!(kit.user("b"), Value::Null);
-        assert_eq!(
-            kit.user("c")["custom_attributes"],
-            json!({"a": 1, "b": 2, "c": 3})
-        );
+        assert_eq!(kit.user("c")["custom_attributes"], json!({"a": 1, "b": 2, "c": 3}));
     }
 }

@@ -61,9 +61,7 @@ impl Prioritization {
     /// Parses the `prioritization` value of an email or phone entry.
     pub fn parse(v: Option<&Value>, purpose: Purpose) -> Result<Prioritization, String> {
         let allowed = match purpose {
-            Purpose::IdentifyOrMerge => {
-                "'identified', 'unidentified', 'most_recently_updated' or 'least_recently_updated'"
-            }
+            Purpose::IdentifyOrMerge => "'identified', 'unidentified', 'most_recently_updated' or 'least_recently_updated'",
             Purpose::Delete => "'identified', 'unidentified' or 'most_recently_updated'",
         };
         let shape = || format!("'prioritization' must be a non-empty array of {allowed}");
@@ -81,9 +79,7 @@ impl Prioritization {
             out.push(p);
         }
         if out.contains(&Priority::Identified) && out.contains(&Priority::Unidentified) {
-            return Err(
-                "'prioritization' may contain only one of 'identified' and 'unidentified'".into(),
-            );
+            return Err("'prioritization' may contain only one of 'identified' and 'unidentified'".into());
         }
         Ok(Prioritization(out))
     }
@@ -195,15 +191,8 @@ mod tests {
 
     #[test]
     fn values_are_validated() {
-        assert!(parse(
-            json!(["identified", "most_recently_updated"]),
-            Purpose::Delete
-        )
-        .is_ok());
-        assert_eq!(
-            Prioritization::parse(None, Purpose::Delete),
-            Err(REQUIRED.into())
-        );
+        assert!(parse(json!(["identified", "most_recently_updated"]), Purpose::Delete).is_ok());
+        assert_eq!(Prioritization::parse(None, Purpose::Delete), Err(REQUIRED.into()));
         assert!(parse(json!([]), Purpose::IdentifyOrMerge).is_err());
         assert!(parse(json!("identified"), Purpose::IdentifyOrMerge).is_err());
         assert!(parse(json!(["newest"]), Purpose::IdentifyOrMerge).is_err());
@@ -212,53 +201,28 @@ mod tests {
 
     #[test]
     fn identified_and_unidentified_exclude_each_other() {
-        let err = parse(
-            json!(["identified", "unidentified"]),
-            Purpose::IdentifyOrMerge,
-        )
-        .unwrap_err();
-        assert_eq!(
-            err,
-            "'prioritization' may contain only one of 'identified' and 'unidentified'"
-        );
+        let err = parse(json!(["identified", "unidentified"]), Purpose::IdentifyOrMerge).unwrap_err();
+        assert_eq!(err, "'prioritization' may contain only one of 'identified' and 'unidentified'");
     }
 
     #[test]
     fn least_recently_updated_is_refused_for_delete_only() {
         assert!(parse(json!(["least_recently_updated"]), Purpose::IdentifyOrMerge).is_ok());
         let err = parse(json!(["least_recently_updated"]), Purpose::Delete).unwrap_err();
-        assert_eq!(
-            err,
-            "'least_recently_updated' is not allowed in the prioritization of /users/delete"
-        );
+        assert_eq!(err, "'least_recently_updated' is not allowed in the prioritization of /users/delete");
     }
 
     #[test]
     fn values_narrow_in_order() {
         let c = candidates();
         let p = |v: Value| parse(v, Purpose::IdentifyOrMerge).unwrap();
-        assert_eq!(
-            p(json!(["identified"])).choose(&c),
-            Choice::One(sid("known-mid"))
-        );
+        assert_eq!(p(json!(["identified"])).choose(&c), Choice::One(sid("known-mid")));
         assert_eq!(p(json!(["unidentified"])).choose(&c), Choice::Ambiguous(2));
-        assert_eq!(
-            p(json!(["unidentified", "most_recently_updated"])).choose(&c),
-            Choice::One(sid("anon-new"))
-        );
-        assert_eq!(
-            p(json!(["unidentified", "least_recently_updated"])).choose(&c),
-            Choice::One(sid("anon-old"))
-        );
-        assert_eq!(
-            p(json!(["most_recently_updated"])).choose(&c),
-            Choice::One(sid("anon-new"))
-        );
+        assert_eq!(p(json!(["unidentified", "most_recently_updated"])).choose(&c), Choice::One(sid("anon-new")));
+        assert_eq!(p(json!(["unidentified", "least_recently_updated"])).choose(&c), Choice::One(sid("anon-old")));
+        assert_eq!(p(json!(["most_recently_updated"])).choose(&c), Choice::One(sid("anon-new")));
         // Applied in order: the most recent is unidentified, so `identified` after it changes nothing.
-        assert_eq!(
-            p(json!(["most_recently_updated", "identified"])).choose(&c),
-            Choice::One(sid("anon-new"))
-        );
+        assert_eq!(p(json!(["most_recently_updated", "identified"])).choose(&c), Choice::One(sid("anon-new")));
     }
 
     #[test]
@@ -270,10 +234,7 @@ mod tests {
 
     #[test]
     fn ties_on_update_time_stay_ambiguous() {
-        let c = vec![
-            (sid("a"), false, Timestamp(7)),
-            (sid("b"), false, Timestamp(7)),
-        ];
+        let c = vec![(sid("a"), false, Timestamp(7)), (sid("b"), false, Timestamp(7))];
         let p = parse(json!(["most_recently_updated"]), Purpose::Delete).unwrap();
         assert_eq!(p.choose(&c), Choice::Ambiguous(2));
         assert_eq!(p.choose(&[]), Choice::None);

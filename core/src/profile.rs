@@ -106,11 +106,7 @@ pub struct Summary {
 impl Summary {
     /// A summary of one occurrence.
     pub fn once(at: Timestamp) -> Summary {
-        Summary {
-            first: at,
-            last: at,
-            count: 1,
-        }
+        Summary { first: at, last: at, count: 1 }
     }
 
     /// Adds `n` occurrences at `at`.
@@ -212,10 +208,7 @@ impl Profile {
     pub fn alias_list(&self) -> Vec<UserAlias> {
         self.aliases
             .iter()
-            .map(|(label, name)| UserAlias {
-                alias_name: name.clone(),
-                alias_label: label.clone(),
-            })
+            .map(|(label, name)| UserAlias { alias_name: name.clone(), alias_label: label.clone() })
             .collect()
     }
 

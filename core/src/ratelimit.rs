@@ -60,11 +60,7 @@ impl Bucket {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
     /// Allowed; the headers to send.
-    Allowed {
-        limit: u64,
-        remaining: u64,
-        reset: i64,
-    },
+    Allowed { limit: u64, remaining: u64, reset: i64 },
     /// Refused; seconds until the window resets.
     Limited { retry_after: u64 },
     /// Limits are switched off.
@@ -81,10 +77,7 @@ pub struct RateLimiter {
 impl RateLimiter {
     /// A limiter; `enabled: false` allows everything (benchmarks, local tools).
     pub fn new(enabled: bool) -> RateLimiter {
-        RateLimiter {
-            enabled,
-            windows: Mutex::new(HashMap::new()),
-        }
+        RateLimiter { enabled, windows: Mutex::new(HashMap::new()) }
     }
 
     /// Counts one request of `workspace` in `bucket` at `now`.
@@ -100,23 +93,15 @@ impl RateLimiter {
             // Drop expired windows so the map cannot grow without bound.
             windows.retain(|(_, b), (s, _)| *s + b.limit().1 > now.seconds());
         }
-        let entry = windows
-            .entry((workspace.to_string(), bucket))
-            .or_insert((start, 0));
+        let entry = windows.entry((workspace.to_string(), bucket)).or_insert((start, 0));
         if entry.0 != start {
             *entry = (start, 0);
         }
         if entry.1 >= limit {
-            return Decision::Limited {
-                retry_after: reset as u64,
-            };
+            return Decision::Limited { retry_after: reset as u64 };
         }
         entry.1 += 1;
-        Decision::Allowed {
-            limit,
-            remaining: limit - entry.1,
-            reset,
-        }
+        Decision::Allowed { limit, remaining: limit - entry.1, reset }
     }
 }
 
@@ -129,26 +114,10 @@ mod tests {
         let r = RateLimiter::new(true);
         let t = Timestamp(60_000);
         for i in 0..10 {
-            assert_eq!(
-                r.check("w", Bucket::PreferenceWrite, t),
-                Decision::Allowed {
-                    limit: 10,
-                    remaining: 9 - i,
-                    reset: 60
-                }
-            );
+            assert_eq!(r.check("w", Bucket::PreferenceWrite, t), Decision::Allowed { limit: 10, remaining: 9 - i, reset: 60 });
         }
-        assert_eq!(
-            r.check("w", Bucket::PreferenceWrite, Timestamp(90_000)),
-            Decision::Limited { retry_after: 30 }
-        );
-        assert!(matches!(
-            r.check("other", Bucket::PreferenceWrite, t),
-            Decision::Allowed { .. }
-        ));
-        assert!(matches!(
-            r.check("w", Bucket::PreferenceWrite, Timestamp(120_000)),
-            Decision::Allowed { remaining: 9, .. }
-        ));
+        assert_eq!(r.check("w", Bucket::PreferenceWrite, Timestamp(90_000)), Decision::Limited { retry_after: 30 });
+        assert!(matches!(r.check("other", Bucket::PreferenceWrite, t), Decision::Allowed { .. }));
+        assert!(matches!(r.check("w", Bucket::PreferenceWrite, Timestamp(120_000)), Decision::Allowed { remaining: 9, .. }));
     }
 }

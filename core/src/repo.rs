@@ -26,12 +26,7 @@ pub fn profile_key(ws: &WorkspaceName, id: &ServiceId) -> String {
 fn unique_key(ws: &WorkspaceName, ident: &Identifier) -> Option<String> {
     match ident {
         Identifier::External(x) => Some(format!("{}{SEP}x{SEP}{}", ws.as_str(), x.as_str())),
-        Identifier::Alias(a) => Some(format!(
-            "{}{SEP}a{SEP}{}{SEP}{}",
-            ws.as_str(),
-            a.alias_label,
-            a.alias_name
-        )),
+        Identifier::Alias(a) => Some(format!("{}{SEP}a{SEP}{}{SEP}{}", ws.as_str(), a.alias_label, a.alias_name)),
         _ => None,
     }
 }
@@ -68,10 +63,7 @@ impl Identity {
 
     /// True when `p` has exactly this identity (compared without copying).
     fn same_as(&self, p: &Profile) -> bool {
-        self.external_id == p.external_id
-            && self.aliases == p.aliases
-            && self.email == p.email
-            && self.phone == p.phone
+        self.external_id == p.external_id && self.aliases == p.aliases && self.email == p.email && self.phone == p.phone
     }
 
     /// The index entries this identity implies for profile `id`: key → unique?
@@ -83,10 +75,7 @@ impl Identity {
             }
         }
         for (label, name) in &self.aliases {
-            let a = UserAlias {
-                alias_name: name.clone(),
-                alias_label: label.clone(),
-            };
+            let a = UserAlias { alias_name: name.clone(), alias_label: label.clone() };
             if let Some(k) = unique_key(ws, &Identifier::Alias(a)) {
                 out.insert(k, true);
             }
@@ -195,26 +184,13 @@ impl<'s, S: Store> Tx<'s, S> {
         if self.profiles.contains_key(id) {
             return Ok(());
         }
-        let entry = self
-            .store
-            .get(Table::Profile, &profile_key(&self.ws, id))
-            .await?;
+        let entry = self.store.get(Table::Profile, &profile_key(&self.ws, id)).await?;
         let slot = match entry {
             Some(e) => {
                 let doc: Profile = decode(&e.value)?;
-                Slot {
-                    version: Some(e.version),
-                    stored: Some(Identity::of(&doc)),
-                    doc: Some(doc),
-                    dirty: false,
-                }
+                Slot { version: Some(e.version), stored: Some(Identity::of(&doc)), doc: Some(doc), dirty: false }
             }
-            None => Slot {
-                version: None,
-                stored: None,
-                doc: None,
-                dirty: false,
-            },
+            None => Slot { version: None, stored: None, doc: None, dirty: false },
         };
         self.profiles.insert(id.clone(), slot);
         Ok(())
@@ -227,10 +203,7 @@ impl<'s, S: Store> Tx<'s, S> {
     }
 
     /// A profile to change; it is written back at commit.
-    pub async fn profile_mut(
-        &mut self,
-        id: &ServiceId,
-    ) -> Result<Option<&mut Profile>, StoreError> {
+    pub async fn profile_mut(&mut self, id: &ServiceId) -> Result<Option<&mut Profile>, StoreError> {
         self.load(id).await?;
         if !self.stale.contains(id) {
             self.stale.insert(id.clone());
@@ -247,12 +220,7 @@ impl<'s, S: Store> Tx<'s, S> {
     pub fn insert_profile(&mut self, p: Profile) {
         let id = p.id.clone();
         self.stale.insert(id.clone());
-        let slot = self.profiles.entry(id).or_insert(Slot {
-            version: None,
-            stored: None,
-            doc: None,
-            dirty: true,
-        });
+        let slot = self.profiles.entry(id).or_insert(Slot { version: None, stored: None, doc: None, dirty: true });
         // A new profile must not exist: should its id collide with a stored profile,
         // the commit conflicts instead of overwriting it.
         slot.version = None;
@@ -310,11 +278,7 @@ impl<'s, S: Store> Tx<'s, S> {
         self.refresh_overlay();
         let lookup = unique_key(&self.ws, ident).or_else(|| shared_prefix(&self.ws, ident));
         if let Some(k) = lookup {
-            for (_, ids) in self
-                .overlay
-                .range(k.clone()..)
-                .take_while(|(key, _)| key.starts_with(&k))
-            {
+            for (_, ids) in self.overlay.range(k.clone()..).take_while(|(key, _)| key.starts_with(&k)) {
                 candidates.extend(ids.iter().cloned());
             }
         }
@@ -339,10 +303,7 @@ impl<'s, S: Store> Tx<'s, S> {
         keys.sort();
         keys.dedup();
         let mut ids: BTreeSet<ServiceId> = BTreeSet::new();
-        for (key, entry) in keys
-            .iter()
-            .zip(self.store.get_many(Table::Ident, &keys).await?)
-        {
+        for (key, entry) in keys.iter().zip(self.store.get_many(Table::Ident, &keys).await?) {
             let id = entry.map(|e| index_value(&e.value)).transpose()?;
             ids.extend(id.clone());
             self.unique_read.insert(key.clone(), id);
@@ -352,31 +313,15 @@ impl<'s, S: Store> Tx<'s, S> {
                 ids.insert(id.clone());
             }
         }
-        let ids: Vec<ServiceId> = ids
-            .into_iter()
-            .filter(|id| !self.profiles.contains_key(id))
-            .collect();
+        let ids: Vec<ServiceId> = ids.into_iter().filter(|id| !self.profiles.contains_key(id)).collect();
         let profile_keys: Vec<String> = ids.iter().map(|id| profile_key(&self.ws, id)).collect();
-        for (id, entry) in ids
-            .into_iter()
-            .zip(self.store.get_many(Table::Profile, &profile_keys).await?)
-        {
+        for (id, entry) in ids.into_iter().zip(self.store.get_many(Table::Profile, &profile_keys).await?) {
             let slot = match entry {
                 Some(e) => {
                     let doc: Profile = decode(&e.value)?;
-                    Slot {
-                        version: Some(e.version),
-                        stored: Some(Identity::of(&doc)),
-                        doc: Some(doc),
-                        dirty: false,
-                    }
+                    Slot { version: Some(e.version), stored: Some(Identity::of(&doc)), doc: Some(doc), dirty: false }
                 }
-                None => Slot {
-                    version: None,
-                    stored: None,
-                    doc: None,
-                    dirty: false,
-                },
+                None => Slot { version: None, stored: None, doc: None, dirty: false },
             };
             self.profiles.insert(id, slot);
         }
@@ -396,11 +341,7 @@ impl<'s, S: Store> Tx<'s, S> {
             // Only profiles whose identity differs from the stored one need to be in
             // the overlay: the store's index finds the others.
             let keys: Vec<String> = match self.profiles.get(&id) {
-                Some(Slot {
-                    doc: Some(p),
-                    stored,
-                    ..
-                }) if !stored.as_ref().is_some_and(|s| s.same_as(p)) => {
+                Some(Slot { doc: Some(p), stored, .. }) if !stored.as_ref().is_some_and(|s| s.same_as(p)) => {
                     index_entries(&self.ws, p).into_keys().collect()
                 }
                 _ => Vec::new(),
@@ -409,48 +350,27 @@ impl<'s, S: Store> Tx<'s, S> {
                 continue;
             }
             for k in &keys {
-                self.overlay
-                    .entry(k.clone())
-                    .or_default()
-                    .insert(id.clone());
+                self.overlay.entry(k.clone()).or_default().insert(id.clone());
             }
             self.overlay_keys.insert(id, keys);
         }
     }
 
     /// The one profile a unique identifier names, if any.
-    pub async fn resolve_one(
-        &mut self,
-        ident: &Identifier,
-    ) -> Result<Option<ServiceId>, StoreError> {
+    pub async fn resolve_one(&mut self, ident: &Identifier) -> Result<Option<ServiceId>, StoreError> {
         Ok(self.resolve(ident).await?.into_iter().next())
     }
 
     /// Reads a plain document (groups, address records, ...).
-    pub async fn doc<T: DeserializeOwned>(
-        &mut self,
-        table: Table,
-        key: &str,
-    ) -> Result<Option<T>, StoreError> {
+    pub async fn doc<T: DeserializeOwned>(&mut self, table: Table, key: &str) -> Result<Option<T>, StoreError> {
         let k = (table, key.to_string());
-        if !self
-            .docs
-            .get(&k)
-            .is_some_and(|d| d.read.is_some() || d.dirty)
-        {
+        if !self.docs.get(&k).is_some_and(|d| d.read.is_some() || d.dirty) {
             let e = self.store.get(table, key).await?;
             let (v, bytes) = match e {
                 Some(e) => (Some(e.version), Some(e.value)),
                 None => (None, None),
             };
-            self.docs.insert(
-                k.clone(),
-                DocSlot {
-                    read: Some(v),
-                    value: bytes,
-                    dirty: false,
-                },
-            );
+            self.docs.insert(k.clone(), DocSlot { read: Some(v), value: bytes, dirty: false });
         }
         match &self.docs[&k].value {
             Some(bytes) => Ok(Some(decode(bytes)?)),
@@ -469,14 +389,8 @@ impl<'s, S: Store> Tx<'s, S> {
     }
 
     fn set_doc(&mut self, table: Table, key: &str, value: Option<Vec<u8>>) {
-        let slot = self
-            .docs
-            .entry((table, key.to_string()))
-            .or_insert(DocSlot {
-                read: None,
-                value: None,
-                dirty: false,
-            });
+        let slot =
+            self.docs.entry((table, key.to_string())).or_insert(DocSlot { read: None, value: None, dirty: false });
         slot.value = value;
         slot.dirty = true;
     }
@@ -504,23 +418,13 @@ impl<'s, S: Store> Tx<'s, S> {
                 (BTreeMap::new(), BTreeMap::new())
             } else {
                 (
-                    slot.stored
-                        .as_ref()
-                        .map(|s| s.index_entries(&self.ws, id))
-                        .unwrap_or_default(),
-                    slot.doc
-                        .as_ref()
-                        .map(|p| index_entries(&self.ws, p))
-                        .unwrap_or_default(),
+                    slot.stored.as_ref().map(|s| s.index_entries(&self.ws, id)).unwrap_or_default(),
+                    slot.doc.as_ref().map(|p| index_entries(&self.ws, p)).unwrap_or_default(),
                 )
             };
             for k in stored_index.keys() {
                 if !new_index.contains_key(k) {
-                    ops.push(Op::Delete {
-                        table: Table::Ident,
-                        key: k.clone(),
-                        expect: Expect::Any,
-                    });
+                    ops.push(Op::Delete { table: Table::Ident, key: k.clone(), expect: Expect::Any });
                 }
             }
             for (k, unique) in &new_index {
@@ -537,19 +441,10 @@ impl<'s, S: Store> Tx<'s, S> {
                 }
             }
             match &slot.doc {
-                Some(p) => ops.push(Op::Put {
-                    table: Table::Profile,
-                    key,
-                    value: encode(p),
-                    expect,
-                }),
+                Some(p) => ops.push(Op::Put { table: Table::Profile, key, value: encode(p), expect }),
                 None => {
                     if slot.version.is_some() {
-                        ops.push(Op::Delete {
-                            table: Table::Profile,
-                            key,
-                            expect,
-                        });
+                        ops.push(Op::Delete { table: Table::Profile, key, expect });
                     }
                 }
             }
@@ -564,12 +459,7 @@ impl<'s, S: Store> Tx<'s, S> {
                 Some(None) => Expect::Absent,
             };
             match slot.value {
-                Some(v) => ops.push(Op::Put {
-                    table,
-                    key,
-                    value: v,
-                    expect,
-                }),
+                Some(v) => ops.push(Op::Put { table, key, value: v, expect }),
                 // Deleting what was read as absent changes nothing.
                 None if slot.read == Some(None) => {}
                 None => ops.push(Op::Delete { table, key, expect }),
@@ -578,10 +468,7 @@ impl<'s, S: Store> Tx<'s, S> {
         // Deletes of index entries come first so that an identifier moving between
         // profiles in one request does not trip its own uniqueness check.
         ops.sort_by_key(|op| match op {
-            Op::Delete {
-                table: Table::Ident,
-                ..
-            } => 0,
+            Op::Delete { table: Table::Ident, .. } => 0,
             _ => 1,
         });
         ChangeSet { ops, ack: None }
@@ -657,8 +544,5 @@ pub fn phone(x: &str) -> Option<Identifier> {
 
 /// An alias identifier.
 pub fn alias(name: &str, label: &str) -> Identifier {
-    Identifier::Alias(UserAlias {
-        alias_name: name.into(),
-        alias_label: label.into(),
-    })
+    Identifier::Alias(UserAlias { alias_name: name.into(), alias_label: label.into() })
 }

@@ -94,13 +94,7 @@ pub struct Route {
 
 macro_rules! route {
     ($m:ident $p:literal, $auth:expr, $bucket:ident, $ep:expr) => {
-        Route {
-            method: Method::$m,
-            pattern: $p,
-            auth: $auth,
-            bucket: Bucket::$bucket,
-            endpoint: $ep,
-        }
+        Route { method: Method::$m, pattern: $p, auth: $auth, bucket: Bucket::$bucket, endpoint: $ep }
     };
 }
 
@@ -145,10 +139,7 @@ pub static ROUTES: &[Route] = &[
 ];
 
 fn match_pattern(pattern: &str, path: &str) -> Option<Vec<String>> {
-    let path = path
-        .strip_suffix('/')
-        .filter(|p| !p.is_empty())
-        .unwrap_or(path);
+    let path = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
     let mut params = Vec::new();
     let mut pat = pattern.split('/');
     let mut segs = path.split('/');
@@ -172,11 +163,7 @@ pub fn find(method: Method, path: &str) -> Result<(&'static Route, Endpoint), Ap
                 return Ok((route, (route.endpoint)(params)));
             }
             // A literal route shadows the parameter route for the same path.
-            if route.pattern.contains("{}")
-                && allowed
-                    .iter()
-                    .any(|(_, p): &(Method, &str)| !p.contains("{}"))
-            {
+            if route.pattern.contains("{}") && allowed.iter().any(|(_, p): &(Method, &str)| !p.contains("{}")) {
                 continue;
             }
             allowed.push((route.method, route.pattern));
@@ -185,9 +172,7 @@ pub fn find(method: Method, path: &str) -> Result<(&'static Route, Endpoint), Ap
     if allowed.is_empty() {
         Err(ApiError::RouteNotFound)
     } else {
-        Err(ApiError::MethodNotAllowed {
-            allowed: allowed.into_iter().map(|(m, _)| m).collect(),
-        })
+        Err(ApiError::MethodNotAllowed { allowed: allowed.into_iter().map(|(m, _)| m).collect() })
     }
 }
 
@@ -197,18 +182,13 @@ mod tests {
 
     #[test]
     fn literal_segments_win_over_parameters() {
-        assert_eq!(
-            find(Method::Get, "/preference_center/v1/list").unwrap().1,
-            Endpoint::PreferenceCenterList
-        );
+        assert_eq!(find(Method::Get, "/preference_center/v1/list").unwrap().1, Endpoint::PreferenceCenterList);
         assert_eq!(
             find(Method::Get, "/preference_center/v1/abc").unwrap().1,
             Endpoint::PreferenceCenterGet("abc".into())
         );
         assert_eq!(
-            find(Method::Get, "/cdi/integrations/x%20y/job_sync_status")
-                .unwrap()
-                .1,
+            find(Method::Get, "/cdi/integrations/x%20y/job_sync_status").unwrap().1,
             Endpoint::CdiJobSyncStatus("x y".into())
         );
     }
@@ -217,18 +197,8 @@ mod tests {
     fn unknown_paths_and_methods() {
         let err = |m, p| find(m, p).err().expect("an error");
         assert_eq!(err(Method::Get, "/users/nope"), ApiError::RouteNotFound);
-        assert_eq!(
-            err(Method::Get, "/users/track"),
-            ApiError::MethodNotAllowed {
-                allowed: vec![Method::Post]
-            }
-        );
-        assert_eq!(
-            err(Method::Delete, "/preference_center/v1/list"),
-            ApiError::MethodNotAllowed {
-                allowed: vec![Method::Get]
-            }
-        );
+        assert_eq!(err(Method::Get, "/users/track"), ApiError::MethodNotAllowed { allowed: vec![Method::Post] });
+        assert_eq!(err(Method::Delete, "/preference_center/v1/list"), ApiError::MethodNotAllowed { allowed: vec![Method::Get] });
         assert!(find(Method::Post, "/users/track/").is_ok());
     }
 }

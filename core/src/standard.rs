@@ -18,13 +18,7 @@ pub const RESERVED: &[&str] = &[
 ];
 
 /// Keys handled by dedicated code paths (identity and subscription state).
-pub const SPECIAL: &[&str] = &[
-    "email",
-    "phone",
-    "email_subscribe",
-    "push_subscribe",
-    "subscription_groups",
-];
+pub const SPECIAL: &[&str] = &["email", "phone", "email_subscribe", "push_subscribe", "subscription_groups"];
 
 fn string_max(v: &Value, max: usize) -> Result<Value, String> {
     match v {
@@ -43,10 +37,7 @@ fn time_zone(v: &Value) -> Result<Value, String> {
         || (s.contains('/')
             && s.len() <= 64
             && s.split('/').all(|part| {
-                !part.is_empty()
-                    && part
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"_-+".contains(&b))
+                !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-+".contains(&b))
             }));
     if ok {
         Ok(v.clone())
@@ -59,12 +50,7 @@ fn time_zone(v: &Value) -> Result<Value, String> {
 /// otherwise the value to store (`Null` removes it) or why it was refused.
 pub fn parse(key: &str, v: &Value) -> Option<Result<Value, String>> {
     let checked = |r: Result<Value, String>| Some(r.map_err(|why| format!("'{key}' {why}")));
-    if v.is_null()
-        && !matches!(
-            key,
-            "email_open_tracking_disabled" | "email_click_tracking_disabled"
-        )
-    {
+    if v.is_null() && !matches!(key, "email_open_tracking_disabled" | "email_click_tracking_disabled") {
         // `null` removes a standard attribute, but only of a key we know.
         return STANDARD_KEYS.contains(&key).then_some(Ok(Value::Null));
     }
@@ -83,15 +69,11 @@ pub fn parse(key: &str, v: &Value) -> Option<Result<Value, String>> {
             None => Err("must be a date written YYYY-MM-DD".into()),
         }),
         "country" => checked(match v.as_str() {
-            Some(c) if c.len() == 2 && c.bytes().all(|b| b.is_ascii_alphabetic()) => {
-                Ok(Value::from(c.to_ascii_uppercase()))
-            }
+            Some(c) if c.len() == 2 && c.bytes().all(|b| b.is_ascii_alphabetic()) => Ok(Value::from(c.to_ascii_uppercase())),
             _ => Err("must be an ISO-3166-1 alpha-2 country code".into()),
         }),
         "language" => checked(match v.as_str() {
-            Some(c) if c.len() == 2 && c.bytes().all(|b| b.is_ascii_alphabetic()) => {
-                Ok(Value::from(c.to_ascii_lowercase()))
-            }
+            Some(c) if c.len() == 2 && c.bytes().all(|b| b.is_ascii_alphabetic()) => Ok(Value::from(c.to_ascii_lowercase())),
             _ => Err("must be an ISO-639-1 language code".into()),
         }),
         "time_zone" => checked(time_zone(v)),
@@ -108,12 +90,8 @@ pub fn parse(key: &str, v: &Value) -> Option<Result<Value, String>> {
         "current_location" => checked(match v.as_object() {
             Some(o)
                 if o.len() == 2
-                    && o.get("latitude")
-                        .and_then(Value::as_f64)
-                        .is_some_and(|l| (-90.0..=90.0).contains(&l))
-                    && o.get("longitude")
-                        .and_then(Value::as_f64)
-                        .is_some_and(|l| (-180.0..=180.0).contains(&l)) =>
+                    && o.get("latitude").and_then(Value::as_f64).is_some_and(|l| (-90.0..=90.0).contains(&l))
+                    && o.get("longitude").and_then(Value::as_f64).is_some_and(|l| (-180.0..=180.0).contains(&l)) =>
             {
                 Ok(v.clone())
             }
@@ -153,10 +131,7 @@ mod tests {
         assert!(parse("country", &json!("Germany")).unwrap().is_err());
         assert_eq!(parse("gender", &json!("f")), Some(Ok(json!("F"))));
         assert!(parse("dob", &json!("1990-13-01")).unwrap().is_err());
-        assert_eq!(
-            parse("time_zone", &json!("America/New_York")),
-            Some(Ok(json!("America/New_York")))
-        );
+        assert_eq!(parse("time_zone", &json!("America/New_York")), Some(Ok(json!("America/New_York"))));
         assert!(parse("time_zone", &json!("nowhere")).unwrap().is_err());
         assert_eq!(parse("first_name", &Value::Null), Some(Ok(Value::Null)));
         assert_eq!(parse("favourite_colour", &json!("red")), None);

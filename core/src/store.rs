@@ -37,14 +37,8 @@ impl Table {
     }
 
     /// Every table, for backends that enumerate them.
-    pub const ALL: [Table; 6] = [
-        Table::Workspace,
-        Table::ApiKey,
-        Table::Profile,
-        Table::Ident,
-        Table::Group,
-        Table::Address,
-    ];
+    pub const ALL: [Table; 6] =
+        [Table::Workspace, Table::ApiKey, Table::Profile, Table::Ident, Table::Group, Table::Address];
 }
 
 /// A stored document with its version (starting at 1, incremented by every write).
@@ -71,18 +65,9 @@ pub enum Expect {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
     /// Insert or replace a document.
-    Put {
-        table: Table,
-        key: String,
-        value: Vec<u8>,
-        expect: Expect,
-    },
+    Put { table: Table, key: String, value: Vec<u8>, expect: Expect },
     /// Remove a document (a missing key is fine unless `expect` says otherwise).
-    Delete {
-        table: Table,
-        key: String,
-        expect: Expect,
-    },
+    Delete { table: Table, key: String, expect: Expect },
 }
 
 /// Acknowledges queued jobs as applied: removes the oldest `count` jobs, which
@@ -153,20 +138,11 @@ pub trait Store {
     async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError>;
 
     /// Reads documents whose key starts with `prefix`, in key order, at most `limit`.
-    async fn scan(
-        &self,
-        table: Table,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<(String, Entry)>, StoreError>;
+    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError>;
 
     /// Reads many documents of one table; the answer is in the order of `keys`.
     /// Backends override it when one round trip is cheaper than many.
-    async fn get_many(
-        &self,
-        table: Table,
-        keys: &[String],
-    ) -> Result<Vec<Option<Entry>>, StoreError> {
+    async fn get_many(&self, table: Table, keys: &[String]) -> Result<Vec<Option<Entry>>, StoreError> {
         let mut out = Vec::with_capacity(keys.len());
         for k in keys {
             out.push(self.get(table, k).await?);

@@ -31,8 +31,7 @@ use crate::store::{Store, StoreError};
 pub const MAX_IDS: usize = 50;
 
 /// The platform's message when a request sends both emails and phones.
-pub const EMAIL_AND_PHONE: &str =
-    "Either an email address or a phone number should be provided, but not both.";
+pub const EMAIL_AND_PHONE: &str = "Either an email address or a phone number should be provided, but not both.";
 /// The platform's message for a missing or unknown subscription group id.
 pub const BAD_GROUP_ID: &str = "'subscription_group_id' must be a valid subscription group UUID";
 /// The platform's message for a group state other than `subscribed` / `unsubscribed`.
@@ -57,17 +56,9 @@ pub(crate) fn field<'a>(body: &'a Map<String, Value>, key: &str) -> Option<&'a V
 
 /// The strings of an identifier field: a string (when `one_allowed`) or an array of
 /// 1 to 50 strings.
-pub(crate) fn json_strings(
-    v: &Value,
-    name: &str,
-    one_allowed: bool,
-) -> Result<Vec<String>, ApiError> {
+pub(crate) fn json_strings(v: &Value, name: &str, one_allowed: bool) -> Result<Vec<String>, ApiError> {
     let wrong = || {
-        let what = if one_allowed {
-            "a string or an array of 1 to 50 strings"
-        } else {
-            "an array of 1 to 50 strings"
-        };
+        let what = if one_allowed { "a string or an array of 1 to 50 strings" } else { "an array of 1 to 50 strings" };
         ApiError::bad(format!("'{name}' must be {what}"))
     };
     match v {
@@ -76,10 +67,7 @@ pub(crate) fn json_strings(
             if items.len() > MAX_IDS {
                 return Err(ApiError::bad(TOO_MANY_IDS));
             }
-            items
-                .iter()
-                .map(|i| i.as_str().map(str::to_string).ok_or_else(wrong))
-                .collect()
+            items.iter().map(|i| i.as_str().map(str::to_string).ok_or_else(wrong)).collect()
         }
         _ => Err(wrong()),
     }
@@ -128,11 +116,7 @@ pub(crate) enum Kind {
 }
 
 /// Parses identifier values of one kind; `name` is the field, for messages.
-pub(crate) fn parse_named(
-    values: Vec<String>,
-    kind: Kind,
-    name: &str,
-) -> Result<Vec<Named>, ApiError> {
+pub(crate) fn parse_named(values: Vec<String>, kind: Kind, name: &str) -> Result<Vec<Named>, ApiError> {
     if values.len() > MAX_IDS {
         return Err(ApiError::bad(TOO_MANY_IDS));
     }
@@ -158,17 +142,9 @@ pub(crate) fn parse_named(
 }
 
 /// The group a request names: a missing, mistyped or unknown id is the platform's 400.
-pub(crate) async fn group_of<S: Store>(
-    store: &S,
-    ws: &WorkspaceName,
-    v: Option<&Value>,
-) -> Result<Group, ApiError> {
-    let id = v
-        .and_then(Value::as_str)
-        .ok_or_else(|| ApiError::bad(BAD_GROUP_ID))?;
-    groups::get(store, ws, id)
-        .await?
-        .ok_or_else(|| ApiError::bad(BAD_GROUP_ID))
+pub(crate) async fn group_of<S: Store>(store: &S, ws: &WorkspaceName, v: Option<&Value>) -> Result<Group, ApiError> {
+    let id = v.and_then(Value::as_str).ok_or_else(|| ApiError::bad(BAD_GROUP_ID))?;
+    groups::get(store, ws, id).await?.ok_or_else(|| ApiError::bad(BAD_GROUP_ID))
 }
 
 /// Checks that a group's channel is addressed by this kind of identifier: email
@@ -178,10 +154,7 @@ pub(crate) fn check_channel(group: &Group, kind: Kind, name: &str) -> Result<(),
     let ok = match kind {
         Kind::External => true,
         Kind::Email => group.channel == Channel::Email,
-        Kind::Phone => matches!(
-            group.channel,
-            Channel::Sms | Channel::Rcs | Channel::Whatsapp
-        ),
+        Kind::Phone => matches!(group.channel, Channel::Sms | Channel::Rcs | Channel::Whatsapp),
     };
     if ok {
         return Ok(());

@@ -71,11 +71,7 @@ pub enum AttrUpdate {
     PushSubscribe(GlobalState),
     /// A subscription-group state; applied to every user sharing the email (email
     /// groups) or phone (other channels).
-    Group {
-        id: String,
-        channel: Channel,
-        state: GroupState,
-    },
+    Group { id: String, channel: Channel, state: GroupState },
     /// A custom attribute update.
     Custom(String, CustomOp),
 }
@@ -85,34 +81,18 @@ pub enum AttrUpdate {
 #[serde(rename_all = "snake_case")]
 pub enum TrackOp {
     /// An attribute object.
-    Attributes {
-        target: Target,
-        merge_objects: bool,
-        updates: Vec<AttrUpdate>,
-    },
+    Attributes { target: Target, merge_objects: bool, updates: Vec<AttrUpdate> },
     /// One custom event occurrence.
-    Event {
-        target: Target,
-        name: String,
-        time: Timestamp,
-    },
+    Event { target: Target, name: String, time: Timestamp },
     /// One purchase (of `quantity` items).
-    Purchase {
-        target: Target,
-        product_id: String,
-        price: f64,
-        quantity: u64,
-        time: Timestamp,
-    },
+    Purchase { target: Target, product_id: String, price: f64, quantity: u64, time: Timestamp },
 }
 
 impl TrackOp {
     /// The user the operation updates.
     pub fn target(&self) -> &Target {
         match self {
-            TrackOp::Attributes { target, .. }
-            | TrackOp::Event { target, .. }
-            | TrackOp::Purchase { target, .. } => target,
+            TrackOp::Attributes { target, .. } | TrackOp::Event { target, .. } | TrackOp::Purchase { target, .. } => target,
         }
     }
 }
@@ -159,13 +139,11 @@ fn object_error(array: InputArray, index: usize, message: impl Into<String>) -> 
 }
 
 /// The message used when no object in the request could be processed.
-pub const NOTHING_VALID: &str =
-    "Valid data must be provided in the 'attributes', 'events', or 'purchases' fields.";
+pub const NOTHING_VALID: &str = "Valid data must be provided in the 'attributes', 'events', or 'purchases' fields.";
 
 /// Parses the JSON body into an object, or the fatal error.
 pub fn body_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| fatal(format!("Invalid JSON body: {e}"), vec![]))?;
+    let v: Value = serde_json::from_slice(body).map_err(|e| fatal(format!("Invalid JSON body: {e}"), vec![]))?;
     match v {
         Value::Object(o) => Ok(o),
         _ => Err(fatal("The request body must be a JSON object", vec![])),
@@ -182,16 +160,11 @@ pub fn fatal(message: impl Into<String>, mut errors: Vec<Value>) -> ApiError {
 }
 
 /// The three arrays of a request, checked for type and size.
-pub fn arrays(
-    body: &Map<String, Value>,
-    max: usize,
-) -> Result<Vec<(InputArray, &Vec<Value>)>, ApiError> {
+pub fn arrays(body: &Map<String, Value>, max: usize) -> Result<Vec<(InputArray, &Vec<Value>)>, ApiError> {
     let mut out = Vec::new();
-    for (name, kind) in [
-        ("attributes", InputArray::Attributes),
-        ("events", InputArray::Events),
-        ("purchases", InputArray::Purchases),
-    ] {
+    for (name, kind) in
+        [("attributes", InputArray::Attributes), ("events", InputArray::Events), ("purchases", InputArray::Purchases)]
+    {
         match body.get(name) {
             None | Some(Value::Null) => {}
             Some(Value::Array(items)) => {
@@ -203,12 +176,7 @@ pub fn arrays(
                 }
                 out.push((kind, items));
             }
-            Some(_) => {
-                return Err(fatal(
-                    format!("'{name}' must be an array of objects"),
-                    vec![],
-                ))
-            }
+            Some(_) => return Err(fatal(format!("'{name}' must be an array of objects"), vec![])),
         }
     }
     if out.is_empty() {
@@ -233,16 +201,7 @@ pub async fn parse<S: Store>(
                 None => Err("each object must be a JSON object".to_string()),
                 Some(obj) => match kind {
                     InputArray::Attributes => {
-                        parse_attributes(
-                            store,
-                            ws,
-                            obj,
-                            *kind,
-                            index,
-                            &mut parsed.errors,
-                            &mut nested_invalid,
-                        )
-                        .await?
+                        parse_attributes(store, ws, obj, *kind, index, &mut parsed.errors, &mut nested_invalid).await?
                     }
                     InputArray::Events => parse_event(obj, now),
                     InputArray::Purchases => parse_purchase(obj, now),
@@ -276,34 +235,19 @@ pub async fn parse<S: Store>(
 /// Finds the identifier of an object: exactly one of `external_id`, `user_alias`,
 /// `service_id` (or `braze_id`), else `email`, else `phone`.
 fn identifier(obj: &Map<String, Value>, kind: InputArray) -> Result<Identifier, String> {
-    let primary: Vec<&str> = ["external_id", "user_alias", "service_id", "braze_id"]
-        .into_iter()
-        .filter(|k| obj.contains_key(*k))
-        .collect();
-    let required =
-        "one of 'external_id', 'user_alias', 'service_id', 'email' or 'phone' is required";
+    let primary: Vec<&str> =
+        ["external_id", "user_alias", "service_id", "braze_id"].into_iter().filter(|k| obj.contains_key(*k)).collect();
+    let required = "one of 'external_id', 'user_alias', 'service_id', 'email' or 'phone' is required";
     if primary.len() > 1 {
-        return Err(format!(
-            "only one of 'external_id', 'user_alias', 'service_id' may be given, found {}",
-            primary.join(", ")
-        ));
+        return Err(format!("only one of 'external_id', 'user_alias', 'service_id' may be given, found {}", primary.join(", ")));
     }
-    if primary.len() == 1
-        && kind != InputArray::Attributes
-        && (obj.contains_key("email") || obj.contains_key("phone"))
-    {
-        return Err(format!(
-            "exactly one kind of identifier is allowed: {} and email/phone were both given",
-            primary[0]
-        ));
+    if primary.len() == 1 && kind != InputArray::Attributes && (obj.contains_key("email") || obj.contains_key("phone")) {
+        return Err(format!("exactly one kind of identifier is allowed: {} and email/phone were both given", primary[0]));
     }
     match primary.first() {
         Some(&"external_id") => {
-            let x = obj["external_id"]
-                .as_str()
-                .ok_or("'external_id' must be a string")?;
-            let x = ExternalId::parse(x)
-                .ok_or("'external_id' must be 1 to 987 bytes without control characters")?;
+            let x = obj["external_id"].as_str().ok_or("'external_id' must be a string")?;
+            let x = ExternalId::parse(x).ok_or("'external_id' must be 1 to 987 bytes without control characters")?;
             if x.is_blocked() {
                 return Err("provided external_id is blacklisted and disallowed".into());
             }
@@ -311,9 +255,7 @@ fn identifier(obj: &Map<String, Value>, kind: InputArray) -> Result<Identifier, 
         }
         Some(&"user_alias") => UserAlias::from_json(&obj["user_alias"])
             .map(Identifier::Alias)
-            .ok_or_else(|| {
-                "'user_alias' must be an object with string 'alias_name' and 'alias_label'".into()
-            }),
+            .ok_or_else(|| "'user_alias' must be an object with string 'alias_name' and 'alias_label'".into()),
         Some(k) => obj[*k]
             .as_str()
             .and_then(ServiceId::parse)
@@ -324,17 +266,12 @@ fn identifier(obj: &Map<String, Value>, kind: InputArray) -> Result<Identifier, 
                 .as_str()
                 .and_then(Email::parse)
                 .map(Identifier::Email)
-                .ok_or_else(|| {
-                    "The value provided for the 'email' field is not a valid email.".into()
-                }),
+                .ok_or_else(|| "The value provided for the 'email' field is not a valid email.".into()),
             (_, Some(p)) if !p.is_null() => p
                 .as_str()
                 .and_then(Phone::parse)
                 .map(Identifier::Phone)
-                .ok_or_else(|| {
-                    "The value provided for the 'phone' field is not a valid E.164 phone number."
-                        .into()
-                }),
+                .ok_or_else(|| "The value provided for the 'phone' field is not a valid E.164 phone number.".into()),
             _ => Err(required.into()),
         },
     }
@@ -443,18 +380,11 @@ async fn parse_attributes<S: Store>(
             },
         }
     }
-    Ok(Ok(TrackOp::Attributes {
-        target,
-        merge_objects,
-        updates,
-    }))
+    Ok(Ok(TrackOp::Attributes { target, merge_objects, updates }))
 }
 
 fn time_field(obj: &Map<String, Value>, now: Timestamp) -> Result<Timestamp, String> {
-    let t = obj
-        .get("time")
-        .and_then(Value::as_str)
-        .ok_or("'time' is required: an ISO 8601 time with an offset or Z")?;
+    let t = obj.get("time").and_then(Value::as_str).ok_or("'time' is required: an ISO 8601 time with an offset or Z")?;
     let t = Timestamp::parse(t).ok_or("'time' must be an ISO 8601 time with an offset or Z")?;
     // The platform records future times as the current time.
     Ok(t.min(now))
@@ -466,10 +396,7 @@ fn check_properties(obj: &Map<String, Value>) -> Result<(), String> {
         Some(Value::Object(p)) => {
             for k in p.keys() {
                 if k.is_empty() || k.chars().count() > 255 || k.starts_with('$') {
-                    return Err(
-                        "'properties' keys must be 1 to 255 characters and not start with '$'"
-                            .into(),
-                    );
+                    return Err("'properties' keys must be 1 to 255 characters and not start with '$'".into());
                 }
                 if k == "time" || k == "event_name" {
                     return Err(format!("'properties' may not use the reserved key '{k}'"));
@@ -494,9 +421,7 @@ fn check_app_id(obj: &Map<String, Value>) -> Result<(), String> {
 fn name_field(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
     match obj.get(key).and_then(Value::as_str) {
         Some(n) if !n.is_empty() && n.chars().count() <= 255 => Ok(n.to_string()),
-        _ => Err(format!(
-            "'{key}' is required: a string of 1 to 255 characters"
-        )),
+        _ => Err(format!("'{key}' is required: a string of 1 to 255 characters")),
     }
 }
 
@@ -523,19 +448,10 @@ fn parse_purchase(obj: &Map<String, Value>, now: Timestamp) -> Result<TrackOp, S
         .ok_or("'price' is required: a number of at most 1e15 in magnitude")?;
     let quantity = match obj.get("quantity") {
         None | Some(Value::Null) => 1,
-        Some(q) => q
-            .as_u64()
-            .filter(|q| (1..=100).contains(q))
-            .ok_or("'quantity' must be an integer from 1 to 100")?,
+        Some(q) => q.as_u64().filter(|q| (1..=100).contains(q)).ok_or("'quantity' must be an integer from 1 to 100")?,
     };
     let time = time_field(obj, now)?;
     check_app_id(obj)?;
     check_properties(obj)?;
-    Ok(TrackOp::Purchase {
-        target,
-        product_id,
-        price,
-        quantity,
-        time,
-    })
+    Ok(TrackOp::Purchase { target, product_id, price, quantity, time })
 }

@@ -30,10 +30,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{json, Value};
 
 fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 struct Rng(u64);
@@ -85,16 +82,13 @@ fn checkpointed_copy(from: &Path, to: &Path) {
         let mut src = from.as_os_str().to_owned();
         src.push(suffix);
         let c = rusqlite::Connection::open(PathBuf::from(&src)).expect("open");
-        c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
-            .expect("checkpoint");
+        c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").expect("checkpoint");
         drop(c);
         let mut dst = to.as_os_str().to_owned();
         dst.push(suffix);
         std::fs::copy(PathBuf::from(&src), PathBuf::from(&dst)).expect("copy");
         // Flush the copy now, or its writeback competes with the first seconds of load.
-        std::fs::File::open(PathBuf::from(&dst))
-            .and_then(|f| f.sync_all())
-            .expect("sync copy");
+        std::fs::File::open(PathBuf::from(&dst)).and_then(|f| f.sync_all()).expect("sync copy");
         for wal in ["-wal", "-shm"] {
             let mut w = dst.clone();
             w.push(wal);
@@ -114,25 +108,17 @@ fn body(rng: &mut Rng, profiles: u64) -> Vec<u8> {
     let purchases: Vec<Value> = (0..75)
         .map(|_| json!({"external_id": user(), "product_id": "sku-1", "currency": "USD", "price": 9.99, "quantity": 1, "time": "2026-11-01T10:00:00Z"}))
         .collect();
-    serde_json::to_vec(&json!({"attributes": attributes, "events": events, "purchases": purchases}))
-        .unwrap()
+    serde_json::to_vec(&json!({"attributes": attributes, "events": events, "purchases": purchases})).unwrap()
 }
 
 fn pending(db: &Path) -> (i64, i64) {
     let c = rusqlite::Connection::open(db).expect("open");
     let mut q = db.as_os_str().to_owned();
     q.push("-queue");
-    c.execute("ATTACH DATABASE ?1 AS q", [q.to_string_lossy().to_string()])
-        .expect("attach");
-    let applied: i64 = c
-        .query_row("SELECT applied FROM queue_cursor", [], |r| r.get(0))
-        .expect("cursor");
+    c.execute("ATTACH DATABASE ?1 AS q", [q.to_string_lossy().to_string()]).expect("attach");
+    let applied: i64 = c.query_row("SELECT applied FROM queue_cursor", [], |r| r.get(0)).expect("cursor");
     let tail: i64 = c
-        .query_row(
-            "SELECT coalesce(max(seq), 0) FROM q.sqlite_sequence WHERE name = 'queue'",
-            [],
-            |r| r.get(0),
-        )
+        .query_row("SELECT coalesce(max(seq), 0) FROM q.sqlite_sequence WHERE name = 'queue'", [], |r| r.get(0))
         .expect("tail");
     (applied, tail)
 }
@@ -153,14 +139,8 @@ fn cpu_by_thread() -> std::collections::BTreeMap<String, f64> {
         };
         let name = stat[open + 1..close].to_string();
         let fields: Vec<&str> = stat[close + 2..].split(' ').collect();
-        let ticks: f64 = fields
-            .get(11)
-            .and_then(|u| u.parse::<f64>().ok())
-            .unwrap_or(0.0)
-            + fields
-                .get(12)
-                .and_then(|s| s.parse::<f64>().ok())
-                .unwrap_or(0.0);
+        let ticks: f64 = fields.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0)
+            + fields.get(12).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
         *out.entry(name).or_insert(0.0) += ticks / tick;
     }
     out
@@ -186,17 +166,10 @@ fn main() {
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
     std::fs::create_dir_all(&root).unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
 
     let (base, key, db) = match &target {
-        Some(t) => (
-            t.trim_end_matches('/').to_string(),
-            std::env::var("BENCH_KEY").expect("BENCH_KEY"),
-            None,
-        ),
+        Some(t) => (t.trim_end_matches('/').to_string(), std::env::var("BENCH_KEY").expect("BENCH_KEY"), None),
         None => {
             // The name changes with the storage layout (v3: page sizes per file), so a stale seed is never reused.
             let seed = root.join(format!("seed-v3-{profiles}.db"));
@@ -212,14 +185,9 @@ fn main() {
                 engage::ctx(),
             ))
             .unwrap();
-            let config = Config {
-                rate_limits: false,
-                ..Config::default()
-            };
+            let config = Config { rate_limits: false, ..Config::default() };
             let engine: SharedEngine = Arc::new(Engine::new(store, config));
-            let listener = runtime
-                .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-                .unwrap();
+            let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
             let addr = listener.local_addr().unwrap();
             runtime.spawn(async move { run(engine, listener, std::future::pending()).await });
             (format!("http://{addr}"), key, Some(db))
@@ -228,20 +196,15 @@ fn main() {
 
     eprintln!("generating request bodies");
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let bodies: Arc<Vec<Bytes>> = Arc::new(
-        (0..1000)
-            .map(|_| Bytes::from(body(&mut rng, profiles)))
-            .collect(),
-    );
+    let bodies: Arc<Vec<Bytes>> = Arc::new((0..1000).map(|_| Bytes::from(body(&mut rng, profiles))).collect());
     eprintln!(
         "body size {} bytes; offering {rate} req/s for {seconds}s over {connections} connections",
         bodies[0].len()
     );
 
     let total = rate * seconds;
-    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new())
-        .pool_max_idle_per_host(connections)
-        .build_http();
+    let client: Client<_, Full<Bytes>> =
+        Client::builder(TokioExecutor::new()).pool_max_idle_per_host(connections).build_http();
     let limiter = Arc::new(tokio::sync::Semaphore::new(connections));
     let cpu_before = cpu_by_thread();
     let started = Instant::now();
@@ -285,10 +248,7 @@ fn main() {
     let last_ack = results.iter().map(|r| r.2).max().unwrap_or(started);
     let ack_window = last_ack.duration_since(started).as_secs_f64();
 
-    println!(
-        "track load: {profiles} profiles, offered {rate} req/s x {seconds}s, {} bytes/request",
-        bodies[0].len()
-    );
+    println!("track load: {profiles} profiles, offered {rate} req/s x {seconds}s, {} bytes/request", bodies[0].len());
     println!(
         "  acknowledged: {acked}/{total} ({} failed) in {ack_window:.1}s = {:.0} req/s",
         total as usize - acked,
@@ -307,21 +267,14 @@ fn main() {
         .filter(|(_, t)| *t > 0.05)
         .map(|(name, t)| format!("{name} {:.2}", t / load_elapsed))
         .collect();
-    println!(
-        "  CPU during load (cores, by thread name; client and server share tokio-rt-worker): {}",
-        cpu.join(", ")
-    );
+    println!("  CPU during load (cores, by thread name; client and server share tokio-rt-worker): {}", cpu.join(", "));
     if std::env::var("BENCH_TIMELINE").is_ok() {
         // p99 of each second of scheduled sends: tells a steady state from stalls.
         let per = rate as usize;
         for (s, chunk) in results.chunks(per).enumerate() {
             let mut l: Vec<u64> = chunk.iter().filter(|r| r.0).map(|r| r.1).collect();
             l.sort_unstable();
-            println!(
-                "    second {s}: p50 {:.1} ms, p99 {:.1} ms",
-                pct(&l, 0.5),
-                pct(&l, 0.99)
-            );
+            println!("    second {s}: p50 {:.1} ms, p99 {:.1} ms", pct(&l, 0.5), pct(&l, 0.99));
         }
     }
     if let Some(db) = db {

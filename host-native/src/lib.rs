@@ -14,15 +14,10 @@ use engage_core::{Ctx, Timestamp};
 
 /// The host's context for one request: the wall clock and fresh OS randomness.
 pub fn ctx() -> Ctx {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
     let mut seed = [0u8; 16];
     // Without OS randomness we must not mint keys or ids.
     getrandom::fill(&mut seed).expect("the operating system's random source is unavailable");
-    Ctx {
-        now: Timestamp(now),
-        seed,
-    }
+    Ctx { now: Timestamp(now), seed }
 }

@@ -5,18 +5,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use engage::server::{self, ServeArgs};
-use engage::{ctx, sqlite};
 use engage_core::auth::{parse_permission_list, WorkspaceName};
 use engage_core::groups::{self, Channel};
 use engage_core::ids::IdGen;
+use engage::server::{self, ServeArgs};
+use engage::{ctx, sqlite};
 
 #[derive(Parser)]
-#[command(
-    name = "engage",
-    version,
-    about = "Engage: a self-hostable customer-engagement user-data API"
-)]
+#[command(name = "engage", version, about = "Engage: a self-hostable customer-engagement user-data API")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -91,64 +87,32 @@ enum GroupsCommand {
 }
 
 fn workspace(name: &str) -> Result<WorkspaceName, String> {
-    WorkspaceName::parse(name).ok_or_else(|| {
-        format!("invalid workspace name '{name}': use letters, digits, '-', '_', '.'")
-    })
+    WorkspaceName::parse(name).ok_or_else(|| format!("invalid workspace name '{name}': use letters, digits, '-', '_', '.'"))
 }
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Serve(args) => server::serve(args),
-        Command::Keys {
-            command:
-                KeysCommand::Create {
-                    db,
-                    workspace: ws,
-                    permissions,
-                },
-        } => {
+        Command::Keys { command: KeysCommand::Create { db, workspace: ws, permissions } } => {
             let ws = workspace(&ws.workspace)?;
             let perms = parse_permission_list(&permissions)?;
             let store = sqlite::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
-            let key = pollster::block_on(engage_core::workspace::create_key(
-                &store,
-                &ws,
-                perms,
-                ctx(),
-            ))
-            .map_err(|e| format!("{e:?}"))?;
+            let key = pollster::block_on(engage_core::workspace::create_key(&store, &ws, perms, ctx()))
+                .map_err(|e| format!("{e:?}"))?;
             println!("{key}");
             Ok(())
         }
-        Command::Groups {
-            command:
-                GroupsCommand::Create {
-                    db,
-                    workspace: ws,
-                    name,
-                    channel,
-                },
-        } => {
+        Command::Groups { command: GroupsCommand::Create { db, workspace: ws, name, channel } } => {
             let ws = workspace(&ws.workspace)?;
-            let channel = Channel::parse(&channel)
-                .ok_or("channel must be one of email, sms, whatsapp, rcs, line")?;
+            let channel = Channel::parse(&channel).ok_or("channel must be one of email, sms, whatsapp, rcs, line")?;
             let store = sqlite::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
             let c = ctx();
-            let g = pollster::block_on(groups::create(
-                &store,
-                &ws,
-                &name,
-                channel,
-                c.now,
-                &mut IdGen::new(c.seed),
-            ))
-            .map_err(|e| format!("{e:?}"))?;
+            let g = pollster::block_on(groups::create(&store, &ws, &name, channel, c.now, &mut IdGen::new(c.seed)))
+                .map_err(|e| format!("{e:?}"))?;
             println!("{}", g.id);
             Ok(())
         }
-        Command::Groups {
-            command: GroupsCommand::List { db, workspace: ws },
-        } => {
+        Command::Groups { command: GroupsCommand::List { db, workspace: ws } } => {
             let ws = workspace(&ws.workspace)?;
             let store = sqlite::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
             for g in pollster::block_on(groups::list(&store, &ws)).map_err(|e| e.to_string())? {

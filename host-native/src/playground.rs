@@ -33,14 +33,9 @@ pub fn init(dir: Option<PathBuf>) -> Result<Option<PathBuf>, String> {
             d
         }
     };
-    let root = dir
-        .canonicalize()
-        .map_err(|e| format!("playground directory {}: {e}", dir.display()))?;
+    let root = dir.canonicalize().map_err(|e| format!("playground directory {}: {e}", dir.display()))?;
     if !root.is_dir() {
-        return Err(format!(
-            "playground directory {} is not a directory",
-            dir.display()
-        ));
+        return Err(format!("playground directory {} is not a directory", dir.display()));
     }
     let _ = ROOT.set(root.clone());
     Ok(Some(root))
@@ -64,41 +59,20 @@ fn serve(root: &Path, method: &Method, rest: &str) -> Response<Full<Bytes>> {
     if rest.is_empty() {
         // Relative asset URLs in the page need the trailing slash.
         let mut r = plain(StatusCode::MOVED_PERMANENTLY, "");
-        r.headers_mut().insert(
-            hyper::header::LOCATION,
-            hyper::header::HeaderValue::from_static("/playground/"),
-        );
+        r.headers_mut().insert(hyper::header::LOCATION, hyper::header::HeaderValue::from_static("/playground/"));
         return r;
     }
-    let Some(file) = resolve(root, rest) else {
-        return plain(StatusCode::NOT_FOUND, "Not Found");
-    };
+    let Some(file) = resolve(root, rest) else { return plain(StatusCode::NOT_FOUND, "Not Found") };
     match std::fs::read(&file) {
         Ok(content) => {
             let len = content.len();
-            let body = if method == Method::HEAD {
-                Bytes::new()
-            } else {
-                Bytes::from(content)
-            };
+            let body = if method == Method::HEAD { Bytes::new() } else { Bytes::from(content) };
             let mut r = Response::new(Full::new(body));
             let h = r.headers_mut();
-            h.insert(
-                hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static(content_type(&file)),
-            );
-            h.insert(
-                hyper::header::CONTENT_LENGTH,
-                hyper::header::HeaderValue::from(len),
-            );
-            h.insert(
-                hyper::header::CACHE_CONTROL,
-                hyper::header::HeaderValue::from_static("no-cache"),
-            );
-            h.insert(
-                "x-content-type-options",
-                hyper::header::HeaderValue::from_static("nosniff"),
-            );
+            h.insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type(&file)));
+            h.insert(hyper::header::CONTENT_LENGTH, hyper::header::HeaderValue::from(len));
+            h.insert(hyper::header::CACHE_CONTROL, hyper::header::HeaderValue::from_static("no-cache"));
+            h.insert("x-content-type-options", hyper::header::HeaderValue::from_static("nosniff"));
             r
         }
         Err(_) => plain(StatusCode::NOT_FOUND, "Not Found"),
@@ -169,10 +143,7 @@ fn content_type(path: &Path) -> &'static str {
 fn plain(status: StatusCode, text: &'static str) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
     *r.status_mut() = status;
-    r.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
+    r.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"));
     r
 }
 
@@ -182,10 +153,7 @@ trait WithAllow {
 
 impl WithAllow for Response<Full<Bytes>> {
     fn with_allow(mut self) -> Self {
-        self.headers_mut().insert(
-            hyper::header::ALLOW,
-            hyper::header::HeaderValue::from_static("GET, HEAD"),
-        );
+        self.headers_mut().insert(hyper::header::ALLOW, hyper::header::HeaderValue::from_static("GET, HEAD"));
         self
     }
 }
@@ -197,8 +165,7 @@ mod tests {
 
     /// A small site in its own directory per test (tests run in parallel).
     fn site(test: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("engage-playground-{test}-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("engage-playground-{test}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("site/pkg")).unwrap();
         std::fs::write(dir.join("site/index.html"), "<!doctype html>").unwrap();
@@ -212,15 +179,8 @@ mod tests {
     fn get(root: &Path, path: &str) -> (StatusCode, String, Vec<u8>) {
         let r = serve(root, &Method::GET, path.strip_prefix(PREFIX).unwrap());
         let status = r.status();
-        let ct = r
-            .headers()
-            .get("content-type")
-            .map(|v| v.to_str().unwrap().to_string())
-            .unwrap_or_default();
-        let body = pollster::block_on(r.into_body().collect())
-            .unwrap()
-            .to_bytes()
-            .to_vec();
+        let ct = r.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+        let body = pollster::block_on(r.into_body().collect()).unwrap().to_bytes().to_vec();
         (status, ct, body)
     }
 
@@ -228,27 +188,14 @@ mod tests {
     fn files_are_served_with_their_content_types() {
         let root = site("files_are_served_with_their_content_types");
         let (s, ct, body) = get(&root, "/playground/");
-        assert_eq!(
-            (s, ct.as_str(), body.as_slice()),
-            (
-                StatusCode::OK,
-                "text/html; charset=utf-8",
-                &b"<!doctype html>"[..]
-            )
-        );
+        assert_eq!((s, ct.as_str(), body.as_slice()), (StatusCode::OK, "text/html; charset=utf-8", &b"<!doctype html>"[..]));
         let (s, ct, _) = get(&root, "/playground/pkg/engage_www_bg.wasm");
         assert_eq!((s, ct.as_str()), (StatusCode::OK, "application/wasm"));
         let (s, ct, _) = get(&root, "/playground/pkg/engage_www.js");
-        assert_eq!(
-            (s, ct.as_str()),
-            (StatusCode::OK, "text/javascript; charset=utf-8")
-        );
+        assert_eq!((s, ct.as_str()), (StatusCode::OK, "text/javascript; charset=utf-8"));
         assert_eq!(get(&root, "/playground").0, StatusCode::MOVED_PERMANENTLY);
         assert_eq!(get(&root, "/playground/pkg").0, StatusCode::NOT_FOUND);
-        assert_eq!(
-            get(&root, "/playground/missing.js").0,
-            StatusCode::NOT_FOUND
-        );
+        assert_eq!(get(&root, "/playground/missing.js").0, StatusCode::NOT_FOUND);
     }
 
     #[test]

@@ -57,13 +57,10 @@ pub type SharedEngine = Arc<Engine<SqliteStore>>;
 /// Runs `engage serve` until SIGINT or SIGTERM.
 pub fn serve(args: ServeArgs) -> Result<(), String> {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .init();
-    let store = SqliteStore::open(&args.db)
-        .map_err(|e| format!("cannot open {}: {e}", args.db.display()))?;
+    let store = SqliteStore::open(&args.db).map_err(|e| format!("cannot open {}: {e}", args.db.display()))?;
     let config = Config {
         max_body_bytes: args.max_body_bytes,
         rate_limits: !args.no_rate_limits,
@@ -71,20 +68,13 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         admin_token: args.admin_token.clone(),
     };
     if let Some(dir) = crate::playground::init(args.playground_dir.clone())? {
-        tracing::info!(
-            "serving the playground from {} at /playground/",
-            dir.display()
-        );
+        tracing::info!("serving the playground from {} at /playground/", dir.display());
     }
     let engine: SharedEngine = Arc::new(Engine::new(store, config));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
-        let listener = TcpListener::bind(&args.listen)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+        let listener =
+            TcpListener::bind(&args.listen).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
         let exit_on_stdin_eof = args.exit_on_stdin_eof;
         run(engine, listener, async move {
             if exit_on_stdin_eof {
@@ -253,11 +243,7 @@ async fn handle(
                 headers: parts
                     .headers
                     .iter()
-                    .filter_map(|(k, v)| {
-                        v.to_str()
-                            .ok()
-                            .map(|v| (k.as_str().to_string(), v.to_string()))
-                    })
+                    .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_string(), v.to_string())))
                     .collect(),
                 body,
             };
@@ -266,18 +252,11 @@ async fn handle(
             let started = std::time::Instant::now();
             let engine = engine.clone();
             // SQLite calls block: run the core on the blocking pool.
-            let response = tokio::task::spawn_blocking(move || {
-                pollster::block_on(engine.handle(request, ctx()))
-            })
-            .await
-            .unwrap_or_else(|_| engage_core::ApiError::Busy.into_response());
+            let response = tokio::task::spawn_blocking(move || pollster::block_on(engine.handle(request, ctx())))
+                .await
+                .unwrap_or_else(|_| engage_core::ApiError::Busy.into_response());
             if let Some(why) = &response.internal {
-                tracing::error!(
-                    method = method.as_str(),
-                    path,
-                    status = response.status,
-                    "{why}"
-                );
+                tracing::error!(method = method.as_str(), path, status = response.status, "{why}");
             }
             tracing::debug!(
                 method = method.as_str(),
@@ -328,7 +307,5 @@ fn to_hyper(resp: Response) -> hyper::Response<Full<Bytes>> {
     for (k, v) in &resp.headers {
         builder = builder.header(k.as_str(), v.as_str());
     }
-    builder
-        .body(Full::new(Bytes::from(resp.body)))
-        .unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new())))
+    builder.body(Full::new(Bytes::from(resp.body))).unwrap_or_else(|_| hyper::Response::new(Full::new(Bytes::new())))
 }

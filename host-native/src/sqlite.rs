@@ -9,18 +9,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use engage_core::store::{
-    expectation_holds, ChangeSet, CommitError, Entry, Expect, Op, QueuedJob, Store, StoreError,
-    Table,
+    expectation_holds, ChangeSet, CommitError, Entry, Expect, Op, QueuedJob, Store, StoreError, Table,
 };
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 /// The numbered migrations, shared with the edge host.
 const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_init", include_str!("../../migrations/0001_init.sql")),
-    (
-        "0002_guard",
-        include_str!("../../migrations/0002_guard.sql"),
-    ),
+    ("0002_guard", include_str!("../../migrations/0002_guard.sql")),
 ];
 
 fn err(e: rusqlite::Error) -> StoreError {
@@ -62,46 +58,33 @@ const QUEUE_PAGE_SIZE: i64 = 32 * 1024;
 
 fn open(path: &Path, page_size: i64) -> Result<Connection, StoreError> {
     let conn = Connection::open(path).map_err(err)?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))
-        .map_err(err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(err)?;
     // Only takes effect on a new database (before WAL mode is set).
-    conn.pragma_update(None, "page_size", page_size)
-        .map_err(err)?;
+    conn.pragma_update(None, "page_size", page_size).map_err(err)?;
     // WAL: readers never block the writer. FULL: a commit is on disk before we answer 2xx.
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(err)?;
-    conn.pragma_update(None, "synchronous", "FULL")
-        .map_err(err)?;
-    conn.pragma_update(None, "foreign_keys", "ON")
-        .map_err(err)?;
+    conn.pragma_update(None, "journal_mode", "WAL").map_err(err)?;
+    conn.pragma_update(None, "synchronous", "FULL").map_err(err)?;
+    conn.pragma_update(None, "foreign_keys", "ON").map_err(err)?;
     // Profile reads are random over the whole table: map the file instead of copying
     // each page through read(2), and keep a moderate page cache per connection.
-    conn.pragma_update(None, "mmap_size", 4_i64 << 30)
-        .map_err(err)?;
-    conn.pragma_update(None, "cache_size", -32_768_i64)
-        .map_err(err)?;
+    conn.pragma_update(None, "mmap_size", 4_i64 << 30).map_err(err)?;
+    conn.pragma_update(None, "cache_size", -32_768_i64).map_err(err)?;
     // Checkpoint once the WAL holds about 32 MiB rather than after every large
     // commit: a page rewritten by several commits in between is copied once.
-    conn.pragma_update(None, "wal_autocheckpoint", (32 << 20) / page_size)
-        .map_err(err)?;
+    conn.pragma_update(None, "wal_autocheckpoint", (32 << 20) / page_size).map_err(err)?;
     Ok(conn)
 }
 
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(err)?;
-    let current: i64 = tx
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .map_err(err)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
+    let current: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(err)?;
     for (i, (_, sql)) in MIGRATIONS.iter().enumerate() {
         if (i as i64) < current {
             continue;
         }
         tx.execute_batch(sql).map_err(err)?;
     }
-    tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)
-        .map_err(err)?;
+    tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64).map_err(err)?;
     tx.commit().map_err(err)
 }
 
@@ -119,11 +102,7 @@ impl SqliteStore {
         let store = SqliteStore {
             path: path.to_path_buf(),
             queue_path,
-            writer: Mutex::new(Writer {
-                conn: writer,
-                applied_not_synced: None,
-                last_sync: std::time::Instant::now(),
-            }),
+            writer: Mutex::new(Writer { conn: writer, applied_not_synced: None, last_sync: std::time::Instant::now() }),
             appender: Mutex::new(appender),
             readers: Mutex::new(Vec::new()),
         };
@@ -135,15 +114,11 @@ impl SqliteStore {
 
     fn attach(&self, conn: &Connection) -> Result<(), StoreError> {
         let q = self.queue_path.to_string_lossy().to_string();
-        conn.execute("ATTACH DATABASE ?1 AS q", params![q])
-            .map_err(err)?;
+        conn.execute("ATTACH DATABASE ?1 AS q", params![q]).map_err(err)?;
         Ok(())
     }
 
-    fn with_reader<T>(
-        &self,
-        f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>,
-    ) -> Result<T, StoreError> {
+    fn with_reader<T>(&self, f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>) -> Result<T, StoreError> {
         let conn = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let conn = match conn {
             Some(c) => c,
@@ -163,31 +138,21 @@ impl SqliteStore {
 
     fn tail(&self) -> Result<u64, StoreError> {
         self.with_reader(|c| {
-            c.query_row(
-                "SELECT coalesce(max(seq), 0) FROM q.sqlite_sequence WHERE name = 'queue'",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
+            c.query_row("SELECT coalesce(max(seq), 0) FROM q.sqlite_sequence WHERE name = 'queue'", [], |r| {
+                r.get::<_, i64>(0)
+            })
             .map(|v| v as u64)
         })
     }
 
     fn apply_op(tx: &rusqlite::Transaction<'_>, op: &Op) -> Result<bool, rusqlite::Error> {
         match op {
-            Op::Put {
-                table,
-                key,
-                value,
-                expect,
-            } => match expect {
+            Op::Put { table, key, value, expect } => match expect {
                 Expect::Version(v) => {
                     let mut st = tx.prepare_cached(
                         "UPDATE docs SET version = ?1, value = ?2 WHERE tbl = ?3 AND key = ?4 AND version = ?5",
                     )?;
-                    Ok(
-                        st.execute(params![(*v + 1) as i64, value, table.id(), key, *v as i64])?
-                            == 1,
-                    )
+                    Ok(st.execute(params![(*v + 1) as i64, value, table.id(), key, *v as i64])? == 1)
                 }
                 Expect::Absent => {
                     let mut st = tx.prepare_cached(
@@ -212,8 +177,7 @@ impl SqliteStore {
                 if !expectation_holds(*expect, current.map(|v| v as u64)) {
                     return Ok(false);
                 }
-                tx.prepare_cached("DELETE FROM docs WHERE tbl = ?1 AND key = ?2")?
-                    .execute(params![table.id(), key])?;
+                tx.prepare_cached("DELETE FROM docs WHERE tbl = ?1 AND key = ?2")?.execute(params![table.id(), key])?;
                 Ok(true)
             }
         }
@@ -233,28 +197,16 @@ impl SqliteStore {
         // commit answers a request, so it is synced before the 2xx (and syncs the
         // applier's earlier commits with it: one WAL, in order).
         let applying = changes.ack.is_some();
-        w.conn
-            .pragma_update(
-                None,
-                "synchronous",
-                if applying { "NORMAL" } else { "FULL" },
-            )
-            .map_err(err)?;
-        let tx = w
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err)?;
+        w.conn.pragma_update(None, "synchronous", if applying { "NORMAL" } else { "FULL" }).map_err(err)?;
+        let tx = w.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
         for op in &changes.ops {
             if !Self::apply_op(&tx, op).map_err(err)? {
                 return Err(CommitError::Conflict); // dropping `tx` rolls back
             }
         }
         if let Some(ack) = changes.ack {
-            let applied: i64 = tx
-                .query_row("SELECT applied FROM queue_cursor WHERE id = 1", [], |r| {
-                    r.get(0)
-                })
-                .map_err(err)?;
+            let applied: i64 =
+                tx.query_row("SELECT applied FROM queue_cursor WHERE id = 1", [], |r| r.get(0)).map_err(err)?;
             // Queue sequence numbers above the cursor have no gaps (AUTOINCREMENT, and
             // rows are deleted only at or below a durable cursor), so the jobs in
             // (applied, through] number exactly through - applied. Another applier
@@ -263,11 +215,8 @@ impl SqliteStore {
             if applied >= ack.through || ack.through > tail || ack.through - applied != ack.count {
                 return Err(CommitError::Conflict);
             }
-            tx.execute(
-                "UPDATE queue_cursor SET applied = ?1 WHERE id = 1",
-                params![ack.through as i64],
-            )
-            .map_err(err)?;
+            tx.execute("UPDATE queue_cursor SET applied = ?1 WHERE id = 1", params![ack.through as i64])
+                .map_err(err)?;
         }
         tx.commit().map_err(err)?;
         if let Some(ack) = changes.ack {
@@ -277,20 +226,14 @@ impl SqliteStore {
         if applying && w.last_sync.elapsed() >= APPLY_SYNC_INTERVAL {
             // A small FULL commit syncs the whole WAL, and with it every earlier commit.
             durable = w.conn.pragma_update(None, "synchronous", "FULL").is_ok()
-                && w.conn
-                    .execute("UPDATE queue_cursor SET applied = applied WHERE id = 1", [])
-                    .is_ok();
+                && w.conn.execute("UPDATE queue_cursor SET applied = applied WHERE id = 1", []).is_ok();
         }
         if durable {
             w.last_sync = std::time::Instant::now();
             if let Some(through) = w.applied_not_synced.take() {
                 // The cursor covering these jobs is durable: their rows can go.
                 // Failing here only leaves rows that `queued` already skips.
-                let _ = self
-                    .appender
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .send(QueueMsg::Trim(through));
+                let _ = self.appender.lock().unwrap_or_else(|e| e.into_inner()).send(QueueMsg::Trim(through));
             }
         }
         Ok(())
@@ -300,10 +243,7 @@ impl SqliteStore {
 /// Work for the queue writer thread.
 enum QueueMsg {
     /// Append a job; answer with its sequence number once it is on disk.
-    Append(
-        Vec<u8>,
-        std::sync::mpsc::SyncSender<Result<u64, StoreError>>,
-    ),
+    Append(Vec<u8>, std::sync::mpsc::SyncSender<Result<u64, StoreError>>),
     /// Delete applied jobs up to this sequence number.
     Trim(u64),
 }
@@ -376,21 +316,13 @@ impl Store for SqliteStore {
         self.with_reader(|c| {
             c.prepare_cached("SELECT version, value FROM docs WHERE tbl = ?1 AND key = ?2")?
                 .query_row(params![table.id(), key], |r| {
-                    Ok(Entry {
-                        version: r.get::<_, i64>(0)? as u64,
-                        value: r.get(1)?,
-                    })
+                    Ok(Entry { version: r.get::<_, i64>(0)? as u64, value: r.get(1)? })
                 })
                 .optional()
         })
     }
 
-    async fn scan(
-        &self,
-        table: Table,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<(String, Entry)>, StoreError> {
+    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
         // Keys are text; the range [prefix, prefix + U+10FFFF) holds exactly the keys
         // that start with the prefix.
         let upper = format!("{prefix}\u{10FFFF}");
@@ -406,35 +338,19 @@ impl Store for SqliteStore {
         })
     }
 
-    async fn get_many(
-        &self,
-        table: Table,
-        keys: &[String],
-    ) -> Result<Vec<Option<Entry>>, StoreError> {
+    async fn get_many(&self, table: Table, keys: &[String]) -> Result<Vec<Option<Entry>>, StoreError> {
         // One statement per chunk of keys, parameterised (SQLite allows 32766 parameters).
-        let mut found: std::collections::HashMap<String, Entry> =
-            std::collections::HashMap::with_capacity(keys.len());
+        let mut found: std::collections::HashMap<String, Entry> = std::collections::HashMap::with_capacity(keys.len());
         for chunk in keys.chunks(500) {
             let placeholders = vec!["?"; chunk.len()].join(",");
-            let sql = format!(
-                "SELECT key, version, value FROM docs WHERE tbl = ? AND key IN ({placeholders})"
-            );
+            let sql = format!("SELECT key, version, value FROM docs WHERE tbl = ? AND key IN ({placeholders})");
             self.with_reader(|c| {
                 let mut st = c.prepare_cached(&sql)?;
-                let params = std::iter::once(rusqlite::types::Value::Integer(table.id())).chain(
-                    chunk
-                        .iter()
-                        .map(|k| rusqlite::types::Value::Text(k.clone())),
-                );
+                let params = std::iter::once(rusqlite::types::Value::Integer(table.id()))
+                    .chain(chunk.iter().map(|k| rusqlite::types::Value::Text(k.clone())));
                 let mut rows = st.query(rusqlite::params_from_iter(params))?;
                 while let Some(r) = rows.next()? {
-                    found.insert(
-                        r.get(0)?,
-                        Entry {
-                            version: r.get::<_, i64>(1)? as u64,
-                            value: r.get(2)?,
-                        },
-                    );
+                    found.insert(r.get(0)?, Entry { version: r.get::<_, i64>(1)? as u64, value: r.get(2)? });
                 }
                 Ok(())
             })?;
@@ -453,9 +369,7 @@ impl Store for SqliteStore {
             .unwrap_or_else(|e| e.into_inner())
             .send(QueueMsg::Append(job, reply))
             .map_err(|_| StoreError("the queue writer stopped".into()))?;
-        answer
-            .recv()
-            .map_err(|_| StoreError("the queue writer stopped".into()))?
+        answer.recv().map_err(|_| StoreError("the queue writer stopped".into()))?
     }
 
     async fn queued(&self, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
@@ -465,7 +379,8 @@ impl Store for SqliteStore {
                 "SELECT seq, job FROM q.queue WHERE seq > (SELECT applied FROM queue_cursor WHERE id = 1)
                  ORDER BY seq LIMIT ?1",
             )?;
-            let rows = st.query_map(params![limit], |r| Ok(QueuedJob { seq: r.get::<_, i64>(0)? as u64, job: r.get(1)? }))?;
+            let rows =
+                st.query_map(params![limit], |r| Ok(QueuedJob { seq: r.get::<_, i64>(0)? as u64, job: r.get(1)? }))?;
             rows.collect()
         })
     }

@@ -10,12 +10,8 @@ fn engage(db: &std::path::Path, args: &[&str]) -> Output {
 }
 
 fn temp_db(name: &str) -> std::path::PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let dir =
-        std::env::temp_dir().join(format!("engage-cli-{name}-{}-{nanos}", std::process::id()));
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let dir = std::env::temp_dir().join(format!("engage-cli-{name}-{}-{nanos}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir.join("engage.db")
 }
@@ -23,47 +19,15 @@ fn temp_db(name: &str) -> std::path::PathBuf {
 #[test]
 fn groups_create_prints_only_the_id_and_list_shows_it() {
     let db = temp_db("create");
-    let out = engage(
-        &db,
-        &[
-            "create",
-            "--workspace",
-            "w1",
-            "--name",
-            "News",
-            "--channel",
-            "email",
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = engage(&db, &["create", "--workspace", "w1", "--name", "News", "--channel", "email"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8(out.stdout).expect("utf-8");
     let id = stdout.strip_suffix('\n').expect("one line");
-    assert!(
-        !id.contains('\n') && id.len() == 36 && id.matches('-').count() == 4,
-        "{stdout:?}"
-    );
+    assert!(!id.contains('\n') && id.len() == 36 && id.matches('-').count() == 4, "{stdout:?}");
 
-    let out = engage(
-        &db,
-        &[
-            "create",
-            "--workspace",
-            "w1",
-            "--name",
-            "Texts",
-            "--channel",
-            "sms",
-        ],
-    );
+    let out = engage(&db, &["create", "--workspace", "w1", "--name", "Texts", "--channel", "sms"]);
     assert!(out.status.success());
-    let sms = String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .trim()
-        .to_string();
+    let sms = String::from_utf8(out.stdout).expect("utf-8").trim().to_string();
 
     let out = engage(&db, &["list", "--workspace", "w1"]);
     let listed = String::from_utf8(out.stdout).expect("utf-8");
@@ -77,10 +41,7 @@ fn groups_create_prints_only_the_id_and_list_shows_it() {
 #[test]
 fn groups_create_refuses_an_unknown_channel_or_an_empty_name() {
     let db = temp_db("bad");
-    for args in [
-        ["create", "--name", "X", "--channel", "fax"],
-        ["create", "--name", " ", "--channel", "email"],
-    ] {
+    for args in [["create", "--name", "X", "--channel", "fax"], ["create", "--name", " ", "--channel", "email"]] {
         let out = engage(&db, &args);
         assert!(!out.status.success(), "{args:?}");
         assert!(out.stdout.is_empty(), "{args:?}");

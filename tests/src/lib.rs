@@ -30,19 +30,9 @@ pub struct Host {
 
 fn spawn_native() -> Host {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let bin = std::env::var("ENGAGE_BIN")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| root.join("target/debug/engage"));
-    assert!(
-        bin.exists(),
-        "engage binary not found at {} (run `cargo build -p engage` or set ENGAGE_BIN)",
-        bin.display()
-    );
-    let dir = std::env::temp_dir().join(format!(
-        "engage-tests-{}-{}",
-        std::process::id(),
-        now_nanos()
-    ));
+    let bin = std::env::var("ENGAGE_BIN").map(std::path::PathBuf::from).unwrap_or_else(|_| root.join("target/debug/engage"));
+    assert!(bin.exists(), "engage binary not found at {} (run `cargo build -p engage` or set ENGAGE_BIN)", bin.display());
+    let dir = std::env::temp_dir().join(format!("engage-tests-{}-{}", std::process::id(), now_nanos()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
@@ -50,13 +40,7 @@ fn spawn_native() -> Host {
     };
     let admin_token = format!("admin-{}", now_nanos());
     let child = Command::new(&bin)
-        .args([
-            "serve",
-            "--exit-on-stdin-eof",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--db",
-        ])
+        .args(["serve", "--exit-on-stdin-eof", "--listen", &format!("127.0.0.1:{port}"), "--db"])
         .arg(dir.join("engage.db"))
         .env("ENGAGE_ADMIN_TOKEN", &admin_token)
         .env("RUST_LOG", "warn")
@@ -67,24 +51,14 @@ fn spawn_native() -> Host {
         .expect("start engage serve");
     let started = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "engage serve did not start listening"
-        );
+        assert!(started.elapsed() < Duration::from_secs(30), "engage serve did not start listening");
         std::thread::sleep(Duration::from_millis(20));
     }
-    Host {
-        base: format!("http://127.0.0.1:{port}"),
-        admin_token,
-        _child: Some(child),
-    }
+    Host { base: format!("http://127.0.0.1:{port}"), admin_token, _child: Some(child) }
 }
 
 fn now_nanos() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
 }
 
 /// The shared host of this test process.
@@ -93,8 +67,7 @@ pub fn host() -> &'static Host {
     HOST.get_or_init(|| match std::env::var("ENGAGE_BASE_URL") {
         Ok(base) => Host {
             base: base.trim_end_matches('/').to_string(),
-            admin_token: std::env::var("ENGAGE_ADMIN_TOKEN")
-                .expect("ENGAGE_ADMIN_TOKEN must be set with ENGAGE_BASE_URL"),
+            admin_token: std::env::var("ENGAGE_ADMIN_TOKEN").expect("ENGAGE_ADMIN_TOKEN must be set with ENGAGE_BASE_URL"),
             _child: None,
         },
         Err(_) => spawn_native(),
@@ -118,10 +91,7 @@ impl Reply {
     /// A header value.
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str())
     }
 }
 
@@ -140,12 +110,7 @@ fn client() -> HyperClient<hyper_util::client::legacy::connect::HttpConnector, F
 }
 
 /// Sends one request.
-pub async fn send(
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<Vec<u8>>,
-) -> Reply {
+pub async fn send(method: &str, path: &str, headers: &[(&str, &str)], body: Option<Vec<u8>>) -> Reply {
     let http = client();
     send_with(&http, method, path, headers, body).await
 }
@@ -157,73 +122,35 @@ async fn send_with(
     headers: &[(&str, &str)],
     body: Option<Vec<u8>>,
 ) -> Reply {
-    let mut b = hyper::Request::builder()
-        .method(method)
-        .uri(format!("{}{}", host().base, path));
+    let mut b = hyper::Request::builder().method(method).uri(format!("{}{}", host().base, path));
     for (k, v) in headers {
         b = b.header(*k, *v);
     }
-    let req = b
-        .body(Full::new(Bytes::from(body.unwrap_or_default())))
-        .expect("request");
+    let req = b.body(Full::new(Bytes::from(body.unwrap_or_default()))).expect("request");
     let resp = http.request(req).await.expect("the host answered");
     let status = resp.status().as_u16();
     let headers = resp
         .headers()
         .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().to_ascii_lowercase(),
-                v.to_str().unwrap_or("").to_string(),
-            )
-        })
+        .map(|(k, v)| (k.as_str().to_ascii_lowercase(), v.to_str().unwrap_or("").to_string()))
         .collect();
-    let raw = resp
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes()
-        .to_vec();
+    let raw = resp.into_body().collect().await.expect("body").to_bytes().to_vec();
     let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-    Reply {
-        status,
-        headers,
-        body,
-        raw,
-    }
+    Reply { status, headers, body, raw }
 }
 
 /// Calls an operator route.
 pub async fn admin(method: &str, path: &str, body: Value) -> Reply {
     let auth = format!("Bearer {}", host().admin_token);
-    let body = if method == "GET" {
-        None
-    } else {
-        Some(body.to_string().into_bytes())
-    };
-    send(
-        method,
-        path,
-        &[
-            ("Authorization", &auth),
-            ("Content-Type", "application/json"),
-        ],
-        body,
-    )
-    .await
+    let body = if method == "GET" { None } else { Some(body.to_string().into_bytes()) };
+    send(method, path, &[("Authorization", &auth), ("Content-Type", "application/json")], body).await
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A fresh, unique workspace name.
 pub fn unique_workspace() -> String {
-    format!(
-        "t{}-{}-{}",
-        std::process::id(),
-        now_nanos() % 1_000_000_000,
-        COUNTER.fetch_add(1, Ordering::SeqCst)
-    )
+    format!("t{}-{}-{}", std::process::id(), now_nanos() % 1_000_000_000, COUNTER.fetch_add(1, Ordering::SeqCst))
 }
 
 impl Api {
@@ -239,28 +166,14 @@ impl Api {
 
     /// Another key in the given workspace.
     pub async fn in_workspace(workspace: &str, permissions: Value) -> Api {
-        let r = admin(
-            "POST",
-            "/_engage/keys",
-            json!({"workspace": workspace, "permissions": permissions}),
-        )
-        .await;
+        let r = admin("POST", "/_engage/keys", json!({"workspace": workspace, "permissions": permissions})).await;
         assert_eq!(r.status, 201, "creating a key failed: {:?}", r.body);
-        Api {
-            key: r.body["key"].as_str().expect("key").to_string(),
-            workspace: workspace.to_string(),
-            http: client(),
-        }
+        Api { key: r.body["key"].as_str().expect("key").to_string(), workspace: workspace.to_string(), http: client() }
     }
 
     /// Creates a subscription group in this workspace; returns its id.
     pub async fn group(&self, name: &str, channel: &str) -> String {
-        let r = admin(
-            "POST",
-            "/_engage/groups",
-            json!({"workspace": self.workspace, "name": name, "channel": channel}),
-        )
-        .await;
+        let r = admin("POST", "/_engage/groups", json!({"workspace": self.workspace, "name": name, "channel": channel})).await;
         assert_eq!(r.status, 201, "creating a group failed: {:?}", r.body);
         r.body["id"].as_str().expect("id").to_string()
     }
@@ -268,23 +181,12 @@ impl Api {
     /// Sends a request with this key.
     pub async fn call(&self, method: &str, path: &str, body: Option<Vec<u8>>) -> Reply {
         let auth = format!("Bearer {}", self.key);
-        send_with(
-            &self.http,
-            method,
-            path,
-            &[
-                ("Authorization", &auth),
-                ("Content-Type", "application/json"),
-            ],
-            body,
-        )
-        .await
+        send_with(&self.http, method, path, &[("Authorization", &auth), ("Content-Type", "application/json")], body).await
     }
 
     /// POST with a JSON body.
     pub async fn post(&self, path: &str, body: Value) -> Reply {
-        self.call("POST", path, Some(body.to_string().into_bytes()))
-            .await
+        self.call("POST", path, Some(body.to_string().into_bytes())).await
     }
 
     /// GET.
@@ -301,15 +203,9 @@ impl Api {
 
     /// Exports one user by external id (`Null` when absent).
     pub async fn user(&self, external_id: &str) -> Value {
-        let r = self
-            .post("/users/export/ids", json!({"external_ids": [external_id]}))
-            .await;
+        let r = self.post("/users/export/ids", json!({"external_ids": [external_id]})).await;
         assert_eq!(r.status, 200, "export failed: {}", r.body);
-        r.body["users"]
-            .as_array()
-            .and_then(|u| u.first())
-            .cloned()
-            .unwrap_or(Value::Null)
+        r.body["users"].as_array().and_then(|u| u.first()).cloned().unwrap_or(Value::Null)
     }
 
     /// Exports users by an arbitrary export body; returns the `users` array.
@@ -326,11 +222,7 @@ pub fn redact(mut v: Value) -> Value {
         match v {
             Value::Object(m) => {
                 for (k, val) in m.iter_mut() {
-                    if matches!(
-                        k.as_str(),
-                        "service_id" | "created_at" | "updated_at" | "id"
-                    ) && val.is_string()
-                    {
+                    if matches!(k.as_str(), "service_id" | "created_at" | "updated_at" | "id") && val.is_string() {
                         *val = json!("[redacted]");
                     } else {
                         walk(val);

@@ -22,10 +22,7 @@ fn ctx() -> Result<Ctx, JsError> {
     let mut seed = [0u8; 16];
     // Without real randomness no key may be minted.
     getrandom::fill(&mut seed).map_err(|e| JsError::new(&format!("no random source: {e}")))?;
-    Ok(Ctx {
-        now: Timestamp(js_sys::Date::now() as i64),
-        seed,
-    })
+    Ok(Ctx { now: Timestamp(js_sys::Date::now() as i64), seed })
 }
 
 fn set(obj: &Object, name: &str, value: impl Into<JsValue>) {
@@ -34,9 +31,7 @@ fn set(obj: &Object, name: &str, value: impl Into<JsValue>) {
 }
 
 fn pairs(list: &[(String, String)]) -> Array {
-    list.iter()
-        .map(|(k, v)| Array::of2(&JsValue::from_str(k), &JsValue::from_str(v)))
-        .collect()
+    list.iter().map(|(k, v)| Array::of2(&JsValue::from_str(k), &JsValue::from_str(v))).collect()
 }
 
 fn route_object(r: &RouteInfo) -> Object {
@@ -63,14 +58,7 @@ pub fn routes() -> Array {
 
 /// The `curl` command for a request, sent to `base_url`.
 #[wasm_bindgen]
-pub fn curl(
-    base_url: &str,
-    method: &str,
-    path: &str,
-    query: &str,
-    headers: &str,
-    body: &str,
-) -> Result<String, JsError> {
+pub fn curl(base_url: &str, method: &str, path: &str, query: &str, headers: &str, body: &str) -> Result<String, JsError> {
     let draft = Draft::new(method, path, query, headers, body).map_err(|e| JsError::new(&e))?;
     Ok(draft.to_curl(base_url))
 }
@@ -89,22 +77,11 @@ impl Playground {
     /// unreadable; `restoreError` then says why.
     #[wasm_bindgen(constructor)]
     pub fn new(saved: Option<String>) -> Result<Playground, JsError> {
-        let restored = saved
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| Session::restore(&s));
+        let restored = saved.filter(|s| !s.trim().is_empty()).map(|s| Session::restore(&s));
         match restored {
-            Some(Ok(session)) => Ok(Playground {
-                session,
-                restore_error: None,
-            }),
-            Some(Err(e)) => Ok(Playground {
-                session: Self::fresh()?,
-                restore_error: Some(e),
-            }),
-            None => Ok(Playground {
-                session: Self::fresh()?,
-                restore_error: None,
-            }),
+            Some(Ok(session)) => Ok(Playground { session, restore_error: None }),
+            Some(Err(e)) => Ok(Playground { session: Self::fresh()?, restore_error: Some(e) }),
+            None => Ok(Playground { session: Self::fresh()?, restore_error: None }),
         }
     }
 
@@ -139,38 +116,22 @@ impl Playground {
 
     /// Sends a request to the in-page engine: headers are `Name: value` lines.
     /// Returns `{status, headers: [[name, value]], body}`.
-    pub fn send(
-        &self,
-        method: &str,
-        path: &str,
-        query: &str,
-        headers: &str,
-        body: &str,
-    ) -> Result<Object, JsError> {
+    pub fn send(&self, method: &str, path: &str, query: &str, headers: &str, body: &str) -> Result<Object, JsError> {
         let draft = Draft::new(method, path, query, headers, body).map_err(|e| JsError::new(&e))?;
-        Ok(response_object(
-            self.session.handle(draft.to_request(), ctx()?),
-        ))
+        Ok(response_object(self.session.handle(draft.to_request(), ctx()?)))
     }
 
     /// A ready request per public route:
     /// `[{method, pattern, permission, path, query, headers: "Name: value" lines, body}]`.
     pub fn examples(&self) -> Array {
-        let group = self
-            .session
-            .groups()
-            .into_iter()
-            .next()
-            .map(|g| g.id)
-            .unwrap_or_else(|| "GROUP_ID".into());
+        let group = self.session.groups().into_iter().next().map(|g| g.id).unwrap_or_else(|| "GROUP_ID".into());
         examples::examples(self.session.key(), &group)
             .into_iter()
             .map(|e| {
                 let o = route_object(&e.route);
                 set(&o, "path", e.path);
                 set(&o, "query", e.query);
-                let headers: Vec<String> =
-                    e.headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+                let headers: Vec<String> = e.headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
                 set(&o, "headers", headers.join("\n"));
                 set(&o, "body", e.body);
                 o

@@ -26,9 +26,7 @@ pub fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String> {
         if line.trim().is_empty() {
             continue;
         }
-        let (name, value) = line
-            .split_once(':')
-            .ok_or(format!("header line {} has no ':'", n + 1))?;
+        let (name, value) = line.split_once(':').ok_or(format!("header line {} has no ':'", n + 1))?;
         let name = name.trim();
         let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
         if name.is_empty() || !name.bytes().all(token) {
@@ -41,13 +39,7 @@ pub fn parse_headers(text: &str) -> Result<Vec<(String, String)>, String> {
 
 impl Draft {
     /// Builds a draft from the editor's fields (headers as `Name: value` lines).
-    pub fn new(
-        method: &str,
-        path: &str,
-        query: &str,
-        headers: &str,
-        body: &str,
-    ) -> Result<Draft, String> {
+    pub fn new(method: &str, path: &str, query: &str, headers: &str, body: &str) -> Result<Draft, String> {
         let method = method.trim().to_ascii_uppercase();
         if method.is_empty() || !method.bytes().all(|b| b.is_ascii_uppercase()) {
             return Err("the method must be a word such as GET or POST".into());
@@ -80,24 +72,15 @@ impl Draft {
 
     /// The core request.
     pub fn to_request(&self) -> Request {
-        let mut req = Request::new(Method::parse(&self.method), &self.path_and_query())
-            .body(self.body.as_bytes());
+        let mut req = Request::new(Method::parse(&self.method), &self.path_and_query()).body(self.body.as_bytes());
         req.headers = self.headers.clone();
         req
     }
 
     /// A `curl` command sending this request to `base_url` (e.g. `http://127.0.0.1:8080`).
     pub fn to_curl(&self, base_url: &str) -> String {
-        let url = format!(
-            "{}{}",
-            base_url.trim().trim_end_matches('/'),
-            self.path_and_query()
-        );
-        let mut parts = vec![format!(
-            "curl -sS -i -X {} {}",
-            self.method,
-            shell_quote(&url)
-        )];
+        let url = format!("{}{}", base_url.trim().trim_end_matches('/'), self.path_and_query());
+        let mut parts = vec![format!("curl -sS -i -X {} {}", self.method, shell_quote(&url))];
         for (name, value) in &self.headers {
             parts.push(format!("-H {}", shell_quote(&format!("{name}: {value}"))));
         }
@@ -119,19 +102,10 @@ mod tests {
 
     #[test]
     fn header_lines_are_parsed_and_bad_ones_refused() {
-        let h =
-            parse_headers("Authorization: Bearer a:b\n\n content-type :application/json ").unwrap();
-        assert_eq!(
-            h,
-            vec![
-                ("Authorization".into(), "Bearer a:b".into()),
-                ("content-type".into(), "application/json".into())
-            ]
-        );
+        let h = parse_headers("Authorization: Bearer a:b\n\n content-type :application/json ").unwrap();
+        assert_eq!(h, vec![("Authorization".into(), "Bearer a:b".into()), ("content-type".into(), "application/json".into())]);
         assert!(parse_headers("no colon").unwrap_err().contains("line 1"));
-        assert!(parse_headers("ok: 1\nbad name: 2")
-            .unwrap_err()
-            .contains("line 2"));
+        assert!(parse_headers("ok: 1\nbad name: 2").unwrap_err().contains("line 2"));
     }
 
     #[test]
@@ -149,23 +123,13 @@ mod tests {
 
     #[test]
     fn curl_quotes_everything_for_the_shell() {
-        let d = Draft::new(
-            "POST",
-            "/users/track",
-            "x=1",
-            "Authorization: Bearer k",
-            r#"{"name":"it's"}"#,
-        )
-        .unwrap();
+        let d = Draft::new("POST", "/users/track", "x=1", "Authorization: Bearer k", r#"{"name":"it's"}"#).unwrap();
         assert_eq!(
             d.to_curl("http://127.0.0.1:8080/"),
             "curl -sS -i -X POST 'http://127.0.0.1:8080/users/track?x=1' \\\n  -H 'Authorization: Bearer k' \\\n  --data-raw '{\"name\":\"it'\\''s\"}'"
         );
         let get = Draft::new("GET", "/cdi/integrations", "", "", "").unwrap();
-        assert_eq!(
-            get.to_curl("https://api.example.com"),
-            "curl -sS -i -X GET 'https://api.example.com/cdi/integrations'"
-        );
+        assert_eq!(get.to_curl("https://api.example.com"), "curl -sS -i -X GET 'https://api.example.com/cdi/integrations'");
     }
 
     #[test]
@@ -174,11 +138,7 @@ mod tests {
         let d = Draft::new("POST", "/p", "", "", body).unwrap();
         let cmd = d.to_curl("http://h");
         let data = cmd.split("--data-raw ").nth(1).unwrap();
-        let out = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("printf %s {data}"))
-            .output()
-            .unwrap();
+        let out = std::process::Command::new("sh").arg("-c").arg(format!("printf %s {data}")).output().unwrap();
         assert_eq!(String::from_utf8(out.stdout).unwrap(), body);
     }
 }

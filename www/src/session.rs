@@ -76,28 +76,12 @@ impl Session {
     pub fn provision(key_ctx: Ctx, group_ctx: Ctx) -> Result<Session, String> {
         let ws = WorkspaceName::parse(WORKSPACE).ok_or("invalid workspace name")?;
         let engine = engine(MemoryStore::new());
-        let key = block_on(workspace::create_key(
-            engine.store(),
-            &ws,
-            Permission::ALL.to_vec(),
-            key_ctx,
-        ))?
-        .map_err(|e| format!("cannot create the API key: {e:?}"))?;
+        let key = block_on(workspace::create_key(engine.store(), &ws, Permission::ALL.to_vec(), key_ctx))?
+            .map_err(|e| format!("cannot create the API key: {e:?}"))?;
         let mut ids = IdGen::new(group_ctx.seed);
-        block_on(groups::create(
-            engine.store(),
-            &ws,
-            EXAMPLE_GROUP,
-            Channel::Email,
-            group_ctx.now,
-            &mut ids,
-        ))?
-        .map_err(|e| format!("cannot create the example group: {e:?}"))?;
-        Ok(Session {
-            engine,
-            workspace: ws,
-            key,
-        })
+        block_on(groups::create(engine.store(), &ws, EXAMPLE_GROUP, Channel::Email, group_ctx.now, &mut ids))?
+            .map_err(|e| format!("cannot create the example group: {e:?}"))?;
+        Ok(Session { engine, workspace: ws, key })
     }
 
     /// The session's API key (all permissions).
@@ -112,10 +96,7 @@ impl Session {
 
     /// The workspace's subscription groups.
     pub fn groups(&self) -> Vec<Group> {
-        block_on(groups::list(self.engine.store(), &self.workspace))
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default()
+        block_on(groups::list(self.engine.store(), &self.workspace)).ok().and_then(Result::ok).unwrap_or_default()
     }
 
     /// Handles one request exactly as a server would.
@@ -143,14 +124,8 @@ impl Session {
         self.drain_queue(ctx)?;
         let mut documents = Vec::new();
         for (table, key, entry) in self.engine.store().export_documents() {
-            let value = String::from_utf8(entry.value)
-                .map_err(|_| format!("document {key} is not UTF-8"))?;
-            documents.push(SnapshotDoc {
-                table: table.id(),
-                key,
-                version: entry.version,
-                value,
-            });
+            let value = String::from_utf8(entry.value).map_err(|_| format!("document {key} is not UTF-8"))?;
+            documents.push(SnapshotDoc { table: table.id(), key, version: entry.version, value });
         }
         let snapshot = Snapshot {
             engage_playground: SNAPSHOT_FORMAT,
@@ -164,48 +139,26 @@ impl Session {
     /// Rebuilds a session from [`Session::save`]'s text. All or nothing: a snapshot
     /// that is malformed, of another format, or whose key is missing is refused.
     pub fn restore(text: &str) -> Result<Session, String> {
-        let snapshot: Snapshot =
-            serde_json::from_str(text).map_err(|e| format!("unreadable snapshot: {e}"))?;
+        let snapshot: Snapshot = serde_json::from_str(text).map_err(|e| format!("unreadable snapshot: {e}"))?;
         if snapshot.engage_playground != SNAPSHOT_FORMAT {
-            return Err(format!(
-                "snapshot format {} is not {SNAPSHOT_FORMAT}",
-                snapshot.engage_playground
-            ));
+            return Err(format!("snapshot format {} is not {SNAPSHOT_FORMAT}", snapshot.engage_playground));
         }
-        let ws = WorkspaceName::parse(&snapshot.workspace)
-            .ok_or("the snapshot's workspace name is invalid")?;
+        let ws = WorkspaceName::parse(&snapshot.workspace).ok_or("the snapshot's workspace name is invalid")?;
         let mut docs = Vec::with_capacity(snapshot.documents.len());
         for d in snapshot.documents {
-            let table = Table::ALL
-                .into_iter()
-                .find(|t| t.id() == d.table)
-                .ok_or(format!("unknown table {}", d.table))?;
+            let table = Table::ALL.into_iter().find(|t| t.id() == d.table).ok_or(format!("unknown table {}", d.table))?;
             if d.version == 0 {
                 return Err(format!("document {} has version 0", d.key));
             }
-            docs.push((
-                table,
-                d.key,
-                Entry {
-                    version: d.version,
-                    value: d.value.into_bytes(),
-                },
-            ));
+            docs.push((table, d.key, Entry { version: d.version, value: d.value.into_bytes() }));
         }
         let hash = key_hash(&snapshot.key);
-        if !docs
-            .iter()
-            .any(|(t, k, _)| *t == Table::ApiKey && *k == hash)
-        {
+        if !docs.iter().any(|(t, k, _)| *t == Table::ApiKey && *k == hash) {
             return Err("the snapshot's API key is not in its store".into());
         }
         let store = MemoryStore::new();
         store.import_documents(docs);
-        Ok(Session {
-            engine: engine(store),
-            workspace: ws,
-            key: snapshot.key,
-        })
+        Ok(Session { engine: engine(store), workspace: ws, key: snapshot.key })
     }
 }
 
@@ -216,10 +169,7 @@ mod tests {
     use serde_json::{json, Value};
 
     fn ctx(n: u8) -> Ctx {
-        Ctx {
-            now: Timestamp(1_714_557_600_000 + n as i64),
-            seed: [n; 16],
-        }
+        Ctx { now: Timestamp(1_714_557_600_000 + n as i64), seed: [n; 16] }
     }
 
     fn post(s: &Session, path: &str, body: Value, n: u8) -> Response {
@@ -231,12 +181,7 @@ mod tests {
     }
 
     fn favorite_color(s: &Session, n: u8) -> Value {
-        let resp = post(
-            s,
-            "/users/export/ids",
-            json!({"external_ids": ["user-1"]}),
-            n,
-        );
+        let resp = post(s, "/users/export/ids", json!({"external_ids": ["user-1"]}), n);
         assert_eq!(resp.status, 200);
         resp.json_body()["users"][0]["custom_attributes"]["favorite_color"].clone()
     }
@@ -293,10 +238,7 @@ mod tests {
         assert!(Session::restore(&other_format.to_string()).is_err());
         let mut wrong_key = saved.clone();
         wrong_key["key"] = json!("not-the-key");
-        assert!(Session::restore(&wrong_key.to_string())
-            .err()
-            .unwrap()
-            .contains("API key"));
+        assert!(Session::restore(&wrong_key.to_string()).err().unwrap().contains("API key"));
         let mut bad_table = saved.clone();
         bad_table["documents"][0]["table"] = json!(99);
         assert!(Session::restore(&bad_table.to_string()).is_err());

@@ -23,27 +23,14 @@ struct Reply {
 }
 
 fn send(pg: &Playground, method: &str, path: &str, body: Value) -> Reply {
-    let headers = format!(
-        "Authorization: Bearer {}\nContent-Type: application/json",
-        pg.key()
-    );
-    let body = if body.is_null() {
-        String::new()
-    } else {
-        body.to_string()
-    };
-    let o = pg
-        .send(method, path, "", &headers, &body)
-        .map_err(JsValue::from)
-        .expect("sent");
+    let headers = format!("Authorization: Bearer {}\nContent-Type: application/json", pg.key());
+    let body = if body.is_null() { String::new() } else { body.to_string() };
+    let o = pg.send(method, path, "", &headers, &body).map_err(JsValue::from).expect("sent");
     let headers = Array::from(&field(&o, "headers"))
         .iter()
         .map(|pair| {
             let pair = Array::from(&pair);
-            (
-                pair.get(0).as_string().unwrap(),
-                pair.get(1).as_string().unwrap(),
-            )
+            (pair.get(0).as_string().unwrap(), pair.get(1).as_string().unwrap())
         })
         .collect();
     Reply {
@@ -54,23 +41,13 @@ fn send(pg: &Playground, method: &str, path: &str, body: Value) -> Reply {
 }
 
 fn track_blue(pg: &Playground) {
-    let r = send(
-        pg,
-        "POST",
-        "/users/track",
-        json!({"attributes": [{"external_id": "user-1", "favorite_color": "blue"}]}),
-    );
+    let r = send(pg, "POST", "/users/track", json!({"attributes": [{"external_id": "user-1", "favorite_color": "blue"}]}));
     assert_eq!(r.status, 201);
     assert_eq!(r.body["message"], "success");
 }
 
 fn favorite_color(pg: &Playground) -> Value {
-    let r = send(
-        pg,
-        "POST",
-        "/users/export/ids",
-        json!({"external_ids": ["user-1"]}),
-    );
+    let r = send(pg, "POST", "/users/export/ids", json!({"external_ids": ["user-1"]}));
     assert_eq!(r.status, 200);
     r.body["users"][0]["custom_attributes"]["favorite_color"].clone()
 }
@@ -88,23 +65,12 @@ fn a_new_playground_has_an_all_permissions_key_that_tracks_and_exports() {
 #[wasm_bindgen_test]
 fn responses_carry_the_cores_status_headers_and_body() {
     let pg = Playground::new(None).map_err(JsValue::from).unwrap();
-    let r = send(
-        &pg,
-        "POST",
-        "/users/export/ids",
-        json!({"external_ids": ["nobody"]}),
-    );
+    let r = send(&pg, "POST", "/users/export/ids", json!({"external_ids": ["nobody"]}));
     assert_eq!(r.status, 200);
-    assert!(r
-        .headers
-        .iter()
-        .any(|(k, v)| k == "Content-Type" && v == "application/json"));
+    assert!(r.headers.iter().any(|(k, v)| k == "Content-Type" && v == "application/json"));
     assert!(r.headers.iter().any(|(k, _)| k == "X-RateLimit-Limit"));
     // No key: the core's 401, not a JS error.
-    let o = pg
-        .send("POST", "/users/export/ids", "", "", "{}")
-        .map_err(JsValue::from)
-        .unwrap();
+    let o = pg.send("POST", "/users/export/ids", "", "", "{}").map_err(JsValue::from).unwrap();
     assert_eq!(field(&o, "status").as_f64(), Some(401.0));
     // An editor mistake is a JS error, not a request.
     assert!(pg.send("POST", "users", "", "", "").is_err());
@@ -130,9 +96,7 @@ fn reset_and_unreadable_snapshots_start_an_empty_store_with_a_new_key() {
     assert_ne!(pg.key(), old_key);
     assert_eq!(favorite_color(&pg), Value::Null);
 
-    let broken = Playground::new(Some("{not json".into()))
-        .map_err(JsValue::from)
-        .unwrap();
+    let broken = Playground::new(Some("{not json".into())).map_err(JsValue::from).unwrap();
     assert!(broken.restore_error().is_some());
     assert_eq!(favorite_color(&broken), Value::Null);
 }
@@ -140,10 +104,7 @@ fn reset_and_unreadable_snapshots_start_an_empty_store_with_a_new_key() {
 #[wasm_bindgen_test]
 fn routes_and_examples_cover_the_public_api() {
     let list = routes();
-    let patterns: Vec<String> = list
-        .iter()
-        .map(|r| text(&Object::from(r), "pattern"))
-        .collect();
+    let patterns: Vec<String> = list.iter().map(|r| text(&Object::from(r), "pattern")).collect();
     assert!(patterns.contains(&"/users/track".to_string()));
     assert!(patterns.contains(&"/users/export/ids".to_string()));
     assert!(patterns.iter().all(|p| !p.starts_with("/_engage/")));
@@ -151,21 +112,11 @@ fn routes_and_examples_cover_the_public_api() {
     let pg = Playground::new(None).map_err(JsValue::from).unwrap();
     let examples = pg.examples();
     assert_eq!(examples.length(), list.length());
-    let track = examples
-        .iter()
-        .map(Object::from)
-        .find(|e| text(e, "pattern") == "/users/track")
-        .unwrap();
+    let track = examples.iter().map(Object::from).find(|e| text(e, "pattern") == "/users/track").unwrap();
     assert!(text(&track, "headers").contains(&pg.key()));
     // The example request works as it is.
     let o = pg
-        .send(
-            &text(&track, "method"),
-            &text(&track, "path"),
-            &text(&track, "query"),
-            &text(&track, "headers"),
-            &text(&track, "body"),
-        )
+        .send(&text(&track, "method"), &text(&track, "path"), &text(&track, "query"), &text(&track, "headers"), &text(&track, "body"))
         .map_err(JsValue::from)
         .unwrap();
     assert_eq!(field(&o, "status").as_f64(), Some(201.0));
@@ -173,16 +124,9 @@ fn routes_and_examples_cover_the_public_api() {
 
 #[wasm_bindgen_test]
 fn curl_targets_the_base_url() {
-    let cmd = curl(
-        "http://127.0.0.1:8080/",
-        "POST",
-        "/users/track",
-        "",
-        "Authorization: Bearer k",
-        "{}",
-    )
-    .map_err(JsValue::from)
-    .unwrap();
+    let cmd = curl("http://127.0.0.1:8080/", "POST", "/users/track", "", "Authorization: Bearer k", "{}")
+        .map_err(JsValue::from)
+        .unwrap();
     assert!(cmd.starts_with("curl -sS -i -X POST 'http://127.0.0.1:8080/users/track'"));
     assert!(cmd.contains("-H 'Authorization: Bearer k'"));
     assert!(cmd.ends_with("--data-raw '{}'"));

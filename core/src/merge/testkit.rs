@@ -22,28 +22,12 @@ pub(crate) struct Kit {
 impl Kit {
     /// A fresh in-memory engine with one workspace.
     pub(crate) fn new() -> Kit {
-        let config = Config {
-            rate_limits: false,
-            ..Config::default()
-        };
+        let config = Config { rate_limits: false, ..Config::default() };
         let engine = Engine::new(MemoryStore::new(), config);
         let ws = WorkspaceName::parse("test").expect("name");
-        let ctx = Ctx {
-            now: Timestamp(1_700_000_000_000),
-            seed: [9; 16],
-        };
-        let key = pollster::block_on(workspace::create_key(
-            engine.store(),
-            &ws,
-            Permission::ALL.to_vec(),
-            ctx,
-        ))
-        .expect("key");
-        Kit {
-            engine,
-            key,
-            tick: Cell::new(0),
-        }
+        let ctx = Ctx { now: Timestamp(1_700_000_000_000), seed: [9; 16] };
+        let key = pollster::block_on(workspace::create_key(engine.store(), &ws, Permission::ALL.to_vec(), ctx)).expect("key");
+        Kit { engine, key, tick: Cell::new(0) }
     }
 
     fn ctx(&self) -> Ctx {
@@ -51,10 +35,7 @@ impl Kit {
         self.tick.set(n);
         let mut seed = [0u8; 16];
         seed[..8].copy_from_slice(&n.to_le_bytes());
-        Ctx {
-            now: Timestamp(1_700_000_000_000 + n * 1000),
-            seed,
-        }
+        Ctx { now: Timestamp(1_700_000_000_000 + n * 1000), seed }
     }
 
     /// POST with a JSON body; returns status and body.
@@ -82,18 +63,12 @@ impl Kit {
 
     /// One user by external id (`Null` when absent).
     pub(crate) fn user(&self, external_id: &str) -> Value {
-        self.users(json!({"external_ids": [external_id]}))
-            .into_iter()
-            .next()
-            .unwrap_or(Value::Null)
+        self.users(json!({"external_ids": [external_id]})).into_iter().next().unwrap_or(Value::Null)
     }
 
     /// One user by alias (`Null` when absent).
     pub(crate) fn by_alias(&self, name: &str, label: &str) -> Value {
         let alias = json!({"alias_name": name, "alias_label": label});
-        self.users(json!({"user_aliases": [alias]}))
-            .into_iter()
-            .next()
-            .unwrap_or(Value::Null)
+        self.users(json!({"user_aliases": [alias]})).into_iter().next().unwrap_or(Value::Null)
     }
 }

@@ -5,12 +5,7 @@
 use super::{ChangeSet, CommitError, Expect, Op, QueueAck, Store, Table};
 
 fn put(table: Table, key: &str, value: &str, expect: Expect) -> Op {
-    Op::Put {
-        table,
-        key: key.into(),
-        value: value.as_bytes().to_vec(),
-        expect,
-    }
+    Op::Put { table, key: key.into(), value: value.as_bytes().to_vec(), expect }
 }
 
 fn cs(ops: Vec<Op>) -> ChangeSet {
@@ -18,57 +13,30 @@ fn cs(ops: Vec<Op>) -> ChangeSet {
 }
 
 async fn value<S: Store>(s: &S, table: Table, key: &str) -> Option<(u64, String)> {
-    s.get(table, key)
-        .await
-        .unwrap()
-        .map(|e| (e.version, String::from_utf8(e.value).unwrap()))
+    s.get(table, key).await.unwrap().map(|e| (e.version, String::from_utf8(e.value).unwrap()))
 }
 
 /// Versions start at 1 and grow by one per write; expectations are enforced.
 pub async fn versions_and_expectations<S: Store>(s: S) {
     assert_eq!(value(&s, Table::Profile, "k").await, None);
-    s.commit(cs(vec![put(Table::Profile, "k", "a", Expect::Absent)]))
-        .await
-        .unwrap();
+    s.commit(cs(vec![put(Table::Profile, "k", "a", Expect::Absent)])).await.unwrap();
     assert_eq!(value(&s, Table::Profile, "k").await, Some((1, "a".into())));
-    s.commit(cs(vec![put(Table::Profile, "k", "b", Expect::Version(1))]))
-        .await
-        .unwrap();
+    s.commit(cs(vec![put(Table::Profile, "k", "b", Expect::Version(1))])).await.unwrap();
     assert_eq!(value(&s, Table::Profile, "k").await, Some((2, "b".into())));
-    assert_eq!(
-        s.commit(cs(vec![put(Table::Profile, "k", "c", Expect::Version(1))]))
-            .await,
-        Err(CommitError::Conflict)
-    );
-    assert_eq!(
-        s.commit(cs(vec![put(Table::Profile, "k", "c", Expect::Absent)]))
-            .await,
-        Err(CommitError::Conflict)
-    );
-    s.commit(cs(vec![put(Table::Profile, "k", "d", Expect::Any)]))
-        .await
-        .unwrap();
+    assert_eq!(s.commit(cs(vec![put(Table::Profile, "k", "c", Expect::Version(1))])).await, Err(CommitError::Conflict));
+    assert_eq!(s.commit(cs(vec![put(Table::Profile, "k", "c", Expect::Absent)])).await, Err(CommitError::Conflict));
+    s.commit(cs(vec![put(Table::Profile, "k", "d", Expect::Any)])).await.unwrap();
     assert_eq!(value(&s, Table::Profile, "k").await, Some((3, "d".into())));
-    assert_eq!(
-        value(&s, Table::Group, "k").await,
-        None,
-        "tables are separate"
-    );
+    assert_eq!(value(&s, Table::Group, "k").await, None, "tables are separate");
 }
 
 /// A change set with one failing expectation stores nothing at all.
 pub async fn a_failed_commit_stores_nothing<S: Store>(s: S) {
-    s.commit(cs(vec![put(Table::Profile, "x", "1", Expect::Absent)]))
-        .await
-        .unwrap();
+    s.commit(cs(vec![put(Table::Profile, "x", "1", Expect::Absent)])).await.unwrap();
     let r = s
         .commit(cs(vec![
             put(Table::Profile, "new", "n", Expect::Absent),
-            Op::Delete {
-                table: Table::Profile,
-                key: "x".into(),
-                expect: Expect::Any,
-            },
+            Op::Delete { table: Table::Profile, key: "x".into(), expect: Expect::Any },
             put(Table::Profile, "x", "2", Expect::Version(7)),
         ]))
         .await;
@@ -79,66 +47,22 @@ pub async fn a_failed_commit_stores_nothing<S: Store>(s: S) {
 
 /// Deletes honour expectations; deleting a missing key without one is fine.
 pub async fn deletes<S: Store>(s: S) {
-    s.commit(cs(vec![put(Table::Ident, "a", "1", Expect::Absent)]))
-        .await
-        .unwrap();
-    let del = |expect| {
-        cs(vec![Op::Delete {
-            table: Table::Ident,
-            key: "a".into(),
-            expect,
-        }])
-    };
-    assert_eq!(
-        s.commit(del(Expect::Version(5))).await,
-        Err(CommitError::Conflict)
-    );
+    s.commit(cs(vec![put(Table::Ident, "a", "1", Expect::Absent)])).await.unwrap();
+    let del = |expect| cs(vec![Op::Delete { table: Table::Ident, key: "a".into(), expect }]);
+    assert_eq!(s.commit(del(Expect::Version(5))).await, Err(CommitError::Conflict));
     s.commit(del(Expect::Version(1))).await.unwrap();
     assert_eq!(value(&s, Table::Ident, "a").await, None);
     s.commit(del(Expect::Any)).await.unwrap();
-    assert_eq!(
-        s.commit(del(Expect::Version(1))).await,
-        Err(CommitError::Conflict)
-    );
+    assert_eq!(s.commit(del(Expect::Version(1))).await, Err(CommitError::Conflict));
 }
 
 /// Scans return exactly the keys under a prefix, in key order, up to the limit.
 pub async fn prefix_scans<S: Store>(s: S) {
-    let keys = [
-        "w\u{1f}e\u{1f}a@x.io\u{1f}2",
-        "w\u{1f}e\u{1f}a@x.io\u{1f}1",
-        "w\u{1f}e\u{1f}a@x.iox\u{1f}3",
-        "w\u{1f}e\u{1f}b",
-        "v\u{1f}e",
-    ];
-    s.commit(cs(keys
-        .iter()
-        .map(|k| put(Table::Ident, k, k, Expect::Absent))
-        .collect()))
-        .await
-        .unwrap();
-    s.commit(cs(vec![put(
-        Table::Profile,
-        "w\u{1f}e\u{1f}a@x.io\u{1f}9",
-        "p",
-        Expect::Absent,
-    )]))
-    .await
-    .unwrap();
-    let found: Vec<String> = s
-        .scan(Table::Ident, "w\u{1f}e\u{1f}a@x.io\u{1f}", 10)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|(k, _)| k)
-        .collect();
-    assert_eq!(
-        found,
-        vec![
-            "w\u{1f}e\u{1f}a@x.io\u{1f}1".to_string(),
-            "w\u{1f}e\u{1f}a@x.io\u{1f}2".to_string()
-        ]
-    );
+    let keys = ["w\u{1f}e\u{1f}a@x.io\u{1f}2", "w\u{1f}e\u{1f}a@x.io\u{1f}1", "w\u{1f}e\u{1f}a@x.iox\u{1f}3", "w\u{1f}e\u{1f}b", "v\u{1f}e"];
+    s.commit(cs(keys.iter().map(|k| put(Table::Ident, k, k, Expect::Absent)).collect())).await.unwrap();
+    s.commit(cs(vec![put(Table::Profile, "w\u{1f}e\u{1f}a@x.io\u{1f}9", "p", Expect::Absent)])).await.unwrap();
+    let found: Vec<String> = s.scan(Table::Ident, "w\u{1f}e\u{1f}a@x.io\u{1f}", 10).await.unwrap().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(found, vec!["w\u{1f}e\u{1f}a@x.io\u{1f}1".to_string(), "w\u{1f}e\u{1f}a@x.io\u{1f}2".to_string()]);
     assert_eq!(s.scan(Table::Ident, "w\u{1f}", 2).await.unwrap().len(), 2);
     assert_eq!(s.scan(Table::Ident, "zzz", 10).await.unwrap().len(), 0);
 }
@@ -146,15 +70,10 @@ pub async fn prefix_scans<S: Store>(s: S) {
 /// `get_many` answers in the order asked, with `None` for missing keys and nothing
 /// from other tables.
 pub async fn batched_reads<S: Store>(s: S) {
-    s.commit(cs(vec![
-        put(Table::Profile, "a", "1", Expect::Absent),
-        put(Table::Profile, "c", "3", Expect::Absent),
-    ]))
-    .await
-    .unwrap();
-    s.commit(cs(vec![put(Table::Ident, "b", "x", Expect::Absent)]))
+    s.commit(cs(vec![put(Table::Profile, "a", "1", Expect::Absent), put(Table::Profile, "c", "3", Expect::Absent)]))
         .await
         .unwrap();
+    s.commit(cs(vec![put(Table::Ident, "b", "x", Expect::Absent)])).await.unwrap();
     let keys: Vec<String> = ["c", "b", "a", "c"].iter().map(|k| k.to_string()).collect();
     let got: Vec<Option<String>> = s
         .get_many(Table::Profile, &keys)
@@ -163,10 +82,7 @@ pub async fn batched_reads<S: Store>(s: S) {
         .into_iter()
         .map(|e| e.map(|e| String::from_utf8(e.value).unwrap()))
         .collect();
-    assert_eq!(
-        got,
-        vec![Some("3".into()), None, Some("1".into()), Some("3".into())]
-    );
+    assert_eq!(got, vec![Some("3".into()), None, Some("1".into()), Some("3".into())]);
     let many: Vec<String> = (0..1200).map(|i| format!("k{i}")).collect();
     assert_eq!(s.get_many(Table::Profile, &many).await.unwrap().len(), 1200);
 }
@@ -182,49 +98,20 @@ pub async fn queue<S: Store>(s: S) {
     assert!(a < b && b < c);
     assert_eq!(s.queue_tail().await.unwrap(), c);
     let jobs = s.queued(2).await.unwrap();
-    assert_eq!(
-        jobs.iter().map(|j| j.job.clone()).collect::<Vec<_>>(),
-        vec![b"a".to_vec(), b"b".to_vec()]
-    );
+    assert_eq!(jobs.iter().map(|j| j.job.clone()).collect::<Vec<_>>(), vec![b"a".to_vec(), b"b".to_vec()]);
 
     // A failing expectation leaves the queue untouched.
-    let failing = ChangeSet {
-        ops: vec![put(Table::Profile, "p", "1", Expect::Version(3))],
-        ack: Some(QueueAck {
-            through: b,
-            count: 2,
-        }),
-    };
+    let failing = ChangeSet { ops: vec![put(Table::Profile, "p", "1", Expect::Version(3))], ack: Some(QueueAck { through: b, count: 2 }) };
     assert_eq!(s.commit(failing).await, Err(CommitError::Conflict));
     assert_eq!(s.queued(10).await.unwrap().len(), 3);
 
-    let ok = ChangeSet {
-        ops: vec![put(Table::Profile, "p", "1", Expect::Absent)],
-        ack: Some(QueueAck {
-            through: b,
-            count: 2,
-        }),
-    };
+    let ok = ChangeSet { ops: vec![put(Table::Profile, "p", "1", Expect::Absent)], ack: Some(QueueAck { through: b, count: 2 }) };
     s.commit(ok).await.unwrap();
-    assert_eq!(
-        s.queued(10)
-            .await
-            .unwrap()
-            .iter()
-            .map(|j| j.seq)
-            .collect::<Vec<_>>(),
-        vec![c]
-    );
+    assert_eq!(s.queued(10).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![c]);
     assert_eq!(value(&s, Table::Profile, "p").await, Some((1, "1".into())));
 
     // A second applier acknowledging the same jobs conflicts.
-    let again = ChangeSet {
-        ops: vec![],
-        ack: Some(QueueAck {
-            through: b,
-            count: 2,
-        }),
-    };
+    let again = ChangeSet { ops: vec![], ack: Some(QueueAck { through: b, count: 2 }) };
     assert_eq!(s.commit(again).await, Err(CommitError::Conflict));
     assert_eq!(s.queue_tail().await.unwrap(), c);
     let d = s.enqueue(b"d".to_vec()).await.unwrap();
@@ -242,9 +129,7 @@ macro_rules! store_conformance_tests {
         }
         #[test]
         fn a_failed_commit_stores_nothing() {
-            pollster::block_on($crate::store::conformance::a_failed_commit_stores_nothing(
-                $make,
-            ));
+            pollster::block_on($crate::store::conformance::a_failed_commit_stores_nothing($make));
         }
         #[test]
         fn deletes() {

@@ -5,8 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 
 use super::{
-    expectation_holds, next_version, ChangeSet, CommitError, Entry, Op, QueuedJob, Store,
-    StoreError, Table,
+    expectation_holds, next_version, ChangeSet, CommitError, Entry, Op, QueuedJob, Store, StoreError, Table,
 };
 
 #[derive(Default, Clone)]
@@ -36,11 +35,7 @@ impl MemoryStore {
 
     /// Every document, for persisting the store (the playground keeps it in the browser).
     pub fn export_documents(&self) -> Vec<(Table, String, Entry)> {
-        self.lock()
-            .docs
-            .iter()
-            .map(|((t, k), e)| (*t, k.clone(), e.clone()))
-            .collect()
+        self.lock().docs.iter().map(|((t, k), e)| (*t, k.clone(), e.clone())).collect()
     }
 
     /// Replaces the whole content with previously exported documents.
@@ -55,12 +50,7 @@ impl Store for MemoryStore {
         Ok(self.lock().docs.get(&(table, key.to_string())).cloned())
     }
 
-    async fn scan(
-        &self,
-        table: Table,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<(String, Entry)>, StoreError> {
+    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
         let inner = self.lock();
         Ok(inner
             .docs
@@ -77,10 +67,7 @@ impl Store for MemoryStore {
         let mut staged: BTreeMap<(Table, String), Option<Entry>> = BTreeMap::new();
         for op in &changes.ops {
             let (table, key, expect) = match op {
-                Op::Put {
-                    table, key, expect, ..
-                }
-                | Op::Delete { table, key, expect } => (*table, key, *expect),
+                Op::Put { table, key, expect, .. } | Op::Delete { table, key, expect } => (*table, key, *expect),
             };
             let k = (table, key.clone());
             let current = match staged.get(&k) {
@@ -91,20 +78,13 @@ impl Store for MemoryStore {
                 return Err(CommitError::Conflict);
             }
             let new = match op {
-                Op::Put { value, .. } => Some(Entry {
-                    version: next_version(current),
-                    value: value.clone(),
-                }),
+                Op::Put { value, .. } => Some(Entry { version: next_version(current), value: value.clone() }),
                 Op::Delete { .. } => None,
             };
             staged.insert(k, new);
         }
         if let Some(ack) = changes.ack {
-            let applied = inner
-                .queue
-                .iter()
-                .take_while(|j| j.seq <= ack.through)
-                .count() as u64;
+            let applied = inner.queue.iter().take_while(|j| j.seq <= ack.through).count() as u64;
             if applied != ack.count {
                 return Err(CommitError::Conflict);
             }

@@ -5,9 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::state;
-use super::{
-    check_channel, group_entries, group_of, parse_named, with_errors, Kind, Named, EMAIL_AND_PHONE,
-};
+use super::{check_channel, group_entries, group_of, parse_named, with_errors, Kind, Named, EMAIL_AND_PHONE};
 use crate::apply::pick_shared;
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
@@ -29,18 +27,11 @@ impl Query {
 
     /// Every value of a key, in order (`key[]=` and repeated `key=` alike).
     fn all(&self, key: &str) -> Vec<String> {
-        self.0
-            .iter()
-            .filter(|(k, _)| k == key)
-            .map(|(_, v)| v.clone())
-            .collect()
+        self.0.iter().filter(|(k, _)| k == key).map(|(_, v)| v.clone()).collect()
     }
 
     fn first(&self, key: &str) -> Option<String> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.clone())
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
     }
 
     /// Phones: an unencoded `+` in a query string decodes to a space (the platform's
@@ -49,34 +40,19 @@ impl Query {
         self.all("phone")
             .into_iter()
             .map(|p| match p.strip_prefix(' ') {
-                Some(rest) if rest.bytes().all(|b| b.is_ascii_digit()) && !rest.is_empty() => {
-                    format!("+{rest}")
-                }
+                Some(rest) if rest.bytes().all(|b| b.is_ascii_digit()) && !rest.is_empty() => format!("+{rest}"),
                 _ => p,
             })
             .collect()
     }
 
     /// An optional non-negative integer within `range`.
-    fn number(
-        &self,
-        key: &str,
-        default: usize,
-        range: std::ops::RangeInclusive<usize>,
-    ) -> Result<usize, ApiError> {
+    fn number(&self, key: &str, default: usize, range: std::ops::RangeInclusive<usize>) -> Result<usize, ApiError> {
         match self.first(key) {
             None => Ok(default),
-            Some(v) => v
-                .parse::<usize>()
-                .ok()
-                .filter(|n| range.contains(n))
-                .ok_or_else(|| {
-                    ApiError::bad(format!(
-                        "'{key}' must be an integer from {} to {}",
-                        range.start(),
-                        range.end()
-                    ))
-                }),
+            Some(v) => v.parse::<usize>().ok().filter(|n| range.contains(n)).ok_or_else(|| {
+                ApiError::bad(format!("'{key}' must be an integer from {} to {}", range.start(), range.end()))
+            }),
         }
     }
 }
@@ -102,9 +78,7 @@ fn used(q: &Query) -> Result<Vec<Named>, ApiError> {
         (false, false) => Err(ApiError::bad(EMAIL_AND_PHONE)),
         (false, true) => Ok(emails),
         (true, false) => Ok(phones),
-        (true, true) => Err(ApiError::bad(
-            "One of 'external_id', 'email' or 'phone' is required",
-        )),
+        (true, true) => Err(ApiError::bad("One of 'external_id', 'email' or 'phone' is required")),
     }
 }
 
@@ -119,11 +93,7 @@ fn kind_of(n: &Named) -> Kind {
 /// GET /subscription/user/status: each user the identifiers name (users sharing an
 /// email or phone separately), with the groups in their history; `limit` (1 to 100,
 /// default 100) and `offset` page through the users; `total_count` counts them all.
-pub async fn user_status<S: Store>(
-    store: &S,
-    ws: &WorkspaceName,
-    req: &Request,
-) -> Result<Response, ApiError> {
+pub async fn user_status<S: Store>(store: &S, ws: &WorkspaceName, req: &Request) -> Result<Response, ApiError> {
     let q = Query::of(req);
     let named = identifiers(&q)?;
     let limit = q.number("limit", MAX_LIMIT, 1..=MAX_LIMIT)?;
@@ -153,9 +123,7 @@ pub async fn user_status<S: Store>(
     }
     let mut users = Vec::new();
     for id in found.iter().skip(offset).take(limit) {
-        let Some(p) = tx.profile(id).await?.cloned() else {
-            continue;
-        };
+        let Some(p) = tx.profile(id).await?.cloned() else { continue };
         users.push(json!({
             "external_id": p.external_id.as_ref().map(|x| x.as_str()),
             "email": p.email.as_ref().map(|e| e.as_str()),
@@ -170,11 +138,7 @@ pub async fn user_status<S: Store>(
 /// GET /subscription/status/get: the stored status of one group for each queried
 /// identifier. An email or phone shared by several users reports the user an update
 /// by that identifier would pick (identified first, then most recently updated).
-pub async fn status_get<S: Store>(
-    store: &S,
-    ws: &WorkspaceName,
-    req: &Request,
-) -> Result<Response, ApiError> {
+pub async fn status_get<S: Store>(store: &S, ws: &WorkspaceName, req: &Request) -> Result<Response, ApiError> {
     let q = Query::of(req);
     let group_id = q.first("subscription_group_id").map(Value::String);
     let group = group_of(store, ws, group_id.as_ref()).await?;
@@ -192,11 +156,7 @@ pub async fn status_get<S: Store>(
             _ => pick_shared(&mut tx, ids).await?,
         };
         let s = match chosen {
-            Some(id) => tx
-                .profile(&id)
-                .await?
-                .map(|p| state::stored(p, &group.id))
-                .unwrap_or(state::Status::Unknown),
+            Some(id) => tx.profile(&id).await?.map(|p| state::stored(p, &group.id)).unwrap_or(state::Status::Unknown),
             None => {
                 errors.push(n.not_found());
                 state::Status::Unknown

@@ -8,16 +8,16 @@ use serde_json::{json, Map, Value};
 
 use super::state;
 use super::{
-    body_object, check_channel, double_opt_in, field, group_of, json_strings, parse_named,
-    with_errors, Kind, Named, BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS,
+    body_object, check_channel, double_opt_in, field, group_of, json_strings, parse_named, with_errors,
+    Kind, Named, BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS,
 };
+use crate::repo::transact;
 use crate::auth::WorkspaceName;
 use crate::error::ApiError;
 use crate::groups::Group;
 use crate::http::Response;
 use crate::ids::{Identifier, ServiceId};
 use crate::profile::GroupState;
-use crate::repo::transact;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::Ctx;
@@ -37,9 +37,7 @@ struct Update {
 type Plan = Vec<Update>;
 
 fn group_state(v: Option<&Value>) -> Result<GroupState, ApiError> {
-    v.and_then(Value::as_str)
-        .and_then(GroupState::parse)
-        .ok_or_else(|| ApiError::bad(BAD_GROUP_STATE))
+    v.and_then(Value::as_str).and_then(GroupState::parse).ok_or_else(|| ApiError::bad(BAD_GROUP_STATE))
 }
 
 /// The identifiers of one group entry; `fields` maps each body field to its kind
@@ -53,11 +51,7 @@ fn identifiers(
     for (name, kind, one_allowed) in fields {
         if let Some(v) = field(obj, name) {
             check_channel(group, kind, name)?;
-            out.extend(parse_named(
-                json_strings(v, name, one_allowed)?,
-                kind,
-                name,
-            )?);
+            out.extend(parse_named(json_strings(v, name, one_allowed)?, kind, name)?);
         }
     }
     Ok(out)
@@ -66,12 +60,7 @@ fn identifiers(
 /// POST /subscription/status/set: one group; `external_id`, `email` or `phone`
 /// (each a string or an array of 1 to 50); external ids may accompany emails or
 /// phones (every user named is updated), emails and phones may not be combined.
-pub async fn set_v1<S: Store>(
-    store: &S,
-    ws: &WorkspaceName,
-    body: &[u8],
-    ctx: Ctx,
-) -> Result<Response, ApiError> {
+pub async fn set_v1<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let b = body_object(body)?;
     if field(&b, "email").is_some() && field(&b, "phone").is_some() {
         return Err(ApiError::bad(EMAIL_AND_PHONE));
@@ -79,61 +68,30 @@ pub async fn set_v1<S: Store>(
     let group = group_of(store, ws, b.get("subscription_group_id")).await?;
     let state = group_state(b.get("subscription_state"))?;
     double_opt_in(&b)?;
-    let fields = [
-        ("external_id", Kind::External, true),
-        ("email", Kind::Email, true),
-        ("phone", Kind::Phone, true),
-    ];
+    let fields = [("external_id", Kind::External, true), ("email", Kind::Email, true), ("phone", Kind::Phone, true)];
     let users = identifiers(&b, &group, fields)?;
     if users.is_empty() {
-        return Err(ApiError::bad(
-            "One of 'external_id', 'email' or 'phone' is required",
-        ));
+        return Err(ApiError::bad("One of 'external_id', 'email' or 'phone' is required"));
     }
     if users.len() > MAX_IDS {
         return Err(ApiError::bad(TOO_MANY_IDS));
     }
-    apply(
-        store,
-        ws,
-        vec![Update {
-            group,
-            state,
-            users,
-        }],
-        ctx,
-    )
-    .await
+    apply(store, ws, vec![Update { group, state, users }], ctx).await
 }
 
 /// POST /v2/subscription/status/set: several groups, each entry with exactly one of
 /// `external_ids`, `emails`, `phones`; emails and phones never in the same request;
 /// at most 50 distinct identifiers per request.
-pub async fn set_v2<S: Store>(
-    store: &S,
-    ws: &WorkspaceName,
-    body: &[u8],
-    ctx: Ctx,
-) -> Result<Response, ApiError> {
+pub async fn set_v2<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let b = body_object(body)?;
     let entries = match field(&b, "subscription_groups") {
         Some(Value::Array(items)) if !items.is_empty() => items,
-        _ => {
-            return Err(ApiError::bad(
-                "'subscription_groups' must be an array of 1 to 50 objects",
-            ))
-        }
+        _ => return Err(ApiError::bad("'subscription_groups' must be an array of 1 to 50 objects")),
     };
     if entries.len() > MAX_GROUP_ENTRIES {
-        return Err(ApiError::bad(
-            "'subscription_groups' must be an array of 1 to 50 objects",
-        ));
+        return Err(ApiError::bad("'subscription_groups' must be an array of 1 to 50 objects"));
     }
-    let uses = |key: &str| {
-        entries
-            .iter()
-            .any(|e| e.as_object().is_some_and(|o| field(o, key).is_some()))
-    };
+    let uses = |key: &str| entries.iter().any(|e| e.as_object().is_some_and(|o| field(o, key).is_some()));
     if uses("emails") && uses("phones") {
         return Err(ApiError::bad(EMAIL_AND_PHONE));
     }
@@ -149,30 +107,20 @@ pub async fn set_v2<S: Store>(
         let group = group_of(store, ws, obj.get("subscription_group_id")).await?;
         let state = group_state(obj.get("subscription_state"))?;
         double_opt_in(obj)?;
-        let present = ["external_ids", "emails", "phones"]
-            .iter()
-            .filter(|k| field(obj, k).is_some())
-            .count();
+        let present = ["external_ids", "emails", "phones"].iter().filter(|k| field(obj, k).is_some()).count();
         if present != 1 {
             return Err(ApiError::bad(
                 "Each item in the 'subscription_groups' array needs exactly one of 'external_ids', 'emails' or 'phones'",
             ));
         }
-        let fields = [
-            ("external_ids", Kind::External, false),
-            ("emails", Kind::Email, true),
-            ("phones", Kind::Phone, true),
-        ];
+        let fields =
+            [("external_ids", Kind::External, false), ("emails", Kind::Email, true), ("phones", Kind::Phone, true)];
         let users = identifiers(obj, &group, fields)?;
         distinct.extend(users.iter().map(|n| n.ident.clone()));
         if distinct.len() > MAX_IDS {
             return Err(ApiError::bad(TOO_MANY_IDS));
         }
-        plan.push(Update {
-            group,
-            state,
-            users,
-        });
+        plan.push(Update { group, state, users });
     }
     apply(store, ws, plan, ctx).await
 }
@@ -187,12 +135,7 @@ async fn users_of<S: Store>(tx: &mut Tx<'_, S>, n: &Named) -> Result<Vec<Service
 }
 
 /// Applies a plan in one unit of work, retried as a whole on conflict; answers 201.
-async fn apply<S: Store>(
-    store: &S,
-    ws: &WorkspaceName,
-    plan: Plan,
-    ctx: Ctx,
-) -> Result<Response, ApiError> {
+async fn apply<S: Store>(store: &S, ws: &WorkspaceName, plan: Plan, ctx: Ctx) -> Result<Response, ApiError> {
     let at = ctx.now;
     let errors = transact(store, ws, ctx.seed, async |tx, _| {
         let mut errors = Vec::new();
@@ -204,16 +147,12 @@ async fn apply<S: Store>(
                     errors.push(n.not_found());
                 }
                 for id in ids {
-                    state::set_group_for(tx, &id, &u.group.id, u.group.channel, u.state, at)
-                        .await?;
+                    state::set_group_for(tx, &id, &u.group.id, u.group.channel, u.state, at).await?;
                 }
             }
         }
         Ok(errors)
     })
     .await?;
-    Ok(Response::json(
-        201,
-        &with_errors(json!({"message": "success"}), errors),
-    ))
+    Ok(Response::json(201, &with_errors(json!({"message": "success"}), errors)))
 }

@@ -86,11 +86,7 @@ pub enum EmailChange {
 /// The one transition of the global email state machine, applied alike to a
 /// profile's fields and to an address record's. Setting a state never clears the
 /// hard-bounce flag (the platform removes bounces through a separate operation).
-pub fn email_transition(
-    global: &mut Option<GlobalState>,
-    hard_bounced: &mut bool,
-    change: EmailChange,
-) {
+pub fn email_transition(global: &mut Option<GlobalState>, hard_bounced: &mut bool, change: EmailChange) {
     match change {
         EmailChange::Set(s) => *global = Some(s),
         EmailChange::Blocklist => {
@@ -127,9 +123,7 @@ pub async fn set_group_for<S: Store>(
     at: Timestamp,
 ) -> Result<(), StoreError> {
     match shared_by(channel) {
-        Some(by_phone) => {
-            for_sharing(tx, id, by_phone, at, |p| set_group(p, group_id, state)).await
-        }
+        Some(by_phone) => for_sharing(tx, id, by_phone, at, |p| set_group(p, group_id, state)).await,
         None => {
             if let Some(p) = tx.profile_mut(id).await? {
                 set_group(p, group_id, state);
@@ -172,10 +166,7 @@ pub async fn change_address<S: Store>(
     at: Timestamp,
 ) -> Result<(), StoreError> {
     let key = address_key(tx.workspace(), email);
-    let mut a = tx
-        .doc::<AddressState>(Table::Address, &key)
-        .await?
-        .unwrap_or_default();
+    let mut a = tx.doc::<AddressState>(Table::Address, &key).await?.unwrap_or_default();
     email_transition(&mut a.global, &mut a.hard_bounced, change);
     tx.put_doc(Table::Address, &key, &a);
     for id in tx.resolve(&Identifier::Email(email.clone())).await? {
@@ -225,19 +216,10 @@ mod tests {
         set_group(&mut p, "texts", GroupState::Subscribed);
         change_profile(&mut p, EmailChange::Set(GlobalState::Unsubscribed));
         assert_eq!(stored(&p, "news"), Status::Subscribed);
-        assert_eq!(
-            effective(&p, "news", Some(Channel::Email)),
-            Status::Unsubscribed
-        );
-        assert_eq!(
-            effective(&p, "never", Some(Channel::Email)),
-            Status::Unsubscribed
-        );
+        assert_eq!(effective(&p, "news", Some(Channel::Email)), Status::Unsubscribed);
+        assert_eq!(effective(&p, "never", Some(Channel::Email)), Status::Unsubscribed);
         // The global email state says nothing about SMS.
-        assert_eq!(
-            effective(&p, "texts", Some(Channel::Sms)),
-            Status::Subscribed
-        );
+        assert_eq!(effective(&p, "texts", Some(Channel::Sms)), Status::Subscribed);
     }
 
     #[test]
@@ -248,10 +230,7 @@ mod tests {
         change_profile(&mut p, EmailChange::Set(GlobalState::Unsubscribed));
         change_profile(&mut p, EmailChange::Set(GlobalState::OptedIn));
         assert_eq!(effective(&p, "a", Some(Channel::Email)), Status::Subscribed);
-        assert_eq!(
-            effective(&p, "b", Some(Channel::Email)),
-            Status::Unsubscribed
-        );
+        assert_eq!(effective(&p, "b", Some(Channel::Email)), Status::Unsubscribed);
         assert_eq!(effective(&p, "c", Some(Channel::Email)), Status::Unknown);
     }
 
@@ -261,10 +240,7 @@ mod tests {
         change_profile(&mut p, EmailChange::Set(GlobalState::Unsubscribed));
         set_group(&mut p, "a", GroupState::Subscribed);
         assert_eq!(stored(&p, "a"), Status::Subscribed);
-        assert_eq!(
-            effective(&p, "a", Some(Channel::Email)),
-            Status::Unsubscribed
-        );
+        assert_eq!(effective(&p, "a", Some(Channel::Email)), Status::Unsubscribed);
         change_profile(&mut p, EmailChange::Set(GlobalState::Subscribed));
         assert_eq!(effective(&p, "a", Some(Channel::Email)), Status::Subscribed);
     }
@@ -275,21 +251,13 @@ mod tests {
         let mut bounced = false;
         email_transition(&mut global, &mut bounced, EmailChange::Blocklist);
         assert_eq!((global, bounced), (Some(GlobalState::Unsubscribed), true));
-        email_transition(
-            &mut global,
-            &mut bounced,
-            EmailChange::Set(GlobalState::Subscribed),
-        );
+        email_transition(&mut global, &mut bounced, EmailChange::Set(GlobalState::Subscribed));
         assert_eq!((global, bounced), (Some(GlobalState::Subscribed), true));
     }
 
     #[test]
     fn every_email_state_is_reachable_from_every_other() {
-        let states = [
-            GlobalState::Subscribed,
-            GlobalState::Unsubscribed,
-            GlobalState::OptedIn,
-        ];
+        let states = [GlobalState::Subscribed, GlobalState::Unsubscribed, GlobalState::OptedIn];
         for from in states {
             for to in states {
                 let (mut g, mut b) = (Some(from), false);

@@ -21,30 +21,11 @@ impl World {
     fn new() -> World {
         let store = MemoryStore::new();
         let ws = WorkspaceName::parse("w").unwrap();
-        let ctx = Ctx {
-            now: Timestamp(1_000),
-            seed: [9; 16],
-        };
-        let key = pollster::block_on(workspace::create_key(
-            &store,
-            &ws,
-            parse_permission_list("all").unwrap(),
-            ctx,
-        ))
-        .unwrap();
-        let engine = Engine::new(
-            store,
-            Config {
-                rate_limits: false,
-                ..Config::default()
-            },
-        );
-        World {
-            engine,
-            key,
-            ws,
-            tick: std::cell::Cell::new(2_000),
-        }
+        let ctx = Ctx { now: Timestamp(1_000), seed: [9; 16] };
+        let key =
+            pollster::block_on(workspace::create_key(&store, &ws, parse_permission_list("all").unwrap(), ctx)).unwrap();
+        let engine = Engine::new(store, Config { rate_limits: false, ..Config::default() });
+        World { engine, key, ws, tick: std::cell::Cell::new(2_000) }
     }
 
     fn ctx(&self) -> Ctx {
@@ -52,30 +33,17 @@ impl World {
         self.tick.set(t);
         let mut seed = [0u8; 16];
         seed[..8].copy_from_slice(&t.to_le_bytes());
-        Ctx {
-            now: Timestamp(t),
-            seed,
-        }
+        Ctx { now: Timestamp(t), seed }
     }
 
     fn group(&self, channel: Channel) -> String {
         let c = self.ctx();
         let mut ids = IdGen::new(c.seed);
-        pollster::block_on(groups::create(
-            self.engine.store(),
-            &self.ws,
-            "g",
-            channel,
-            c.now,
-            &mut ids,
-        ))
-        .unwrap()
-        .id
+        pollster::block_on(groups::create(self.engine.store(), &self.ws, "g", channel, c.now, &mut ids)).unwrap().id
     }
 
     fn call(&self, method: Method, path: &str, body: Value) -> (u16, Value) {
-        let mut req =
-            Request::new(method, path).header("Authorization", &format!("Bearer {}", self.key));
+        let mut req = Request::new(method, path).header("Authorization", &format!("Bearer {}", self.key));
         if method != Method::Get {
             req = req.body(body.to_string());
         }
@@ -88,11 +56,7 @@ impl World {
     }
 
     fn track(&self, attributes: Value) {
-        assert_eq!(
-            self.post("/users/track", json!({"attributes": attributes}))
-                .0,
-            201
-        );
+        assert_eq!(self.post("/users/track", json!({"attributes": attributes})).0, 201);
     }
 
     fn export(&self, body: Value) -> Vec<Value> {
@@ -102,19 +66,15 @@ impl World {
     }
 
     fn user(&self, external_id: &str) -> Value {
-        self.export(json!({"external_ids": [external_id]}))
-            .pop()
-            .unwrap_or(Value::Null)
+        self.export(json!({"external_ids": [external_id]})).pop().unwrap_or(Value::Null)
     }
 }
 
 #[test]
 fn email_status_for_an_unlinked_address_applies_when_a_profile_gets_it() {
     let w = World::new();
-    let (status, body) = w.post(
-        "/email/status",
-        json!({"email": "Later@Example.com", "subscription_state": "opted_in"}),
-    );
+    let (status, body) =
+        w.post("/email/status", json!({"email": "Later@Example.com", "subscription_state": "opted_in"}));
     assert_eq!((status, body), (201, json!({"message": "success"})));
     w.track(json!([{"external_id": "u1", "email": "later@example.com"}]));
     assert_eq!(w.user("u1")["email_subscribe"], "opted_in");
@@ -123,11 +83,7 @@ fn email_status_for_an_unlinked_address_applies_when_a_profile_gets_it() {
 #[test]
 fn blocklisting_an_unlinked_address_marks_the_profile_that_gets_it() {
     let w = World::new();
-    assert_eq!(
-        w.post("/email/blocklist", json!({"email": ["b@example.com"]}))
-            .0,
-        201
-    );
+    assert_eq!(w.post("/email/blocklist", json!({"email": ["b@example.com"]})).0, 201);
     w.track(json!([{"email": "b@example.com", "first_name": "B"}]));
     let users = w.export(json!({"email_address": "b@example.com"}));
     assert_eq!(users.len(), 1);
@@ -138,10 +94,7 @@ fn blocklisting_an_unlinked_address_marks_the_profile_that_gets_it() {
 #[test]
 fn track_email_subscribe_moves_a_remembered_address_state_too() {
     let w = World::new();
-    w.post(
-        "/email/status",
-        json!({"email": "a@example.com", "subscription_state": "unsubscribed"}),
-    );
+    w.post("/email/status", json!({"email": "a@example.com", "subscription_state": "unsubscribed"}));
     w.track(json!([{"external_id": "u1", "email": "a@example.com"}]));
     w.track(json!([{"external_id": "u1", "email_subscribe": "subscribed"}]));
     // A second profile getting the address inherits the latest state, not the older one.
@@ -160,16 +113,8 @@ fn v1_set_by_external_id_updates_every_user_sharing_the_email() {
     ]));
     let body = json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": "u1"});
     assert_eq!(w.post("/subscription/status/set", body).0, 201);
-    for (u, expected) in [
-        ("u1", json!("Subscribed")),
-        ("u2", json!("Subscribed")),
-        ("u3", Value::Null),
-    ] {
-        assert_eq!(
-            w.user(u)["subscription_groups"][0]["status"],
-            expected,
-            "{u}"
-        );
+    for (u, expected) in [("u1", json!("Subscribed")), ("u2", json!("Subscribed")), ("u3", Value::Null)] {
+        assert_eq!(w.user(u)["subscription_groups"][0]["status"], expected, "{u}");
     }
 }
 
@@ -183,10 +128,7 @@ fn v2_with_one_bad_entry_writes_nothing() {
         {"subscription_group_id": "no-such-group", "subscription_state": "subscribed", "external_ids": ["u1"]}
     ]});
     let (status, body) = w.post("/v2/subscription/status/set", body);
-    assert_eq!(
-        (status, body["message"].as_str()),
-        (400, Some(super::BAD_GROUP_ID))
-    );
+    assert_eq!((status, body["message"].as_str()), (400, Some(super::BAD_GROUP_ID)));
     assert!(w.user("u1").get("subscription_groups").is_none());
 }
 
@@ -197,10 +139,7 @@ fn line_groups_change_only_the_named_user() {
     w.track(json!([{"external_id": "u1", "phone": "+14155550100"}, {"external_id": "u2", "phone": "+14155550100"}]));
     let body = json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": ["u1"]});
     assert_eq!(w.post("/subscription/status/set", body).0, 201);
-    assert_eq!(
-        w.user("u1")["subscription_groups"][0]["status"],
-        "Subscribed"
-    );
+    assert_eq!(w.user("u1")["subscription_groups"][0]["status"], "Subscribed");
     assert!(w.user("u2").get("subscription_groups").is_none());
     let by_phone = json!({"subscription_group_id": g, "subscription_state": "subscribed", "phone": ["+14155550100"]});
     assert_eq!(w.post("/subscription/status/set", by_phone).0, 400);
@@ -210,11 +149,9 @@ fn line_groups_change_only_the_named_user() {
 fn status_get_decodes_an_unencoded_plus_in_a_phone() {
     let w = World::new();
     let g = w.group(Channel::Sms);
-    w.track(
-        json!([{"external_id": "u1", "phone": "+14155550100", "subscription_groups": [
-            {"subscription_group_id": g, "subscription_state": "unsubscribed"}
-        ]}]),
-    );
+    w.track(json!([{"external_id": "u1", "phone": "+14155550100", "subscription_groups": [
+        {"subscription_group_id": g, "subscription_state": "unsubscribed"}
+    ]}]));
     let (status, body) = w.call(
         Method::Get,
         &format!("/subscription/status/get?subscription_group_id={g}&phone=+14155550100"),

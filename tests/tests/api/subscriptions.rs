@@ -12,10 +12,8 @@ mod set_v2;
 use engage_tests::{Api, Reply};
 use serde_json::{json, Value};
 
-pub(super) const BOTH: &str =
-    "Either an email address or a phone number should be provided, but not both.";
-pub(super) const BAD_GROUP: &str =
-    "'subscription_group_id' must be a valid subscription group UUID";
+pub(super) const BOTH: &str = "Either an email address or a phone number should be provided, but not both.";
+pub(super) const BAD_GROUP: &str = "'subscription_group_id' must be a valid subscription group UUID";
 pub(super) const BAD_GROUP_STATE: &str =
     "'subscription_state' for a subscription group must be 'subscribed' or 'unsubscribed'";
 pub(super) const TOO_MANY: &str = "The max number of ids per request was exceeded";
@@ -29,20 +27,12 @@ pub(super) async fn set_v1(api: &Api, body: Value) -> Reply {
 }
 
 pub(super) async fn set_v2(api: &Api, groups: Value) -> Reply {
-    api.post(
-        "/v2/subscription/status/set",
-        json!({ "subscription_groups": groups }),
-    )
-    .await
+    api.post("/v2/subscription/status/set", json!({ "subscription_groups": groups })).await
 }
 
 /// The `status` object of `/subscription/status/get` (asserting 200).
 pub(super) async fn status_of(api: &Api, group: &str, query: &str) -> Value {
-    let r = api
-        .get(&format!(
-            "/subscription/status/get?subscription_group_id={group}&{query}"
-        ))
-        .await;
+    let r = api.get(&format!("/subscription/status/get?subscription_group_id={group}&{query}")).await;
     assert_eq!(r.status, 200, "{}", r.body);
     r.body["status"].clone()
 }
@@ -58,13 +48,8 @@ pub(super) async fn status(api: &Api, group: &str, external_id: &str) -> String 
 /// A user's exported `subscription_groups` entry for a group (`Null` when absent).
 pub(super) async fn exported(api: &Api, external_id: &str, group: &str) -> Value {
     let u = api.user(external_id).await;
-    let list = u["subscription_groups"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    list.into_iter()
-        .find(|g| g["id"] == group)
-        .unwrap_or(Value::Null)
+    let list = u["subscription_groups"].as_array().cloned().unwrap_or_default();
+    list.into_iter().find(|g| g["id"] == group).unwrap_or(Value::Null)
 }
 
 pub(super) fn success() -> Value {
@@ -78,11 +63,7 @@ pub(super) fn ids(n: usize) -> Vec<String> {
 #[tokio::test]
 async fn an_unknown_group_id_is_a_400_with_the_platform_message_everywhere() {
     let api = Api::new().await;
-    users(
-        &api,
-        json!([{"external_id": "u1", "email": "a@example.com"}]),
-    )
-    .await;
+    users(&api, json!([{"external_id": "u1", "email": "a@example.com"}])).await;
     let v1 = set_v1(
         &api,
         json!({"subscription_group_id": "nope", "subscription_state": "subscribed", "external_id": ["u1"]}),
@@ -93,14 +74,8 @@ async fn an_unknown_group_id_is_a_400_with_the_platform_message_everywhere() {
         json!([{"subscription_group_id": "nope", "subscription_state": "subscribed", "external_ids": ["u1"]}]),
     )
     .await;
-    let get = api
-        .get("/subscription/status/get?subscription_group_id=nope&external_id=u1")
-        .await;
-    let missing = set_v1(
-        &api,
-        json!({"subscription_state": "subscribed", "external_id": ["u1"]}),
-    )
-    .await;
+    let get = api.get("/subscription/status/get?subscription_group_id=nope&external_id=u1").await;
+    let missing = set_v1(&api, json!({"subscription_state": "subscribed", "external_id": ["u1"]})).await;
     for r in [v1, v2, get, missing] {
         assert_eq!((r.status, r.body), (400, json!({"message": BAD_GROUP})));
     }

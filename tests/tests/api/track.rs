@@ -29,9 +29,7 @@ async fn track_answers_201_with_processed_counts() {
 #[tokio::test]
 async fn counts_are_present_only_for_arrays_that_were_sent() {
     let api = Api::new().await;
-    let r = api
-        .track(json!({"events": [{"external_id": "u1", "name": "e", "time": T}]}))
-        .await;
+    let r = api.track(json!({"events": [{"external_id": "u1", "name": "e", "time": T}]})).await;
     assert_eq!(r.body, json!({"message": "success", "events_processed": 1}));
 }
 
@@ -94,10 +92,8 @@ async fn standard_and_custom_attributes_are_stored_and_exported() {
 #[tokio::test]
 async fn null_removes_an_attribute() {
     let api = Api::new().await;
-    api.track(json!({"attributes": [{"external_id": "u1", "a": 1, "b": 2, "first_name": "X"}]}))
-        .await;
-    api.track(json!({"attributes": [{"external_id": "u1", "a": null, "first_name": null}]}))
-        .await;
+    api.track(json!({"attributes": [{"external_id": "u1", "a": 1, "b": 2, "first_name": "X"}]})).await;
+    api.track(json!({"attributes": [{"external_id": "u1", "a": null, "first_name": null}]})).await;
     let u = api.user("u1").await;
     assert_eq!(u["custom_attributes"], json!({"b": 2}));
     assert!(u.get("first_name").is_none());
@@ -126,13 +122,10 @@ async fn arrays_of_objects_support_add_update_and_remove() {
     .await;
     api.track(json!({"attributes": [{"external_id": "u1",
         "pets": {"$remove": [{"$identifier_key": "type", "$identifier_value": "dog"}]}}]}))
-        .await;
+    .await;
     api.track(json!({"attributes": [{"external_id": "u1", "pets": {"$add": [{"id": 3, "type": "fish"}]}}]})).await;
     let u = api.user("u1").await;
-    assert_eq!(
-        u["custom_attributes"]["pets"],
-        json!([{"id": 2, "type": "cat", "name": "Tom"}, {"id": 3, "type": "fish"}])
-    );
+    assert_eq!(u["custom_attributes"]["pets"], json!([{"id": 2, "type": "cat", "name": "Tom"}, {"id": 3, "type": "fish"}]));
 }
 
 #[tokio::test]
@@ -142,18 +135,13 @@ async fn fifty_parallel_increments_of_one_attribute_sum_exactly() {
     for _ in 0..50 {
         let api = api.clone();
         tasks.push(tokio::spawn(async move {
-            api.track(json!({"attributes": [{"external_id": "counter", "n": {"inc": 1}}]}))
-                .await
-                .status
+            api.track(json!({"attributes": [{"external_id": "counter", "n": {"inc": 1}}]})).await.status
         }));
     }
     for t in tasks {
         assert_eq!(t.await.unwrap(), 201);
     }
-    assert_eq!(
-        api.user("counter").await["custom_attributes"]["n"],
-        json!(50)
-    );
+    assert_eq!(api.user("counter").await["custom_attributes"]["n"], json!(50));
 }
 
 #[tokio::test]
@@ -163,12 +151,7 @@ async fn fifty_parallel_sync_increments_sum_exactly() {
     for _ in 0..50 {
         let api = api.clone();
         tasks.push(tokio::spawn(async move {
-            api.post(
-                "/users/track/sync",
-                json!({"attributes": [{"external_id": "c", "n": {"inc": 1}}]}),
-            )
-            .await
-            .status
+            api.post("/users/track/sync", json!({"attributes": [{"external_id": "c", "n": {"inc": 1}}]})).await.status
         }));
     }
     for t in tasks {
@@ -181,10 +164,7 @@ async fn fifty_parallel_sync_increments_sum_exactly() {
 async fn each_event_object_is_one_occurrence_and_summaries_track_first_last_count() {
     let api = Api::new().await;
     let e = |t: &str| json!({"external_id": "u1", "name": "play", "time": t, "properties": {"song": "x"}});
-    api.track(
-        json!({"events": [e(T), e(T), e("2024-01-01T00:00:00Z"), e("2024-06-01T00:00:00+02:00")]}),
-    )
-    .await;
+    api.track(json!({"events": [e(T), e(T), e("2024-01-01T00:00:00Z"), e("2024-06-01T00:00:00+02:00")]})).await;
     let u = api.user("u1").await;
     assert_eq!(
         u["custom_events"],
@@ -196,8 +176,7 @@ async fn each_event_object_is_one_occurrence_and_summaries_track_first_last_coun
 async fn purchases_are_summarised_per_product_and_quantity_counts() {
     let api = Api::new().await;
     let p = |q: u64, t: &str| json!({"external_id": "u1", "product_id": "book", "currency": "EUR", "price": 10.0, "quantity": q, "time": t});
-    api.track(json!({"purchases": [p(2, T), p(1, "2024-01-01T00:00:00Z")]}))
-        .await;
+    api.track(json!({"purchases": [p(2, T), p(1, "2024-01-01T00:00:00Z")]})).await;
     let u = api.user("u1").await;
     assert_eq!(
         u["purchases"],
@@ -223,9 +202,7 @@ async fn alias_profiles_are_created_only_when_update_existing_only_is_false() {
         {"user_alias": alias("created"), "_update_existing_only": false, "a": 2}
     ]}))
     .await;
-    let users = api
-        .users(json!({"user_aliases": [alias("omitted"), alias("created")]}))
-        .await;
+    let users = api.users(json!({"user_aliases": [alias("omitted"), alias("created")]})).await;
     assert_eq!(users.len(), 1);
     assert_eq!(users[0]["user_aliases"], json!([alias("created")]));
     assert_eq!(users[0]["custom_attributes"], json!({"a": 2}));
@@ -235,8 +212,7 @@ async fn alias_profiles_are_created_only_when_update_existing_only_is_false() {
 #[tokio::test]
 async fn an_unknown_email_creates_an_email_only_profile_without_alias() {
     let api = Api::new().await;
-    api.track(json!({"attributes": [{"email": "new@example.com", "plan": "free"}]}))
-        .await;
+    api.track(json!({"attributes": [{"email": "new@example.com", "plan": "free"}]})).await;
     let users = api.users(json!({"email_address": "new@example.com"})).await;
     assert_eq!(users.len(), 1);
     assert_eq!(users[0]["email"], json!("new@example.com"));
@@ -247,13 +223,8 @@ async fn an_unknown_email_creates_an_email_only_profile_without_alias() {
 #[tokio::test]
 async fn email_and_phone_together_identify_by_email() {
     let api = Api::new().await;
-    api.track(
-        json!({"attributes": [{"email": "both@example.com", "phone": "+14155550101", "x": 1}]}),
-    )
-    .await;
-    let by_email = api
-        .users(json!({"email_address": "both@example.com"}))
-        .await;
+    api.track(json!({"attributes": [{"email": "both@example.com", "phone": "+14155550101", "x": 1}]})).await;
+    let by_email = api.users(json!({"email_address": "both@example.com"})).await;
     assert_eq!(by_email.len(), 1);
     assert_eq!(by_email[0]["phone"], json!("+14155550101"));
 }
@@ -279,14 +250,9 @@ async fn an_update_by_shared_email_goes_to_the_most_recently_updated_identified_
         {"email": "solo@example.com"}
     ]}))
     .await;
-    api.track(json!({"attributes": [{"external_id": "new", "email": "shared@example.com"}]}))
-        .await;
-    api.track(json!({"attributes": [{"email": "shared@example.com", "picked": true}]}))
-        .await;
-    assert_eq!(
-        api.user("new").await["custom_attributes"]["picked"],
-        json!(true)
-    );
+    api.track(json!({"attributes": [{"external_id": "new", "email": "shared@example.com"}]})).await;
+    api.track(json!({"attributes": [{"email": "shared@example.com", "picked": true}]})).await;
+    assert_eq!(api.user("new").await["custom_attributes"]["picked"], json!(true));
     assert!(api.user("old").await.get("custom_attributes").is_none());
 }
 
@@ -371,14 +337,8 @@ async fn an_invalid_nested_value_excludes_every_nested_update_of_the_request() {
         ]}))
         .await;
     assert_eq!(r.body["attributes_processed"], json!(2));
-    assert!(r.body["errors"][0]["type"]
-        .as_str()
-        .unwrap()
-        .contains("nested"));
-    assert_eq!(
-        api.user("u1").await["custom_attributes"],
-        json!({"flat": "kept"})
-    );
+    assert!(r.body["errors"][0]["type"].as_str().unwrap().contains("nested"));
+    assert_eq!(api.user("u1").await["custom_attributes"], json!({"flat": "kept"}));
 }
 
 #[tokio::test]
@@ -394,12 +354,7 @@ async fn invalid_events_and_purchases_are_rejected_one_by_one() {
         ]}))
         .await;
     assert_eq!(r.body["purchases_processed"], json!(1));
-    let idx: Vec<u64> = r.body["errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["index"].as_u64().unwrap())
-        .collect();
+    let idx: Vec<u64> = r.body["errors"].as_array().unwrap().iter().map(|e| e["index"].as_u64().unwrap()).collect();
     assert_eq!(idx, vec![0, 1, 2, 3]);
     assert_eq!(api.user("u1").await["purchases"][0]["count"], json!(1));
 }
@@ -407,42 +362,23 @@ async fn invalid_events_and_purchases_are_rejected_one_by_one() {
 #[tokio::test]
 async fn more_than_75_objects_is_a_fatal_error_and_nothing_is_stored() {
     let api = Api::new().await;
-    let attrs: Vec<Value> = (0..76)
-        .map(|i| json!({"external_id": format!("u{i}"), "a": 1}))
-        .collect();
+    let attrs: Vec<Value> = (0..76).map(|i| json!({"external_id": format!("u{i}"), "a": 1})).collect();
     let r = api.post("/users/track", json!({"attributes": attrs})).await;
     assert_eq!(r.status, 400);
-    assert!(r.body["message"]
-        .as_str()
-        .unwrap()
-        .starts_with("Max Input Length Exceeded"));
+    assert!(r.body["message"].as_str().unwrap().starts_with("Max Input Length Exceeded"));
     assert!(r.body["errors"].is_array());
     assert_eq!(api.user("u0").await, Value::Null);
-    let ok: Vec<Value> = (0..75)
-        .map(|i| json!({"external_id": format!("u{i}"), "a": 1}))
-        .collect();
-    assert_eq!(
-        api.track(json!({"attributes": ok})).await.body["attributes_processed"],
-        json!(75)
-    );
+    let ok: Vec<Value> = (0..75).map(|i| json!({"external_id": format!("u{i}"), "a": 1})).collect();
+    assert_eq!(api.track(json!({"attributes": ok})).await.body["attributes_processed"], json!(75));
 }
 
 #[tokio::test]
 async fn a_request_with_nothing_valid_is_a_fatal_error() {
     let api = Api::new().await;
-    for body in [
-        json!({}),
-        json!({"attributes": [{"first_name": "x"}]}),
-        json!({"events": []}),
-    ] {
+    for body in [json!({}), json!({"attributes": [{"first_name": "x"}]}), json!({"events": []})] {
         let r = api.post("/users/track", body).await;
         assert_eq!(r.status, 400);
-        assert_eq!(
-            r.body["message"],
-            json!(
-                "Valid data must be provided in the 'attributes', 'events', or 'purchases' fields."
-            )
-        );
+        assert_eq!(r.body["message"], json!("Valid data must be provided in the 'attributes', 'events', or 'purchases' fields."));
         assert!(r.body["errors"].is_array());
     }
 }
@@ -450,13 +386,7 @@ async fn a_request_with_nothing_valid_is_a_fatal_error() {
 #[tokio::test]
 async fn malformed_bodies_are_fatal_400s() {
     let api = Api::new().await;
-    for raw in [
-        &b"{not json"[..],
-        b"[1,2]",
-        b"",
-        b"{\"attributes\": {}}",
-        b"{\"events\": 5}",
-    ] {
+    for raw in [&b"{not json"[..], b"[1,2]", b"", b"{\"attributes\": {}}", b"{\"events\": 5}"] {
         let r = api.call("POST", "/users/track", Some(raw.to_vec())).await;
         assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(raw));
         assert!(r.body["message"].is_string());
@@ -474,32 +404,19 @@ async fn subscription_states_in_attributes_reach_every_user_sharing_the_email() 
     ]}))
     .await;
     let r = api
-        .track(
-            json!({"attributes": [{"external_id": "a", "email_subscribe": "unsubscribed",
+        .track(json!({"attributes": [{"external_id": "a", "email_subscribe": "unsubscribed",
             "subscription_groups": [
                 {"subscription_group_id": group, "subscription_state": "subscribed"},
                 {"subscription_group_id": "no-such-group", "subscription_state": "subscribed"}
-            ]}]}),
-        )
+            ]}]}))
         .await;
-    assert_eq!(
-        r.body["errors"][0]["type"],
-        json!("'subscription_group_id' must be a valid subscription group UUID")
-    );
+    assert_eq!(r.body["errors"][0]["type"], json!("'subscription_group_id' must be a valid subscription group UUID"));
     assert_eq!(r.body["errors"][0]["index"], json!(0));
     for id in ["a", "b"] {
         let u = api.user(id).await;
         assert_eq!(u["email_subscribe"], json!("unsubscribed"), "{id}");
-        assert_eq!(
-            u["subscription_groups"][0]["status"],
-            json!("Subscribed"),
-            "{id}"
-        );
-        assert_eq!(
-            u["subscription_groups"][0]["channel"],
-            json!("email"),
-            "{id}"
-        );
+        assert_eq!(u["subscription_groups"][0]["status"], json!("Subscribed"), "{id}");
+        assert_eq!(u["subscription_groups"][0]["channel"], json!("email"), "{id}");
     }
 }
 
@@ -507,9 +424,7 @@ async fn subscription_states_in_attributes_reach_every_user_sharing_the_email() 
 async fn huge_prices_are_refused_and_revenue_stays_readable() {
     let api = Api::new().await;
     let p = |price: f64| json!({"external_id": "rich", "product_id": "x", "currency": "USD", "price": price, "quantity": 100, "time": T});
-    let r = api
-        .track(json!({"purchases": [p(1e308), p(1e15), p(1e15)]}))
-        .await;
+    let r = api.track(json!({"purchases": [p(1e308), p(1e15), p(1e15)]})).await;
     assert_eq!(r.body["purchases_processed"], json!(2));
     assert_eq!(r.body["errors"][0]["index"], json!(0));
     let u = api.user("rich").await;

@@ -6,14 +6,8 @@ use serde_json::json;
 #[tokio::test]
 async fn sync_attributes_return_only_the_requested_custom_attributes() {
     let api = Api::new().await;
-    api.track(json!({"attributes": [{"external_id": "u1", "other": 1, "n": 1}]}))
-        .await;
-    let r = api
-        .post(
-            "/users/track/sync",
-            json!({"attributes": [{"external_id": "u1", "n": {"inc": 2}, "s": "x"}]}),
-        )
-        .await;
+    api.track(json!({"attributes": [{"external_id": "u1", "other": 1, "n": 1}]})).await;
+    let r = api.post("/users/track/sync", json!({"attributes": [{"external_id": "u1", "n": {"inc": 2}, "s": "x"}]})).await;
     assert_eq!(r.status, 201);
     insta::assert_json_snapshot!(r.body, @r#"
     {
@@ -35,11 +29,8 @@ async fn sync_attributes_return_only_the_requested_custom_attributes() {
 async fn sync_events_return_the_event_summary() {
     let api = Api::new().await;
     let ev = |t: &str| json!({"events": [{"email": "a@example.com", "name": "rented_movie", "time": t}]});
-    api.post("/users/track/sync", ev("2022-01-01T00:00:00Z"))
-        .await;
-    let r = api
-        .post("/users/track/sync", ev("2022-12-06T18:20:45Z"))
-        .await;
+    api.post("/users/track/sync", ev("2022-01-01T00:00:00Z")).await;
+    let r = api.post("/users/track/sync", ev("2022-12-06T18:20:45Z")).await;
     insta::assert_json_snapshot!(r.body, @r#"
     {
       "message": "success",
@@ -64,8 +55,7 @@ async fn sync_events_return_the_event_summary() {
 async fn sync_purchases_return_the_purchase_summary() {
     let api = Api::new().await;
     let alias = json!({"alias_name": "device123", "alias_label": "my_device_identifier"});
-    api.track(json!({"attributes": [{"user_alias": alias, "_update_existing_only": false}]}))
-        .await;
+    api.track(json!({"attributes": [{"user_alias": alias, "_update_existing_only": false}]})).await;
     let r = api
         .post(
             "/users/track/sync",
@@ -102,17 +92,9 @@ async fn sync_accepts_exactly_one_object() {
         )
         .await;
     assert_eq!(r.status, 400);
-    assert_eq!(
-        r.body["message"],
-        json!("A request may contain only one attribute, event or purchase object")
-    );
+    assert_eq!(r.body["message"], json!("A request may contain only one attribute, event or purchase object"));
     assert_eq!(api.user("u1").await, serde_json::Value::Null);
-    let r = api
-        .post(
-            "/users/track/sync",
-            json!({"attributes": [{"external_id": "u1"}, {"external_id": "u2"}]}),
-        )
-        .await;
+    let r = api.post("/users/track/sync", json!({"attributes": [{"external_id": "u1"}, {"external_id": "u2"}]})).await;
     assert_eq!(r.status, 400);
 }
 
@@ -120,14 +102,8 @@ async fn sync_accepts_exactly_one_object() {
 async fn sync_sees_every_write_acknowledged_before_it() {
     let api = Api::new().await;
     for _ in 0..5 {
-        api.track(json!({"attributes": [{"external_id": "u1", "n": {"inc": 1}}]}))
-            .await;
+        api.track(json!({"attributes": [{"external_id": "u1", "n": {"inc": 1}}]})).await;
     }
-    let r = api
-        .post(
-            "/users/track/sync",
-            json!({"attributes": [{"external_id": "u1", "n": {"inc": 1}}]}),
-        )
-        .await;
+    let r = api.post("/users/track/sync", json!({"attributes": [{"external_id": "u1", "n": {"inc": 1}}]})).await;
     assert_eq!(r.body["users"][0]["custom_attributes"]["n"], json!(6));
 }

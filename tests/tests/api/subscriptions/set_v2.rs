@@ -32,11 +32,7 @@ async fn v2_sets_email_groups_by_emails_and_sms_groups_by_phones_in_separate_cal
     let news = api.group("News", "email").await;
     let promo = api.group("Promo", "email").await;
     let texts = api.group("Texts", "sms").await;
-    users(
-        &api,
-        json!([{"external_id": "u1", "email": "a@example.com", "phone": "+14155550100"}]),
-    )
-    .await;
+    users(&api, json!([{"external_id": "u1", "email": "a@example.com", "phone": "+14155550100"}])).await;
     let r = set_v2(
         &api,
         json!([
@@ -62,11 +58,7 @@ async fn v2_emails_and_phones_in_one_request_are_rejected_and_nothing_is_set() {
     let api = Api::new().await;
     let news = api.group("News", "email").await;
     let texts = api.group("Texts", "sms").await;
-    users(
-        &api,
-        json!([{"external_id": "u1", "email": "a@example.com", "phone": "+14155550100"}]),
-    )
-    .await;
+    users(&api, json!([{"external_id": "u1", "email": "a@example.com", "phone": "+14155550100"}])).await;
     let r = set_v2(
         &api,
         json!([
@@ -87,11 +79,7 @@ async fn v2_emails_for_an_sms_group_and_phones_for_an_email_group_are_rejected()
     let api = Api::new().await;
     let news = api.group("News", "email").await;
     let texts = api.group("Texts", "sms").await;
-    users(
-        &api,
-        json!([{"external_id": "u1", "email": "a@example.com", "phone": "+14155550100"}]),
-    )
-    .await;
+    users(&api, json!([{"external_id": "u1", "email": "a@example.com", "phone": "+14155550100"}])).await;
     let r = set_v2(
         &api,
         json!([{"subscription_group_id": texts, "subscription_state": "subscribed", "emails": ["a@example.com"]}]),
@@ -111,18 +99,11 @@ async fn v2_emails_for_an_sms_group_and_phones_for_an_email_group_are_rejected()
 async fn v2_rejects_phones_not_in_e164() {
     let api = Api::new().await;
     let texts = api.group("Texts", "sms").await;
-    users(
-        &api,
-        json!([{"external_id": "u1", "phone": "+14155550100"}]),
-    )
-    .await;
+    users(&api, json!([{"external_id": "u1", "phone": "+14155550100"}])).await;
     for bad in ["14155550100", "+1-415-555-0100", "+0123456", "phone"] {
         let r = set_v2(&api, json!([{"subscription_group_id": texts, "subscription_state": "subscribed", "phones": ["+14155550100", bad]}])).await;
         assert_eq!(r.status, 400, "{bad}: {}", r.body);
-        assert_eq!(
-            r.body["message"],
-            "The value provided for the 'phones' field is not a valid E.164 phone number."
-        );
+        assert_eq!(r.body["message"], "The value provided for the 'phones' field is not a valid E.164 phone number.");
     }
     assert_eq!(status(&api, &texts, "u1").await, "Unknown");
 }
@@ -131,28 +112,17 @@ async fn v2_rejects_phones_not_in_e164() {
 async fn v2_accepts_use_double_opt_in_logic_at_the_top_level_and_per_group() {
     let api = Api::new().await;
     let texts = api.group("Texts", "sms").await;
-    users(
-        &api,
-        json!([{"external_id": "u1", "phone": "+14155550100"}]),
-    )
-    .await;
+    users(&api, json!([{"external_id": "u1", "phone": "+14155550100"}])).await;
     let entry = json!({"subscription_group_id": texts, "subscription_state": "subscribed", "phones": ["+14155550100"], "use_double_opt_in_logic": true});
     let r = api
-        .post(
-            "/v2/subscription/status/set",
-            json!({"subscription_groups": [entry], "use_double_opt_in_logic": false}),
-        )
+        .post("/v2/subscription/status/set", json!({"subscription_groups": [entry], "use_double_opt_in_logic": false}))
         .await;
     assert_eq!((r.status, r.body), (201, success()));
     assert_eq!(status(&api, &texts, "u1").await, "Subscribed");
     let bad = json!({"subscription_group_id": texts, "subscription_state": "unsubscribed", "external_ids": ["u1"], "use_double_opt_in_logic": "true"});
     assert_eq!(set_v2(&api, json!([bad])).await.status, 400);
-    let r = api
-        .post(
-            "/v2/subscription/status/set",
-            json!({"subscription_groups": [], "use_double_opt_in_logic": 1}),
-        )
-        .await;
+    let r =
+        api.post("/v2/subscription/status/set", json!({"subscription_groups": [], "use_double_opt_in_logic": 1})).await;
     assert_eq!(r.status, 400);
     assert_eq!(status(&api, &texts, "u1").await, "Subscribed");
 }
