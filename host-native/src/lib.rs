@@ -2,6 +2,7 @@
 //! `engage` binary and by the load benchmark.
 
 pub mod playground;
+pub mod queue_log;
 pub mod server;
 pub mod sqlite;
 
