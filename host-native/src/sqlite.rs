@@ -37,8 +37,8 @@ struct Writer {
 /// How long an applied batch may stay only in the OS cache before it is synced.
 const APPLY_SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// Idle reader connections kept open. Opening one costs a schema parse and an
-/// attach, so it is sized for every request of a busy server reading at once.
+/// Idle reader connections kept open. Opening one costs a schema parse, so it is
+/// sized for every request of a busy server reading at once.
 const MAX_IDLE_READERS: usize = 128;
 
 /// A SQLite-backed [`Store`].
