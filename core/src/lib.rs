@@ -218,4 +218,11 @@ impl<S: Store> Engine<S> {
     pub async fn apply_queued(&self, ctx: Ctx) -> Result<usize, ApiError> {
         queue::apply_batch(&self.store, ctx.seed, self.config.apply_batch).await
     }
+
+    /// Applies up to `rounds` batches of queued jobs, each prepared while the one
+    /// before it commits ([`queue::apply_pipelined`]); returns how many jobs were
+    /// applied. For hosts whose store commits on another thread or machine.
+    pub async fn apply_queued_pipelined(&self, ctx: Ctx, rounds: usize) -> Result<usize, ApiError> {
+        queue::apply_pipelined(&self.store, ctx.seed, self.config.apply_batch, rounds).await
+    }
 }

@@ -402,6 +402,65 @@ impl<'s, S: Store> Tx<'s, S> {
 
     /// Turns the collected changes into one change set.
     pub fn into_changes(self) -> ChangeSet {
+        self.changes()
+    }
+
+    /// Turns the changes collected so far into a change set and carries on as if it
+    /// had been committed: written documents stay, with the versions the store gives
+    /// them, and everything merely read is forgotten. The queue applier builds its next
+    /// batch on top of one still being committed this way; should that commit fail,
+    /// this unit of work is void and must be dropped.
+    pub fn settle(&mut self) -> ChangeSet {
+        let changes = self.changes();
+        let ws = &self.ws;
+        // Unique identifiers that changed owner: the store's index may not say so until
+        // the commit lands, so they are remembered here (removed ones as absent).
+        let mut unique_read: BTreeMap<String, Option<ServiceId>> = BTreeMap::new();
+        self.profiles.retain(|_, slot| slot.dirty);
+        for (id, slot) in &mut self.profiles {
+            let unchanged = match (&slot.stored, &slot.doc) {
+                (Some(stored), Some(p)) => stored.same_as(p),
+                (None, None) => true,
+                _ => false,
+            };
+            if !unchanged {
+                for (k, unique) in slot.stored.as_ref().map(|s| s.index_entries(ws, id)).unwrap_or_default() {
+                    if unique {
+                        unique_read.entry(k).or_insert(None);
+                    }
+                }
+                for (k, unique) in slot.doc.as_ref().map(|p| index_entries(ws, p)).unwrap_or_default() {
+                    if unique {
+                        unique_read.insert(k, Some(id.clone()));
+                    }
+                }
+            }
+            slot.version = match (&slot.doc, slot.version) {
+                (Some(_), Some(v)) => Some(v + 1),
+                (Some(_), None) => Some(1),
+                (None, _) => None,
+            };
+            slot.stored = slot.doc.as_ref().map(Identity::of);
+            slot.dirty = false;
+        }
+        // A blind write's resulting version is unknown: such documents are read again.
+        self.docs.retain(|_, d| d.dirty && !(d.read.is_none() && d.value.is_some()));
+        for d in self.docs.values_mut() {
+            d.read = Some(match (&d.value, d.read) {
+                (Some(_), Some(Some(v))) => Some(v + 1),
+                (Some(_), _) => Some(1),
+                (None, _) => None,
+            });
+            d.dirty = false;
+        }
+        self.unique_read = unique_read;
+        self.overlay.clear();
+        self.overlay_keys.clear();
+        self.stale.clear();
+        changes
+    }
+
+    fn changes(&self) -> ChangeSet {
         let mut ops = Vec::new();
         for (id, slot) in &self.profiles {
             if !slot.dirty {
@@ -449,17 +508,18 @@ impl<'s, S: Store> Tx<'s, S> {
                 }
             }
         }
-        for ((table, key), slot) in self.docs {
+        for ((table, key), slot) in &self.docs {
             if !slot.dirty {
                 continue;
             }
+            let (table, key) = (*table, key.clone());
             let expect = match slot.read {
                 None => Expect::Any,
                 Some(Some(v)) => Expect::Version(v),
                 Some(None) => Expect::Absent,
             };
-            match slot.value {
-                Some(v) => ops.push(Op::Put { table, key, value: v, expect }),
+            match &slot.value {
+                Some(v) => ops.push(Op::Put { table, key, value: v.clone(), expect }),
                 // Deleting what was read as absent changes nothing.
                 None if slot.read == Some(None) => {}
                 None => ops.push(Op::Delete { table, key, expect }),

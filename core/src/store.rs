@@ -156,8 +156,10 @@ pub trait Store {
     /// Appends a job to the durable queue; once this returns `Ok` the job survives a crash.
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError>;
 
-    /// The oldest queued jobs, at most `limit`, in sequence order.
-    async fn queued(&self, limit: usize) -> Result<Vec<QueuedJob>, StoreError>;
+    /// The oldest jobs not yet applied whose sequence number is above `after` (0: from
+    /// the oldest), at most `limit`, in sequence order. An applier passes the last job
+    /// of a batch it is still committing, to prepare the next batch meanwhile.
+    async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError>;
 
     /// The highest sequence number ever assigned (0 before the first job).
     async fn queue_tail(&self) -> Result<u64, StoreError>;

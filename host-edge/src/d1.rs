@@ -350,14 +350,14 @@ impl Store for D1Store {
             .ok_or_else(|| StoreError("D1: enqueue returned no sequence number".into()))
     }
 
-    async fn queued(&self, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+    async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
         self.pace().await;
         let limit = limit.min(1 << 31) as u64;
         let rows = self
             .stmt(
                 "SELECT seq, CAST(job AS TEXT) AS job FROM queue
-                 WHERE seq > (SELECT applied FROM queue_cursor WHERE id = 1) ORDER BY seq LIMIT ?1",
-                &[num(limit)],
+                 WHERE seq > (SELECT applied FROM queue_cursor WHERE id = 1) AND seq > ?2 ORDER BY seq LIMIT ?1",
+                &[num(limit), num(after)],
             )?
             .all()
             .await

@@ -282,12 +282,33 @@ fn main() {
         // takes many minutes): the rate is then measured over that window.
         let drain_limit = Duration::from_secs(env_or("BENCH_DRAIN_SECONDS", u64::MAX / 4));
         let drain_started = Instant::now();
+        let cpu_drain_before = cpu_by_thread();
         let mut now_applied = applied_at_end;
+        let timeline = std::env::var("BENCH_TIMELINE").is_ok();
+        let (mut mark, mut mark_at) = (now_applied, Instant::now());
         while now_applied < tail && drain_started.elapsed() < drain_limit {
             std::thread::sleep(Duration::from_millis(200));
             now_applied = applied(&db);
+            if timeline && mark_at.elapsed() >= Duration::from_secs(5) {
+                // The apply rate of each 5 s of the drain: tells warm-up from steady state.
+                let rate = (now_applied - mark) as f64 / mark_at.elapsed().as_secs_f64();
+                println!("    drain {:.0}s: {rate:.0} batches/s", drain_started.elapsed().as_secs_f64());
+                (mark, mark_at) = (now_applied, Instant::now());
+            }
         }
         let drained = drain_started.elapsed().as_secs_f64();
+        let cpu: Vec<String> = cpu_by_thread()
+            .iter()
+            .map(|(name, t)| (name, t - cpu_drain_before.get(name).copied().unwrap_or(0.0)))
+            .filter(|(_, t)| *t > 0.05)
+            .map(|(name, t)| format!("{name} {:.2}", t / drained))
+            .collect();
+        println!("  CPU while draining (cores, by thread name): {}", cpu.join(", "));
+        let peak_rss = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l[6..].trim().to_string()))
+            .unwrap_or_default();
+        println!("  peak resident memory (server and load generator): {peak_rss}");
         if now_applied < tail {
             let done = now_applied - applied_at_end;
             println!(

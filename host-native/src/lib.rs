@@ -1,7 +1,9 @@
 //! Engage's native host: the SQLite store and the hyper server, used by the
 //! `engage` binary and by the load benchmark.
 
+pub mod doc_cache;
 pub mod playground;
+pub mod priority;
 pub mod queue_log;
 pub mod server;
 pub mod sqlite;

@@ -36,6 +36,9 @@ pub struct ServeArgs {
     /// Do not enforce the API's rate limits (for load tests).
     #[arg(long)]
     pub no_rate_limits: bool,
+    /// Memory for profiles and identifiers kept in front of the database, MiB.
+    #[arg(long, default_value_t = 1024)]
+    pub cache_mib: usize,
     /// Queued track requests applied per commit.
     #[arg(long, default_value_t = APPLY_BATCH)]
     pub apply_batch: usize,
@@ -60,7 +63,8 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .init();
-    let store = SqliteStore::open(&args.db).map_err(|e| format!("cannot open {}: {e}", args.db.display()))?;
+    let options = crate::sqlite::Options { cache_bytes: args.cache_mib.saturating_mul(1 << 20) };
+    let store = SqliteStore::open_with(&args.db, options).map_err(|e| format!("cannot open {}: {e}", args.db.display()))?;
     let config = Config {
         max_body_bytes: args.max_body_bytes,
         rate_limits: !args.no_rate_limits,
@@ -181,15 +185,18 @@ async fn shutdown_signal() {
 /// 1000 req/s, measured with the track_load bench).
 pub const APPLY_BATCH: usize = 16;
 
+/// Batches the applier pipelines before it drains the pipeline and starts over.
+const APPLY_ROUNDS: usize = 64;
+
 /// Applies queued track jobs in the background. Reads catch up by themselves, so
 /// this only keeps the backlog short.
 fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     let thread = std::thread::Builder::new().name("engage-applier".into());
     thread
         .spawn(move || {
-            lower_priority();
+            crate::priority::background();
             while !stopping.load(Ordering::SeqCst) {
-                match pollster::block_on(engine.apply_queued(ctx())) {
+                match pollster::block_on(engine.apply_queued_pipelined(ctx(), APPLY_ROUNDS)) {
                     Ok(0) => std::thread::sleep(Duration::from_millis(2)),
                     Ok(_) => {}
                     Err(e) => {
@@ -200,29 +207,6 @@ fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread
             }
         })
         .expect("spawn the applier thread")
-}
-
-/// Makes the calling thread yield the CPU and the disk to request handling:
-/// acknowledging a request is latency-bound (its fsync is on the critical path),
-/// applying the backlog is throughput-bound, and on a small machine the applier's
-/// checkpoints and syncs would otherwise hold acknowledgements up for 100+ ms.
-fn lower_priority() {
-    #[cfg(target_os = "linux")]
-    {
-        // On Linux a nice value and an I/O priority belong to the thread (who = 0:
-        // the caller). Both calls only read their integer arguments.
-        // SAFETY: no pointers are passed.
-        let nice = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 19) };
-        // ioprio_set(IOPRIO_WHO_PROCESS, self, IOPRIO_CLASS_IDLE << 13): the I/O
-        // scheduler serves the applier's writes when nobody else is waiting.
-        const IOPRIO_WHO_PROCESS: libc::c_long = 1;
-        const IOPRIO_CLASS_IDLE: libc::c_long = 3;
-        // SAFETY: as above.
-        let io = unsafe { libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_CLASS_IDLE << 13) };
-        if nice != 0 || io != 0 {
-            tracing::warn!("could not lower the applier's priority");
-        }
-    }
 }
 
 async fn handle(

@@ -5,6 +5,7 @@
 //! exactly once: its effects and the cursor move in one transaction of the
 //! database, and log segments are deleted only after that commit is durable.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -13,6 +14,7 @@ use engage_core::store::{
 };
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
+use crate::doc_cache::{self, DocCache};
 use crate::queue_log::QueueLog;
 
 /// The numbered migrations, shared with the edge host.
@@ -44,10 +46,58 @@ const MAX_IDLE_READERS: usize = 128;
 /// A SQLite-backed [`Store`].
 pub struct SqliteStore {
     path: PathBuf,
+    /// The writer and the queue, shared with the apply writer thread.
+    shared: Arc<Shared>,
+    readers: Mutex<Vec<Connection>>,
+    /// Hands the queue applier's commits to their own thread (see `spawn_apply_writer`).
+    apply_writer: Mutex<std::sync::mpsc::Sender<ApplyCommit>>,
+    /// Keeps the background checkpointer running (the queue's owner runs one).
+    _checkpointer: Option<std::sync::mpsc::Sender<()>>,
+}
+
+/// What commits need: the writer connection, the queue and the document cache.
+struct Shared {
     writer: Mutex<Writer>,
     /// The queue, unless another process (a running server) owns it.
     queue: Option<Queue>,
-    readers: Mutex<Vec<Connection>>,
+    /// Profiles and identifier entries in memory; only the queue's owner keeps one
+    /// (see [`crate::doc_cache`] for why that keeps it coherent).
+    cache: Option<DocCache>,
+}
+
+/// Settings of a store.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Most bytes of profiles and identifier entries kept in memory.
+    pub cache_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { cache_bytes: 1 << 30 }
+    }
+}
+
+/// A queue applier's change set and where to answer.
+type ApplyCommit = (ChangeSet, tokio::sync::oneshot::Sender<Result<(), CommitError>>);
+
+/// Commits the queue applier's change sets on a thread of their own, at background
+/// priority: the applier's future awaits the answer, so an applier that prepares its
+/// next batch meanwhile ([`engage_core::queue::apply_pipelined`]) uses a second core.
+/// Other commits answer requests and run on the caller's thread. The thread ends when
+/// the store is dropped.
+fn spawn_apply_writer(shared: Arc<Shared>) -> Result<std::sync::mpsc::Sender<ApplyCommit>, StoreError> {
+    let (tx, rx) = std::sync::mpsc::channel::<ApplyCommit>();
+    std::thread::Builder::new()
+        .name("engage-apply-db".into())
+        .spawn(move || {
+            crate::priority::background();
+            while let Ok((changes, reply)) = rx.recv() {
+                let _ = reply.send(shared.commit(&changes));
+            }
+        })
+        .map_err(|e| StoreError(format!("cannot start the apply writer: {e}")))?;
+    Ok(tx)
 }
 
 /// Page size of the main database. Applying a batch rewrites one page per profile
@@ -64,17 +114,54 @@ fn open(path: &Path, page_size: i64) -> Result<Connection, StoreError> {
     conn.pragma_update(None, "journal_mode", "WAL").map_err(err)?;
     conn.pragma_update(None, "synchronous", "FULL").map_err(err)?;
     conn.pragma_update(None, "foreign_keys", "ON").map_err(err)?;
-    // Profile reads are random over the whole table: map the file instead of copying
-    // each page through read(2), and keep a moderate page cache per connection.
-    conn.pragma_update(None, "mmap_size", 4_i64 << 30).map_err(err)?;
-    conn.pragma_update(None, "cache_size", -32_768_i64).map_err(err)?;
-    // Checkpoint when the WAL holds about 8 MiB. Larger checkpoints copy a page
-    // rewritten by several commits only once, but each ends in an fsync of that
-    // much scattered data, and the disk's cache flush makes the queue's next
-    // fsync (an acknowledgement) wait for all of it: measured, 32 MiB gave ack
-    // p99 ~100 ms at 1000 req/s, 8 MiB ~40 ms.
-    conn.pragma_update(None, "wal_autocheckpoint", (8 << 20) / page_size).map_err(err)?;
+    // The writer's page cache survives its own commits (a reader's is dropped at every
+    // commit of another connection), so it holds the pages applying rewrites. No
+    // memory map here: pages read through the map are not kept in that cache.
+    conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB).map_err(err)?;
+    // Checkpoints are the background checkpointer's work (see `spawn_checkpointer`);
+    // a committing connection checkpoints by itself only when the WAL has grown this
+    // large anyway, which bounds it should the checkpointer fall behind.
+    conn.pragma_update(None, "wal_autocheckpoint", WAL_HIGH_WATER / page_size).map_err(err)?;
+    // After a checkpoint the WAL starts over; a WAL file grown past this is cut back.
+    conn.pragma_update(None, "journal_size_limit", 64_i64 << 20).map_err(err)?;
     Ok(conn)
+}
+
+/// Page cache of the writer connection, KiB.
+const WRITER_CACHE_KIB: i64 = 256 << 10;
+
+/// WAL size at which a committing connection checkpoints by itself.
+const WAL_HIGH_WATER: i64 = 1 << 30;
+
+/// How often the background checkpointer copies the WAL into the database. Rarely:
+/// applying rewrites profiles at random over the whole table, and a checkpoint
+/// writes each page it finds in the WAL once, however often it was rewritten, in
+/// file order. Measured with the track_load bench (1M profiles): every 500 ms the
+/// scattered small writes held applying to ~180 batches/s and their syncs pushed
+/// acknowledgement p99 to ~360 ms; every 10 s applying ran at ~320 batches/s.
+const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Copies the WAL into the database in the background, so that the applier's
+/// thread spends its time applying: a checkpoint is mostly waiting on writes and
+/// syncs of scattered pages, and on a 2-core machine it overlaps with applying.
+/// PASSIVE never waits for the writer or readers; the WAL restarts from its
+/// beginning at the next write once everything in it was copied. The thread ends
+/// when the store is dropped (the sender goes away).
+fn spawn_checkpointer(path: &Path) -> Result<std::sync::mpsc::Sender<()>, StoreError> {
+    let conn = open_reader(path)?;
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    std::thread::Builder::new()
+        .name("engage-checkpoint".into())
+        .spawn(move || {
+            crate::priority::background();
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_INTERVAL) {
+                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::warn!("background checkpoint failed: {e}");
+                }
+            }
+        })
+        .map_err(|e| StoreError(format!("cannot start the checkpointer: {e}")))?;
+    Ok(stop)
 }
 
 /// A connection for reads only. It skips the writer's set-up: `journal_mode` in
@@ -108,6 +195,11 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 impl SqliteStore {
     /// Opens (creating and migrating when needed) the database at `path`.
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(path, Options::default())
+    }
+
+    /// Opens the database at `path` with these settings.
+    pub fn open_with(path: &Path, options: Options) -> Result<SqliteStore, StoreError> {
         let mut writer = open(path, MAIN_PAGE_SIZE)?;
         migrate(&mut writer)?;
         let applied = cursor(&writer).map_err(err)?;
@@ -119,16 +211,26 @@ impl SqliteStore {
             }
             None => None,
         };
-        Ok(SqliteStore {
-            path: path.to_path_buf(),
+        let checkpointer = if queue.is_some() { Some(spawn_checkpointer(path)?) } else { None };
+        let shared = Arc::new(Shared {
             writer: Mutex::new(Writer { conn: writer, applied_not_synced: None, last_sync: std::time::Instant::now() }),
+            cache: queue.as_ref().map(|_| DocCache::new(options.cache_bytes)),
             queue,
+        });
+        Ok(SqliteStore {
+            apply_writer: Mutex::new(spawn_apply_writer(shared.clone())?),
+            _checkpointer: checkpointer,
+            path: path.to_path_buf(),
+            shared,
             readers: Mutex::new((0..INITIAL_READERS).map(|_| open_reader(path)).collect::<Result<_, _>>()?),
         })
     }
 
     fn queue(&self) -> Result<&Queue, StoreError> {
-        self.queue.as_ref().ok_or_else(|| StoreError("the track queue belongs to another running engage process".into()))
+        self.shared
+            .queue
+            .as_ref()
+            .ok_or_else(|| StoreError("the track queue belongs to another running engage process".into()))
     }
 
     fn with_reader<T>(&self, f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>) -> Result<T, StoreError> {
@@ -147,13 +249,53 @@ impl SqliteStore {
         out
     }
 
+    fn read_one(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
+        self.with_reader(|c| {
+            c.prepare_cached("SELECT version, value FROM docs WHERE tbl = ?1 AND key = ?2")?
+                .query_row(params![table.id(), key], |r| {
+                    Ok(Entry { version: r.get::<_, i64>(0)? as u64, value: r.get(1)? })
+                })
+                .optional()
+        })
+    }
+
+    /// The documents of `keys` that exist, by key.
+    fn read_many(&self, table: Table, keys: &[String]) -> Result<HashMap<String, Entry>, StoreError> {
+        // One statement per chunk of keys, parameterised (SQLite allows 32766 parameters).
+        let mut found: HashMap<String, Entry> = HashMap::with_capacity(keys.len());
+        for chunk in keys.chunks(500) {
+            let placeholders = vec!["?"; chunk.len()].join(",");
+            let sql = format!("SELECT key, version, value FROM docs WHERE tbl = ? AND key IN ({placeholders})");
+            let mut read = |c: &Connection| -> Result<(), rusqlite::Error> {
+                let mut st = c.prepare_cached(&sql)?;
+                let params = std::iter::once(rusqlite::types::Value::Integer(table.id()))
+                    .chain(chunk.iter().map(|k| rusqlite::types::Value::Text(k.clone())));
+                let mut rows = st.query(rusqlite::params_from_iter(params))?;
+                while let Some(r) = rows.next()? {
+                    found.insert(r.get(0)?, Entry { version: r.get::<_, i64>(1)? as u64, value: r.get(2)? });
+                }
+                Ok(())
+            };
+            // Batch reads come from appliers about to rewrite what they read: through the
+            // writer's connection (when idle) the pages are then in its cache for the write.
+            match self.shared.writer.try_lock() {
+                Ok(w) => read(&w.conn).map_err(err)?,
+                Err(_) => self.with_reader(read)?,
+            }
+        }
+        Ok(found)
+    }
+
     fn tail(&self) -> Result<u64, StoreError> {
-        match &self.queue {
+        match &self.shared.queue {
             Some(q) => Ok(q.log.tail()),
             // Without the queue nothing is pending as far as this process can tell.
             None => self.with_reader(cursor),
         }
     }
+}
+
+impl Shared {
 
     fn apply_op(tx: &rusqlite::Transaction<'_>, op: &Op) -> Result<bool, rusqlite::Error> {
         match op {
@@ -193,12 +335,10 @@ impl SqliteStore {
         }
     }
 
-    fn commit_sync(&self, changes: &ChangeSet) -> Result<(), CommitError> {
+    fn commit(&self, changes: &ChangeSet) -> Result<(), CommitError> {
         // The queue's tail only grows: jobs at or below it now exist at commit too.
-        let tail = match changes.ack {
-            Some(_) => self.tail()?,
-            None => 0,
-        };
+        // Without the queue (another process owns it) there is nothing to acknowledge.
+        let tail = self.queue.as_ref().map_or(0, |q| q.log.tail());
         let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         // Applying queued jobs need not be synced at once: the jobs stay durable in the
         // queue file until the cursor that covers them is on disk, and replaying them
@@ -229,6 +369,9 @@ impl SqliteStore {
                 .map_err(err)?;
         }
         tx.commit().map_err(err)?;
+        if let Some(cache) = &self.cache {
+            cache.committed(&changes.ops);
+        }
         if let Some(ack) = changes.ack {
             w.applied_not_synced = Some(ack.through);
         }
@@ -359,13 +502,18 @@ fn import_sqlite_queue(db: &Path, applied: u64, log: &QueueLog) -> Result<(), St
 
 impl Store for SqliteStore {
     async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
-        self.with_reader(|c| {
-            c.prepare_cached("SELECT version, value FROM docs WHERE tbl = ?1 AND key = ?2")?
-                .query_row(params![table.id(), key], |r| {
-                    Ok(Entry { version: r.get::<_, i64>(0)? as u64, value: r.get(1)? })
-                })
-                .optional()
-        })
+        if let Some(cache) = self.shared.cache.as_ref().filter(|_| doc_cache::cached(table)) {
+            if let Some(hit) = cache.get(table, key) {
+                return Ok(Some(hit));
+            }
+            let fill = cache.begin_fill();
+            let found = self.read_one(table, key)?;
+            if let Some(e) = &found {
+                cache.fill(&fill, table, [(key.to_string(), e.clone())]);
+            }
+            return Ok(found);
+        }
+        self.read_one(table, key)
     }
 
     async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
@@ -385,27 +533,34 @@ impl Store for SqliteStore {
     }
 
     async fn get_many(&self, table: Table, keys: &[String]) -> Result<Vec<Option<Entry>>, StoreError> {
-        // One statement per chunk of keys, parameterised (SQLite allows 32766 parameters).
-        let mut found: std::collections::HashMap<String, Entry> = std::collections::HashMap::with_capacity(keys.len());
-        for chunk in keys.chunks(500) {
-            let placeholders = vec!["?"; chunk.len()].join(",");
-            let sql = format!("SELECT key, version, value FROM docs WHERE tbl = ? AND key IN ({placeholders})");
-            self.with_reader(|c| {
-                let mut st = c.prepare_cached(&sql)?;
-                let params = std::iter::once(rusqlite::types::Value::Integer(table.id()))
-                    .chain(chunk.iter().map(|k| rusqlite::types::Value::Text(k.clone())));
-                let mut rows = st.query(rusqlite::params_from_iter(params))?;
-                while let Some(r) = rows.next()? {
-                    found.insert(r.get(0)?, Entry { version: r.get::<_, i64>(1)? as u64, value: r.get(2)? });
-                }
-                Ok(())
-            })?;
+        let Some(cache) = self.shared.cache.as_ref().filter(|_| doc_cache::cached(table)) else {
+            let found = self.read_many(table, keys)?;
+            return Ok(keys.iter().map(|k| found.get(k).cloned()).collect());
+        };
+        let mut out: Vec<Option<Entry>> = keys.iter().map(|k| cache.get(table, k)).collect();
+        let missing: Vec<String> = keys.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(k, _)| k.clone()).collect();
+        if missing.is_empty() {
+            return Ok(out);
         }
-        Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
+        let fill = cache.begin_fill();
+        let found = self.read_many(table, &missing)?;
+        for (k, slot) in keys.iter().zip(out.iter_mut()) {
+            if slot.is_none() {
+                *slot = found.get(k).cloned();
+            }
+        }
+        cache.fill(&fill, table, found);
+        Ok(out)
     }
 
     async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
-        self.commit_sync(&changes)
+        if changes.ack.is_none() {
+            return self.shared.commit(&changes);
+        }
+        let stopped = || CommitError::Store(StoreError("the apply writer stopped".into()));
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.apply_writer.lock().unwrap_or_else(|e| e.into_inner()).send((changes, reply)).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
     }
 
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
@@ -419,10 +574,10 @@ impl Store for SqliteStore {
         answer.recv().map_err(|_| StoreError("the queue writer stopped".into()))?
     }
 
-    async fn queued(&self, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
-        let Some(q) = &self.queue else { return Ok(Vec::new()) };
+    async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        let Some(q) = &self.shared.queue else { return Ok(Vec::new()) };
         let applied = self.with_reader(cursor)?;
-        q.log.read_after(applied, limit)
+        q.log.read_after(applied.max(after), limit)
     }
 
     async fn queue_tail(&self) -> Result<u64, StoreError> {

@@ -30,7 +30,13 @@ impl Kit {
         Kit { engine, key, tick: Cell::new(0) }
     }
 
-    fn ctx(&self) -> Ctx {
+    /// The engine underneath.
+    pub(crate) fn engine(&self) -> &Engine<MemoryStore> {
+        &self.engine
+    }
+
+    /// A fresh context (the clock advances one second).
+    pub(crate) fn ctx(&self) -> Ctx {
         let n = self.tick.get() + 1;
         self.tick.set(n);
         let mut seed = [0u8; 16];

@@ -91,23 +91,27 @@ pub async fn batched_reads<S: Store>(s: S) {
 /// atomic with the change set and refused when the jobs were already taken.
 pub async fn queue<S: Store>(s: S) {
     assert_eq!(s.queue_tail().await.unwrap(), 0);
-    assert!(s.queued(10).await.unwrap().is_empty());
+    assert!(s.queued(0, 10).await.unwrap().is_empty());
     let a = s.enqueue(b"a".to_vec()).await.unwrap();
     let b = s.enqueue(b"b".to_vec()).await.unwrap();
     let c = s.enqueue(b"c".to_vec()).await.unwrap();
     assert!(a < b && b < c);
     assert_eq!(s.queue_tail().await.unwrap(), c);
-    let jobs = s.queued(2).await.unwrap();
+    let jobs = s.queued(0, 2).await.unwrap();
     assert_eq!(jobs.iter().map(|j| j.job.clone()).collect::<Vec<_>>(), vec![b"a".to_vec(), b"b".to_vec()]);
+    // Jobs after one still being committed.
+    assert_eq!(s.queued(a, 10).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![b, c]);
+    assert!(s.queued(c, 10).await.unwrap().is_empty());
 
     // A failing expectation leaves the queue untouched.
     let failing = ChangeSet { ops: vec![put(Table::Profile, "p", "1", Expect::Version(3))], ack: Some(QueueAck { through: b, count: 2 }) };
     assert_eq!(s.commit(failing).await, Err(CommitError::Conflict));
-    assert_eq!(s.queued(10).await.unwrap().len(), 3);
+    assert_eq!(s.queued(0, 10).await.unwrap().len(), 3);
 
     let ok = ChangeSet { ops: vec![put(Table::Profile, "p", "1", Expect::Absent)], ack: Some(QueueAck { through: b, count: 2 }) };
     s.commit(ok).await.unwrap();
-    assert_eq!(s.queued(10).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![c]);
+    assert_eq!(s.queued(0, 10).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![c]);
+    assert_eq!(s.queued(a, 10).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![c]);
     assert_eq!(value(&s, Table::Profile, "p").await, Some((1, "1".into())));
 
     // A second applier acknowledging the same jobs conflicts.

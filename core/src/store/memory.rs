@@ -117,7 +117,7 @@ impl Store for MemoryStore {
         Ok(self.lock().next_seq)
     }
 
-    async fn queued(&self, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
-        Ok(self.lock().queue.iter().take(limit).cloned().collect())
+    async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        Ok(self.lock().queue.iter().filter(|j| j.seq > after).take(limit).cloned().collect())
     }
 }

@@ -1,0 +1,170 @@
+//! Profiles and identifier entries kept in memory, in front of SQLite.
+//!
+//! Applying queued track jobs reads every profile it touches and the identifier
+//! entry that names it. In SQLite each of those reads is two B-tree descents on a
+//! connection whose page cache is dropped whenever another connection commits, so
+//! they cost more than the writes. Here they are one hash lookup.
+//!
+//! The cache is coherent because every write of these tables goes through this
+//! process's commits (it is used only by the process that owns the queue, and the
+//! other commands of `engage` never write profiles): a commit updates the cache
+//! after SQLite commits and before it returns. A read that misses fills the cache
+//! while holding the fill lock from before its database read until its insert, and
+//! a commit takes the same lock for its update, so an update always lands after any
+//! fill that might have read older data. Should it ever hold a stale version
+//! anyway, the commit's version check in SQLite refuses the write (a retry), it
+//! never corrupts data.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use engage_core::store::{Entry, Expect, Op, Table};
+
+/// Bytes counted per entry beyond its key and value (map slot, allocations).
+const OVERHEAD: usize = 64;
+
+/// The cache.
+pub struct DocCache {
+    fill: Mutex<()>,
+    map: Mutex<Map>,
+    capacity: usize,
+}
+
+#[derive(Default)]
+struct Map {
+    entries: HashMap<(Table, String), Entry>,
+    bytes: usize,
+}
+
+fn size(key: &str, e: &Entry) -> usize {
+    key.len() + e.value.len() + OVERHEAD
+}
+
+/// True for the tables the cache holds: the ones applying queued jobs reads.
+pub fn cached(table: Table) -> bool {
+    matches!(table, Table::Profile | Table::Ident)
+}
+
+/// Held while a fill reads the database and inserts what it read.
+pub struct FillGuard<'a>(#[allow(dead_code)] MutexGuard<'a, ()>);
+
+impl DocCache {
+    /// A cache of at most about `capacity` bytes.
+    pub fn new(capacity: usize) -> DocCache {
+        DocCache { fill: Mutex::new(()), map: Mutex::new(Map::default()), capacity }
+    }
+
+    fn map(&self) -> MutexGuard<'_, Map> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The cached entry of `key`, if any (`None` says nothing about the database).
+    pub fn get(&self, table: Table, key: &str) -> Option<Entry> {
+        self.map().entries.get(&(table, key.to_string())).cloned()
+    }
+
+    /// Takes the fill lock: read the database only after this.
+    pub fn begin_fill(&self) -> FillGuard<'_> {
+        FillGuard(self.fill.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Inserts what a fill read (under its guard).
+    pub fn fill(&self, _guard: &FillGuard<'_>, table: Table, found: impl IntoIterator<Item = (String, Entry)>) {
+        let mut map = self.map();
+        for (key, entry) in found {
+            map.insert(table, key, entry);
+        }
+        map.shrink_to(self.capacity);
+    }
+
+    /// Brings the cache up to date with a change set SQLite has just committed.
+    pub fn committed(&self, ops: &[Op]) {
+        let _fills = self.begin_fill();
+        let mut map = self.map();
+        for op in ops {
+            match op {
+                Op::Put { table, key, value, expect } if cached(*table) => match expect {
+                    Expect::Version(v) => map.insert(*table, key.clone(), Entry { version: v + 1, value: value.clone() }),
+                    Expect::Absent => map.insert(*table, key.clone(), Entry { version: 1, value: value.clone() }),
+                    // The version a blind write produced is not known here: read it again.
+                    Expect::Any => map.remove(*table, key),
+                },
+                Op::Delete { table, key, .. } if cached(*table) => map.remove(*table, key),
+                _ => {}
+            }
+        }
+        map.shrink_to(self.capacity);
+    }
+}
+
+impl Map {
+    fn insert(&mut self, table: Table, key: String, entry: Entry) {
+        let key_len = key.len();
+        self.bytes += size(&key, &entry);
+        if let Some(old) = self.entries.insert((table, key), entry) {
+            self.bytes -= key_len + old.value.len() + OVERHEAD;
+        }
+    }
+
+    fn remove(&mut self, table: Table, key: &str) {
+        if let Some(old) = self.entries.remove(&(table, key.to_string())) {
+            self.bytes -= size(key, &old);
+        }
+    }
+
+    /// Evicts entries (in no particular order: the workload reads profiles at random)
+    /// until the cache is a tenth under its capacity, so evicting is rare.
+    fn shrink_to(&mut self, capacity: usize) {
+        if self.bytes <= capacity {
+            return;
+        }
+        let mut excess = self.bytes - capacity * 9 / 10;
+        let mut freed = 0;
+        self.entries.retain(|(_, key), e| {
+            if excess == 0 {
+                return true;
+            }
+            let s = size(key, e);
+            excess = excess.saturating_sub(s);
+            freed += s;
+            false
+        });
+        self.bytes -= freed;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(key: &str, value: &str, expect: Expect) -> Op {
+        Op::Put { table: Table::Profile, key: key.into(), value: value.as_bytes().to_vec(), expect }
+    }
+
+    #[test]
+    fn commits_keep_versions_and_forget_what_they_cannot_know() {
+        let c = DocCache::new(1 << 20);
+        c.committed(&[put("a", "1", Expect::Absent), put("b", "2", Expect::Version(4)), put("c", "3", Expect::Any)]);
+        assert_eq!(c.get(Table::Profile, "a"), Some(Entry { version: 1, value: b"1".to_vec() }));
+        assert_eq!(c.get(Table::Profile, "b"), Some(Entry { version: 5, value: b"2".to_vec() }));
+        assert_eq!(c.get(Table::Profile, "c"), None);
+        c.committed(&[Op::Delete { table: Table::Profile, key: "a".into(), expect: Expect::Any }]);
+        assert_eq!(c.get(Table::Profile, "a"), None);
+        // Tables applying does not read are never held.
+        c.committed(&[Op::Put { table: Table::ApiKey, key: "k".into(), value: vec![1], expect: Expect::Absent }]);
+        assert_eq!(c.get(Table::ApiKey, "k"), None);
+    }
+
+    #[test]
+    fn stays_within_its_capacity() {
+        let c = DocCache::new(10_000);
+        let guard = c.begin_fill();
+        let entries = (0..1000).map(|i| (format!("k{i}"), Entry { version: 1, value: vec![0; 100] }));
+        c.fill(&guard, Table::Profile, entries);
+        drop(guard);
+        let map = c.map();
+        assert!(map.bytes <= 10_000, "{} bytes held", map.bytes);
+        assert!(!map.entries.is_empty());
+        assert_eq!(map.bytes, map.entries.iter().map(|((_, k), e)| size(k, e)).sum::<usize>());
+    }
+}
