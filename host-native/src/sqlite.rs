@@ -138,7 +138,8 @@ const WAL_HIGH_WATER: i64 = 1 << 30;
 /// writes each page it finds in the WAL once, however often it was rewritten, in
 /// file order. Measured with the track_load bench (1M profiles): every 500 ms the
 /// scattered small writes held applying to ~180 batches/s and their syncs pushed
-/// acknowledgement p99 to ~360 ms; every 10 s applying ran at ~320 batches/s.
+/// acknowledgement p99 to ~360 ms; every 3 s applying ran at ~350 batches/s (every
+/// 10 s: ~320, with longer stalls of acknowledgements at each checkpoint).
 const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Copies the WAL into the database in the background, so that the applier's
