@@ -263,11 +263,17 @@ fn main() {
     println!("  CPU during load (cores, by thread name; client and server share tokio-rt-worker): {}", cpu.join(", "));
     if std::env::var("BENCH_TIMELINE").is_ok() {
         // p99 of each second of scheduled sends: tells a steady state from stalls.
-        let per = rate as usize;
+        // BENCH_TIMELINE=<10..1000> buckets by that many ms instead (the first seconds of a cold server).
+        let bucket_ms = match env_or("BENCH_TIMELINE", 1000) {
+            ms @ 10..=1000 => ms,
+            _ => 1000,
+        };
+        let per = ((rate * bucket_ms) / 1000).max(1) as usize;
         for (s, chunk) in results.chunks(per).enumerate() {
             let mut l: Vec<u64> = chunk.iter().filter(|r| r.0).map(|r| r.1).collect();
             l.sort_unstable();
-            println!("    second {s}: p50 {:.1} ms, p99 {:.1} ms", pct(&l, 0.5), pct(&l, 0.99));
+            let at = s as u64 * bucket_ms;
+            println!("    second {}.{:03}: p50 {:.1} ms, p99 {:.1} ms", at / 1000, at % 1000, pct(&l, 0.5), pct(&l, 0.99));
         }
     }
     if let Some(db) = db {

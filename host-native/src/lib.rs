@@ -7,6 +7,7 @@ pub mod priority;
 pub mod queue_log;
 pub mod server;
 pub mod sqlite;
+pub mod writeback;
 
 /// The track path allocates many small short-lived values (parsed JSON, decoded
 /// profiles); mimalloc serves them markedly faster than the system allocator.
