@@ -260,6 +260,20 @@ mod tests {
     }
 
     #[test]
+    fn a_shared_email_given_in_the_batch_still_committing_is_found() {
+        let kit = Kit::new();
+        kit.track(json!({"attributes": [{"external_id": "old", "email": "shared@example.com"}]}));
+        kit.track(json!({"attributes": [{"external_id": "new", "email": "shared@example.com"}]}));
+        kit.track(json!({"attributes": [{"email": "shared@example.com", "picked": true}]}));
+        // One job a batch: the third is prepared while the second (which gave "new" the
+        // address) is still committing, so only the unit of work knows "new" has it.
+        let store = Interfering { inner: kit.engine().store(), commits: Cell::new(0), fail_every: 0 };
+        assert_eq!(pollster::block_on(queue_run(&store, 1, 100)), 3);
+        assert_eq!(kit.user("new")["custom_attributes"]["picked"], json!(true));
+        assert!(kit.user("old").get("custom_attributes").is_none());
+    }
+
+    #[test]
     fn a_failed_commit_voids_what_was_built_on_it_and_nothing_is_lost_or_doubled() {
         let kit = Kit::new();
         enqueue_chained(&kit);

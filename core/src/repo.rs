@@ -146,6 +146,11 @@ pub struct Tx<'s, S: Store> {
     stale: BTreeSet<ServiceId>,
     /// Unique-identifier index entries already read from the store.
     unique_read: BTreeMap<String, Option<ServiceId>>,
+    /// Index entries of the profiles whose identifiers changed in the change set last
+    /// settled ([`Tx::settle`]): that commit may not have landed, so the store's index
+    /// may not show them yet (removed entries need nothing: `resolve` checks every
+    /// candidate against the profile itself).
+    settled: BTreeMap<String, BTreeSet<ServiceId>>,
 }
 
 struct DocSlot {
@@ -167,6 +172,7 @@ impl<'s, S: Store> Tx<'s, S> {
             overlay_keys: BTreeMap::new(),
             stale: BTreeSet::new(),
             unique_read: BTreeMap::new(),
+            settled: BTreeMap::new(),
         }
     }
 
@@ -278,8 +284,10 @@ impl<'s, S: Store> Tx<'s, S> {
         self.refresh_overlay();
         let lookup = unique_key(&self.ws, ident).or_else(|| shared_prefix(&self.ws, ident));
         if let Some(k) = lookup {
-            for (_, ids) in self.overlay.range(k.clone()..).take_while(|(key, _)| key.starts_with(&k)) {
-                candidates.extend(ids.iter().cloned());
+            for map in [&self.overlay, &self.settled] {
+                for (_, ids) in map.range(k.clone()..).take_while(|(key, _)| key.starts_with(&k)) {
+                    candidates.extend(ids.iter().cloned());
+                }
             }
         }
         let mut out = Vec::new();
@@ -364,7 +372,8 @@ impl<'s, S: Store> Tx<'s, S> {
     /// Reads a plain document (groups, address records, ...).
     pub async fn doc<T: DeserializeOwned>(&mut self, table: Table, key: &str) -> Result<Option<T>, StoreError> {
         let k = (table, key.to_string());
-        if !self.docs.get(&k).is_some_and(|d| d.read.is_some() || d.dirty) {
+        // A slot is there once the document was read, written, or carried by `settle`.
+        if !self.docs.contains_key(&k) {
             let e = self.store.get(table, key).await?;
             let (v, bytes) = match e {
                 Some(e) => (Some(e.version), Some(e.value)),
@@ -416,6 +425,7 @@ impl<'s, S: Store> Tx<'s, S> {
         // Unique identifiers that changed owner: the store's index may not say so until
         // the commit lands, so they are remembered here (removed ones as absent).
         let mut unique_read: BTreeMap<String, Option<ServiceId>> = BTreeMap::new();
+        let mut settled: BTreeMap<String, BTreeSet<ServiceId>> = BTreeMap::new();
         self.profiles.retain(|_, slot| slot.dirty);
         for (id, slot) in &mut self.profiles {
             let unchanged = match (&slot.stored, &slot.doc) {
@@ -431,8 +441,9 @@ impl<'s, S: Store> Tx<'s, S> {
                 }
                 for (k, unique) in slot.doc.as_ref().map(|p| index_entries(ws, p)).unwrap_or_default() {
                     if unique {
-                        unique_read.insert(k, Some(id.clone()));
+                        unique_read.insert(k.clone(), Some(id.clone()));
                     }
+                    settled.entry(k).or_default().insert(id.clone());
                 }
             }
             slot.version = match (&slot.doc, slot.version) {
@@ -443,17 +454,20 @@ impl<'s, S: Store> Tx<'s, S> {
             slot.stored = slot.doc.as_ref().map(Identity::of);
             slot.dirty = false;
         }
-        // A blind write's resulting version is unknown: such documents are read again.
-        self.docs.retain(|_, d| d.dirty && !(d.read.is_none() && d.value.is_some()));
+        self.docs.retain(|_, d| d.dirty);
         for d in self.docs.values_mut() {
-            d.read = Some(match (&d.value, d.read) {
-                (Some(_), Some(Some(v))) => Some(v + 1),
-                (Some(_), _) => Some(1),
-                (None, _) => None,
-            });
+            d.read = match (&d.value, d.read) {
+                (Some(_), Some(Some(v))) => Some(Some(v + 1)),
+                (Some(_), Some(None)) => Some(Some(1)),
+                // A blind write: its value is known, not the version it got, so a later
+                // write of it is blind too.
+                (Some(_), None) => None,
+                (None, _) => Some(None),
+            };
             d.dirty = false;
         }
         self.unique_read = unique_read;
+        self.settled = settled;
         self.overlay.clear();
         self.overlay_keys.clear();
         self.stale.clear();
