@@ -149,6 +149,13 @@ pub async fn admin(method: &str, path: &str, body: Value) -> Reply {
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A fresh, unique workspace name.
+/// Lets the clock move on, so that a later write gets a later time: times have
+/// millisecond resolution, and two requests in one millisecond tie on every rule
+/// that orders by time (most recently updated, oldest first).
+pub async fn tick() {
+    tokio::time::sleep(Duration::from_millis(5)).await;
+}
+
 pub fn unique_workspace() -> String {
     format!("t{}-{}-{}", std::process::id(), now_nanos() % 1_000_000_000, COUNTER.fetch_add(1, Ordering::SeqCst))
 }

@@ -2,9 +2,7 @@
 //! /users/alias/new, /users/alias/update, and the prioritization they share.
 //! Every result is read back through /users/export/ids.
 
-use std::time::Duration;
-
-use engage_tests::{redact, Api, Reply};
+use engage_tests::{redact, tick, Api, Reply};
 use serde_json::{json, Value};
 
 const T1: &str = "2024-01-10T00:00:00Z";
@@ -26,11 +24,6 @@ async fn anon(api: &Api, name: &str, label: &str, attrs: Value) {
     obj.insert("user_alias".into(), alias(name, label));
     obj.insert("_update_existing_only".into(), json!(false));
     api.track(json!({"attributes": [obj]})).await;
-}
-
-/// Lets the clock move so that later writes have a later update time.
-async fn tick() {
-    tokio::time::sleep(Duration::from_millis(5)).await;
 }
 
 async fn by_alias(api: &Api, name: &str, label: &str) -> Value {

@@ -1,6 +1,6 @@
 //! Black-box tests: POST /users/track.
 
-use engage_tests::{redact, Api};
+use engage_tests::{redact, tick, Api};
 use serde_json::{json, Value};
 
 const T: &str = "2024-03-01T10:00:00Z";
@@ -250,7 +250,9 @@ async fn an_update_by_shared_email_goes_to_the_most_recently_updated_identified_
         {"email": "solo@example.com"}
     ]}))
     .await;
+    tick().await;
     api.track(json!({"attributes": [{"external_id": "new", "email": "shared@example.com"}]})).await;
+    tick().await;
     api.track(json!({"attributes": [{"email": "shared@example.com", "picked": true}]})).await;
     assert_eq!(api.user("new").await["custom_attributes"]["picked"], json!(true));
     assert!(api.user("old").await.get("custom_attributes").is_none());

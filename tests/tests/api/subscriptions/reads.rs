@@ -1,6 +1,6 @@
 //! Black-box tests: GET /subscription/user/status and GET /subscription/status/get.
 
-use engage_tests::{redact, Api, Reply};
+use engage_tests::{redact, tick, Api, Reply};
 use serde_json::{json, Value};
 
 use super::{ids, set_v1, status_of, users, BOTH, TOO_MANY};
@@ -81,6 +81,7 @@ async fn user_status_returns_users_sharing_an_email_separately() {
     let api = Api::new().await;
     let news = api.group("News", "email").await;
     users(&api, json!([{"external_id": "u1", "email": "s@example.com"}])).await;
+    tick().await;
     users(&api, json!([{"external_id": "u2", "email": "s@example.com"}])).await;
     set_v1(&api, json!({"subscription_group_id": news, "subscription_state": "subscribed", "email": "s@example.com"}))
         .await;
