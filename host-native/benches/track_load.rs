@@ -187,6 +187,12 @@ fn main() {
         }
     };
 
+    if db.is_some() {
+        // Let the disk settle: the seed copy and the previous run's deleted files are
+        // still being written back, and the first fsyncs of the load would wait behind them.
+        let _ = std::process::Command::new("sync").status();
+        std::thread::sleep(Duration::from_secs(2));
+    }
     eprintln!("generating request bodies");
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let bodies: Arc<Vec<Bytes>> = Arc::new((0..1000).map(|_| Bytes::from(body(&mut rng, profiles))).collect());

@@ -78,18 +78,18 @@ impl DocCache {
     }
 
     /// Brings the cache up to date with a change set SQLite has just committed.
-    pub fn committed(&self, ops: &[Op]) {
+    pub fn committed(&self, ops: Vec<Op>) {
         let _fills = self.begin_fill();
         let mut map = self.map();
         for op in ops {
             match op {
-                Op::Put { table, key, value, expect } if cached(*table) => match expect {
-                    Expect::Version(v) => map.insert(*table, key.clone(), Entry { version: v + 1, value: value.clone() }),
-                    Expect::Absent => map.insert(*table, key.clone(), Entry { version: 1, value: value.clone() }),
+                Op::Put { table, key, value, expect } if cached(table) => match expect {
+                    Expect::Version(v) => map.insert(table, key, Entry { version: v + 1, value }),
+                    Expect::Absent => map.insert(table, key, Entry { version: 1, value }),
                     // The version a blind write produced is not known here: read it again.
-                    Expect::Any => map.remove(*table, key),
+                    Expect::Any => map.remove(table, &key),
                 },
-                Op::Delete { table, key, .. } if cached(*table) => map.remove(*table, key),
+                Op::Delete { table, key, .. } if cached(table) => map.remove(table, &key),
                 _ => {}
             }
         }
@@ -144,14 +144,14 @@ mod tests {
     #[test]
     fn commits_keep_versions_and_forget_what_they_cannot_know() {
         let c = DocCache::new(1 << 20);
-        c.committed(&[put("a", "1", Expect::Absent), put("b", "2", Expect::Version(4)), put("c", "3", Expect::Any)]);
+        c.committed(vec![put("a", "1", Expect::Absent), put("b", "2", Expect::Version(4)), put("c", "3", Expect::Any)]);
         assert_eq!(c.get(Table::Profile, "a"), Some(Entry { version: 1, value: b"1".to_vec() }));
         assert_eq!(c.get(Table::Profile, "b"), Some(Entry { version: 5, value: b"2".to_vec() }));
         assert_eq!(c.get(Table::Profile, "c"), None);
-        c.committed(&[Op::Delete { table: Table::Profile, key: "a".into(), expect: Expect::Any }]);
+        c.committed(vec![Op::Delete { table: Table::Profile, key: "a".into(), expect: Expect::Any }]);
         assert_eq!(c.get(Table::Profile, "a"), None);
         // Tables applying does not read are never held.
-        c.committed(&[Op::Put { table: Table::ApiKey, key: "k".into(), value: vec![1], expect: Expect::Absent }]);
+        c.committed(vec![Op::Put { table: Table::ApiKey, key: "k".into(), value: vec![1], expect: Expect::Absent }]);
         assert_eq!(c.get(Table::ApiKey, "k"), None);
     }
 

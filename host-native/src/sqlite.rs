@@ -95,7 +95,7 @@ fn spawn_apply_writer(shared: Arc<Shared>) -> Result<std::sync::mpsc::Sender<App
         .spawn(move || {
             crate::priority::background();
             while let Ok((changes, reply)) = rx.recv() {
-                let _ = reply.send(shared.commit(&changes));
+                let _ = reply.send(shared.commit(changes));
             }
         })
         .map_err(|e| StoreError(format!("cannot start the apply writer: {e}")))?;
@@ -184,8 +184,14 @@ fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(err)?;
     conn.pragma_update(None, "mmap_size", 4_i64 << 30).map_err(err)?;
     conn.pragma_update(None, "cache_size", -8_192_i64).map_err(err)?;
+    // Parse the schema and prepare the most common read now, not in a request: a
+    // cold server's first requests otherwise all did it at once.
+    conn.prepare_cached(READ_ONE).map_err(err)?;
     Ok(conn)
 }
+
+/// Reads one document.
+const READ_ONE: &str = "SELECT version, value FROM docs WHERE tbl = ?1 AND key = ?2";
 
 /// Reader connections opened with the store, so a cold server answers its first
 /// burst of requests without opening connections on the way: with 16, the first
@@ -268,7 +274,7 @@ impl SqliteStore {
 
     fn read_one(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
         self.with_reader(|c| {
-            c.prepare_cached("SELECT version, value FROM docs WHERE tbl = ?1 AND key = ?2")?
+            c.prepare_cached(READ_ONE)?
                 .query_row(params![table.id(), key], |r| {
                     Ok(Entry { version: r.get::<_, i64>(0)? as u64, value: r.get(1)? })
                 })
@@ -352,7 +358,7 @@ impl Shared {
         }
     }
 
-    fn commit(&self, changes: &ChangeSet) -> Result<(), CommitError> {
+    fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
         // The queue's tail only grows: jobs at or below it now exist at commit too.
         // Without the queue (another process owns it) there is nothing to acknowledge.
         let tail = self.queue.as_ref().map_or(0, |q| q.log.tail());
@@ -387,7 +393,8 @@ impl Shared {
         }
         tx.commit().map_err(err)?;
         if let Some(cache) = &self.cache {
-            cache.committed(&changes.ops);
+            // The change set is done with: its documents move into the cache.
+            cache.committed(changes.ops);
         }
         if let Some(ack) = changes.ack {
             w.applied_not_synced = Some(ack.through);
@@ -572,7 +579,7 @@ impl Store for SqliteStore {
 
     async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
         if changes.ack.is_none() {
-            return self.shared.commit(&changes);
+            return self.shared.commit(changes);
         }
         let stopped = || CommitError::Store(StoreError("the apply writer stopped".into()));
         let (reply, answer) = tokio::sync::oneshot::channel();
