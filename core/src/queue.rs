@@ -12,7 +12,7 @@ use crate::auth::WorkspaceName;
 use crate::error::ApiError;
 use crate::ids::{IdGen, Identifier};
 use crate::repo::{decode, Tx};
-use crate::store::{ChangeSet, CommitError, QueueAck, Store, StoreError};
+use crate::store::{ChangeSet, CommitError, QueueAck, QueuedJob, Store, StoreError};
 use crate::track::TrackJob;
 
 /// Jobs applied per commit by default.
@@ -29,24 +29,8 @@ pub async fn apply_batch<S: Store>(store: &S, seed: [u8; 16], max_jobs: usize) -
         // Distinct ids for every batch and attempt: the same request seed may drive
         // several batches (catch-up) and then the request's own handler.
         let mut ids = IdGen::derive(seed, "queue", jobs[0].seq.wrapping_mul(64).wrapping_add(attempt as u64));
-        // A job that cannot be decoded was not written by this version: it is
-        // acknowledged without effect rather than blocking the queue forever.
-        let decoded: Vec<TrackJob> = jobs.iter().filter_map(|q| decode::<TrackJob>(&q.job).ok()).collect();
         let mut txs: BTreeMap<WorkspaceName, Tx<'_, S>> = BTreeMap::new();
-        let mut targets: BTreeMap<&WorkspaceName, Vec<Identifier>> = BTreeMap::new();
-        for job in &decoded {
-            targets.entry(&job.workspace).or_default().extend(job.ops.iter().map(|op| op.target().ident.clone()));
-        }
-        for (ws, idents) in targets {
-            let tx = txs.entry(ws.clone()).or_insert_with(|| Tx::new(store, ws.clone()));
-            tx.prefetch(&idents).await?;
-        }
-        for job in &decoded {
-            let tx = txs.entry(job.workspace.clone()).or_insert_with(|| Tx::new(store, job.workspace.clone()));
-            for op in &job.ops {
-                apply_op(tx, op, job.at, &mut ids).await?;
-            }
-        }
+        apply_jobs(store, &mut txs, &decode_jobs(&jobs), &mut ids).await?;
         let mut changes = ChangeSet::default();
         for tx in txs.into_values() {
             changes.ops.extend(tx.into_changes().ops);
@@ -59,6 +43,36 @@ pub async fn apply_batch<S: Store>(store: &S, seed: [u8; 16], max_jobs: usize) -
         }
     }
     Err(ApiError::Busy)
+}
+
+/// The jobs of a batch. A job that cannot be decoded was not written by this
+/// version: it is acknowledged without effect rather than blocking the queue forever.
+fn decode_jobs(jobs: &[QueuedJob]) -> Vec<TrackJob> {
+    jobs.iter().filter_map(|q| decode::<TrackJob>(&q.job).ok()).collect()
+}
+
+/// Applies the operations of `jobs`, in one unit of work per workspace, after reading
+/// in one go what they name (so a batch does not pay one store read per object).
+async fn apply_jobs<'s, S: Store>(
+    store: &'s S,
+    txs: &mut BTreeMap<WorkspaceName, Tx<'s, S>>,
+    jobs: &[TrackJob],
+    ids: &mut IdGen,
+) -> Result<(), StoreError> {
+    let mut targets: BTreeMap<&WorkspaceName, Vec<Identifier>> = BTreeMap::new();
+    for job in jobs {
+        targets.entry(&job.workspace).or_default().extend(job.ops.iter().map(|op| op.target().ident.clone()));
+    }
+    for (ws, idents) in targets {
+        txs.entry(ws.clone()).or_insert_with(|| Tx::new(store, ws.clone())).prefetch(&idents).await?;
+    }
+    for job in jobs {
+        let tx = txs.entry(job.workspace.clone()).or_insert_with(|| Tx::new(store, job.workspace.clone()));
+        for op in &job.ops {
+            apply_op(tx, op, job.at, ids).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Applies queued jobs in up to `rounds` batches of `max_jobs`, each batch prepared
@@ -86,11 +100,7 @@ pub async fn apply_pipelined<S: Store>(
         // Distinct ids for every batch: each starts at a different sequence number, and
         // every call brings a fresh seed.
         let mut ids = IdGen::derive(seed, "pipeline", first.seq);
-        let decoded: Vec<TrackJob> = jobs.iter().filter_map(|q| decode::<TrackJob>(&q.job).ok()).collect();
-        let mut targets: BTreeMap<&WorkspaceName, Vec<Identifier>> = BTreeMap::new();
-        for job in &decoded {
-            targets.entry(&job.workspace).or_default().extend(job.ops.iter().map(|op| op.target().ident.clone()));
-        }
+        let decoded = decode_jobs(&jobs);
         let commit = async {
             match in_flight.take() {
                 Some((changes, n)) => store.commit(changes).await.map(|()| n),
@@ -98,16 +108,7 @@ pub async fn apply_pipelined<S: Store>(
             }
         };
         let prepare = async {
-            for (ws, idents) in &targets {
-                let tx = txs.entry((*ws).clone()).or_insert_with(|| Tx::new(store, (*ws).clone()));
-                tx.prefetch(idents).await?;
-            }
-            for job in &decoded {
-                let tx = txs.entry(job.workspace.clone()).or_insert_with(|| Tx::new(store, job.workspace.clone()));
-                for op in &job.ops {
-                    apply_op(tx, op, job.at, &mut ids).await?;
-                }
-            }
+            apply_jobs(store, &mut txs, &decoded, &mut ids).await?;
             let mut changes = ChangeSet::default();
             for tx in txs.values_mut() {
                 changes.ops.extend(tx.settle().ops);
@@ -158,7 +159,7 @@ mod tests {
     use super::*;
     use crate::merge::testkit::Kit;
     use crate::store::memory::MemoryStore;
-    use crate::store::{Entry, QueuedJob, Table};
+    use crate::store::{Entry, Table};
 
     /// Twelve requests in which each batch depends on the one before: one counter
     /// and one event on the same user everywhere, and a user created in each request

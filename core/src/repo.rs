@@ -12,7 +12,7 @@ use crate::auth::WorkspaceName;
 use crate::error::ApiError;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
 use crate::profile::Profile;
-use crate::store::{ChangeSet, Expect, Op, Store, StoreError, Table};
+use crate::store::{next_version, ChangeSet, Expect, Op, Store, StoreError, Table};
 
 /// Separates the parts of a store key; identifiers may not contain control characters.
 pub const SEP: char = '\u{1f}';
@@ -128,6 +128,17 @@ struct Slot {
     /// Current content (None: absent or deleted).
     doc: Option<Profile>,
     dirty: bool,
+}
+
+impl Slot {
+    /// True when the store's index entries for this profile are still right.
+    fn identity_unchanged(&self) -> bool {
+        match (&self.stored, &self.doc) {
+            (Some(stored), Some(p)) => stored.same_as(p),
+            (None, None) => true,
+            _ => false,
+        }
+    }
 }
 
 /// A unit of work over one workspace.
@@ -428,12 +439,7 @@ impl<'s, S: Store> Tx<'s, S> {
         let mut settled: BTreeMap<String, BTreeSet<ServiceId>> = BTreeMap::new();
         self.profiles.retain(|_, slot| slot.dirty);
         for (id, slot) in &mut self.profiles {
-            let unchanged = match (&slot.stored, &slot.doc) {
-                (Some(stored), Some(p)) => stored.same_as(p),
-                (None, None) => true,
-                _ => false,
-            };
-            if !unchanged {
+            if !slot.identity_unchanged() {
                 for (k, unique) in slot.stored.as_ref().map(|s| s.index_entries(ws, id)).unwrap_or_default() {
                     if unique {
                         unique_read.entry(k).or_insert(None);
@@ -446,19 +452,14 @@ impl<'s, S: Store> Tx<'s, S> {
                     settled.entry(k).or_default().insert(id.clone());
                 }
             }
-            slot.version = match (&slot.doc, slot.version) {
-                (Some(_), Some(v)) => Some(v + 1),
-                (Some(_), None) => Some(1),
-                (None, _) => None,
-            };
+            slot.version = slot.doc.as_ref().map(|_| next_version(slot.version));
             slot.stored = slot.doc.as_ref().map(Identity::of);
             slot.dirty = false;
         }
         self.docs.retain(|_, d| d.dirty);
         for d in self.docs.values_mut() {
             d.read = match (&d.value, d.read) {
-                (Some(_), Some(Some(v))) => Some(Some(v + 1)),
-                (Some(_), Some(None)) => Some(Some(1)),
+                (Some(_), Some(read)) => Some(Some(next_version(read))),
                 // A blind write: its value is known, not the version it got, so a later
                 // write of it is blind too.
                 (Some(_), None) => None,
@@ -482,12 +483,7 @@ impl<'s, S: Store> Tx<'s, S> {
             }
             let key = profile_key(&self.ws, id);
             let expect = slot.version.map_or(Expect::Absent, Expect::Version);
-            let unchanged = match (&slot.stored, &slot.doc) {
-                (Some(stored), Some(p)) => stored.same_as(p),
-                (None, None) => true,
-                _ => false,
-            };
-            let (stored_index, new_index) = if unchanged {
+            let (stored_index, new_index) = if slot.identity_unchanged() {
                 (BTreeMap::new(), BTreeMap::new())
             } else {
                 (
