@@ -139,6 +139,21 @@ fn cpu_by_thread() -> std::collections::BTreeMap<String, f64> {
     out
 }
 
+/// Cores each thread name used between two readings `seconds` apart (the busy ones).
+fn cpu_used(
+    before: &std::collections::BTreeMap<String, f64>,
+    after: &std::collections::BTreeMap<String, f64>,
+    seconds: f64,
+) -> String {
+    let used: Vec<String> = after
+        .iter()
+        .map(|(name, t)| (name, t - before.get(name).copied().unwrap_or(0.0)))
+        .filter(|(_, t)| *t > 0.05)
+        .map(|(name, t)| format!("{name} {:.2}", t / seconds))
+        .collect();
+    used.join(", ")
+}
+
 fn pct(sorted: &[u64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -260,13 +275,10 @@ fn main() {
         pct(&lat, 0.99),
         pct(&lat, 1.0)
     );
-    let cpu: Vec<String> = cpu_after
-        .iter()
-        .map(|(name, t)| (name, t - cpu_before.get(name).copied().unwrap_or(0.0)))
-        .filter(|(_, t)| *t > 0.05)
-        .map(|(name, t)| format!("{name} {:.2}", t / load_elapsed))
-        .collect();
-    println!("  CPU during load (cores, by thread name; client and server share tokio-rt-worker): {}", cpu.join(", "));
+    println!(
+        "  CPU during load (cores, by thread name; client and server share tokio-rt-worker): {}",
+        cpu_used(&cpu_before, &cpu_after, load_elapsed)
+    );
     if std::env::var("BENCH_TIMELINE").is_ok() {
         // p99 of each second of scheduled sends: tells a steady state from stalls.
         // BENCH_TIMELINE=<10..1000> buckets by that many ms instead (the first seconds of a cold server).
@@ -309,13 +321,10 @@ fn main() {
             }
         }
         let drained = drain_started.elapsed().as_secs_f64();
-        let cpu: Vec<String> = cpu_by_thread()
-            .iter()
-            .map(|(name, t)| (name, t - cpu_drain_before.get(name).copied().unwrap_or(0.0)))
-            .filter(|(_, t)| *t > 0.05)
-            .map(|(name, t)| format!("{name} {:.2}", t / drained))
-            .collect();
-        println!("  CPU while draining (cores, by thread name): {}", cpu.join(", "));
+        println!(
+            "  CPU while draining (cores, by thread name): {}",
+            cpu_used(&cpu_drain_before, &cpu_by_thread(), drained)
+        );
         let peak_rss = std::fs::read_to_string("/proc/self/status")
             .ok()
             .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l[6..].trim().to_string()))

@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
-use engage_core::store::{Entry, Expect, Op, Table};
+use engage_core::store::{next_version, Entry, Expect, Op, Table};
 
 /// Bytes counted per entry beyond its key and value (map slot, allocations).
 const OVERHEAD: usize = 64;
@@ -84,8 +84,8 @@ impl DocCache {
         for op in ops {
             match op {
                 Op::Put { table, key, value, expect } if cached(table) => match expect {
-                    Expect::Version(v) => map.insert(table, key, Entry { version: v + 1, value }),
-                    Expect::Absent => map.insert(table, key, Entry { version: 1, value }),
+                    Expect::Version(v) => map.insert(table, key, Entry { version: next_version(Some(v)), value }),
+                    Expect::Absent => map.insert(table, key, Entry { version: next_version(None), value }),
                     // The version a blind write produced is not known here: read it again.
                     Expect::Any => map.remove(table, &key),
                 },

@@ -277,14 +277,20 @@ mod tests {
         assert_eq!(log.read_after(3, 10).unwrap()[0].job, b"d".to_vec());
     }
 
+    /// A log whose jobs 1 and 2 are in two segments (the first marked full).
+    fn two_segments(name: &str) -> (PathBuf, QueueLog) {
+        let db = dir(name);
+        let log = QueueLog::open(&db, 0).unwrap().unwrap();
+        log.append(&[b"1".to_vec()]).unwrap();
+        log.lock().segments.last_mut().unwrap().len = SEGMENT_BYTES;
+        log.append(&[b"2".to_vec()]).unwrap();
+        (db, log)
+    }
+
     #[test]
     fn a_corrupt_record_before_the_end_refuses_to_open() {
-        let db = dir("corrupt");
-        let log = QueueLog::open(&db, 0).unwrap().unwrap();
-        log.append(&[b"first".to_vec()]).unwrap();
-        // Force a second segment so the damaged one is not the last.
-        log.lock().segments.last_mut().unwrap().len = SEGMENT_BYTES;
-        log.append(&[b"second".to_vec()]).unwrap();
+        // Two segments, so the damaged one is not the last.
+        let (db, log) = two_segments("corrupt");
         drop(log);
         let seg = db.parent().unwrap().join(format!("t.db-queue.{:020}.log", 1));
         let mut bytes = std::fs::read(&seg).unwrap();
@@ -296,11 +302,7 @@ mod tests {
 
     #[test]
     fn trimming_deletes_whole_segments_and_numbering_continues() {
-        let db = dir("trim");
-        let log = QueueLog::open(&db, 0).unwrap().unwrap();
-        log.append(&[b"1".to_vec()]).unwrap();
-        log.lock().segments.last_mut().unwrap().len = SEGMENT_BYTES;
-        log.append(&[b"2".to_vec()]).unwrap();
+        let (db, log) = two_segments("trim");
         log.trim(1);
         let names = std::fs::read_dir(db.parent().unwrap()).unwrap().count();
         assert_eq!(names, 2, "one segment and the lock file are left");

@@ -236,13 +236,15 @@ impl SqliteStore {
             cache: queue.as_ref().map(|_| DocCache::new(options.cache_bytes)),
             queue,
         });
-        let checkpointer = if shared.queue.is_some() { Some(spawn_checkpointer(path, shared.clone())?) } else { None };
-        // A command beside a running server reads a few documents: no pool to fill.
-        let initial_readers = if shared.queue.is_some() { INITIAL_READERS } else { 1 };
+        // The queue's owner is the server; a command beside it reads a few documents
+        // and leaves background work to the server.
+        let owner = shared.queue.is_some();
+        let checkpointer = if owner { Some(spawn_checkpointer(path, shared.clone())?) } else { None };
+        let initial_readers = if owner { INITIAL_READERS } else { 1 };
         Ok(SqliteStore {
             apply_writer: Mutex::new(spawn_apply_writer(shared.clone())?),
             _checkpointer: checkpointer,
-            _writeback: if shared.queue.is_some() { crate::writeback::spawn(path) } else { None },
+            _writeback: if owner { crate::writeback::spawn(path) } else { None },
             path: path.to_path_buf(),
             shared,
             readers: Mutex::new((0..initial_readers).map(|_| open_reader(path)).collect::<Result<_, _>>()?),
@@ -319,7 +321,6 @@ impl SqliteStore {
 }
 
 impl Shared {
-
     fn apply_op(tx: &rusqlite::Transaction<'_>, op: &Op) -> Result<bool, rusqlite::Error> {
         match op {
             Op::Put { table, key, value, expect } => match expect {
@@ -526,16 +527,9 @@ fn import_sqlite_queue(db: &Path, applied: u64, log: &QueueLog) -> Result<(), St
 
 impl Store for SqliteStore {
     async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
-        if let Some(cache) = self.shared.cache.as_ref().filter(|_| doc_cache::cached(table)) {
-            if let Some(hit) = cache.get(table, key) {
-                return Ok(Some(hit));
-            }
-            let fill = cache.begin_fill();
-            let found = self.read_one(table, key)?;
-            if let Some(e) = &found {
-                cache.fill(&fill, table, [(key.to_string(), e.clone())]);
-            }
-            return Ok(found);
+        if self.shared.cache.is_some() && doc_cache::cached(table) {
+            // One path through the cache and its fill lock: `get_many`'s.
+            return Ok(self.get_many(table, &[key.to_string()]).await?.pop().flatten());
         }
         self.read_one(table, key)
     }
