@@ -14,6 +14,11 @@
 //! fill that might have read older data. Should it ever hold a stale version
 //! anyway, the commit's version check in SQLite refuses the write (a retry), it
 //! never corrupts data.
+//!
+//! Each entry also remembers the row it came from in SQLite, so a commit updates
+//! it by rowid: one B-tree descent instead of two (the key's index, then the
+//! table). The rowid is only a hint: the update also checks table, key and
+//! version, and falls back to the key when it finds no such row.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -32,8 +37,14 @@ pub struct DocCache {
 
 #[derive(Default)]
 struct Map {
-    entries: HashMap<(Table, String), Entry>,
+    entries: HashMap<(Table, String), Cached>,
     bytes: usize,
+}
+
+/// A document and the SQLite row that holds it.
+struct Cached {
+    entry: Entry,
+    rowid: i64,
 }
 
 fn size(key: &str, e: &Entry) -> usize {
@@ -60,7 +71,20 @@ impl DocCache {
 
     /// The cached entry of `key`, if any (`None` says nothing about the database).
     pub fn get(&self, table: Table, key: &str) -> Option<Entry> {
-        self.map().entries.get(&(table, key.to_string())).cloned()
+        self.map().entries.get(&(table, key.to_string())).map(|c| c.entry.clone())
+    }
+
+    /// The rows that held the documents `ops` write, where known.
+    pub fn rowids(&self, ops: &[Op]) -> Vec<Option<i64>> {
+        let map = self.map();
+        ops.iter()
+            .map(|op| match op {
+                Op::Put { table, key, .. } if cached(*table) => {
+                    map.entries.get(&(*table, key.clone())).map(|c| c.rowid)
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     /// Takes the fill lock: read the database only after this.
@@ -69,27 +93,34 @@ impl DocCache {
     }
 
     /// Inserts what a fill read (under its guard).
-    pub fn fill(&self, _guard: &FillGuard<'_>, table: Table, found: impl IntoIterator<Item = (String, Entry)>) {
+    pub fn fill(&self, _guard: &FillGuard<'_>, table: Table, found: impl IntoIterator<Item = (String, Entry, i64)>) {
         let mut map = self.map();
-        for (key, entry) in found {
-            map.insert(table, key, entry);
+        for (key, entry, rowid) in found {
+            map.insert(table, key, Cached { entry, rowid });
         }
         map.shrink_to(self.capacity);
     }
 
-    /// Brings the cache up to date with a change set SQLite has just committed.
-    pub fn committed(&self, ops: Vec<Op>) {
+    /// Brings the cache up to date with a change set SQLite has just committed,
+    /// each operation with the row it wrote when known.
+    pub fn committed(&self, ops: impl IntoIterator<Item = (Op, Option<i64>)>) {
         let _fills = self.begin_fill();
         let mut map = self.map();
-        for op in ops {
-            match op {
-                Op::Put { table, key, value, expect } if cached(table) => match expect {
-                    Expect::Version(v) => map.insert(table, key, Entry { version: next_version(Some(v)), value }),
-                    Expect::Absent => map.insert(table, key, Entry { version: next_version(None), value }),
+        for (op, rowid) in ops {
+            match (op, rowid) {
+                (Op::Put { table, key, value, expect }, Some(rowid)) if cached(table) => match expect {
+                    Expect::Version(v) => {
+                        map.insert(table, key, Cached { entry: Entry { version: next_version(Some(v)), value }, rowid })
+                    }
+                    Expect::Absent => {
+                        map.insert(table, key, Cached { entry: Entry { version: next_version(None), value }, rowid })
+                    }
                     // The version a blind write produced is not known here: read it again.
                     Expect::Any => map.remove(table, &key),
                 },
-                Op::Delete { table, key, .. } if cached(table) => map.remove(table, &key),
+                // Where the row is not known, neither is the document: read it again.
+                (Op::Put { table, key, .. }, None) if cached(table) => map.remove(table, &key),
+                (Op::Delete { table, key, .. }, _) if cached(table) => map.remove(table, &key),
                 _ => {}
             }
         }
@@ -98,17 +129,17 @@ impl DocCache {
 }
 
 impl Map {
-    fn insert(&mut self, table: Table, key: String, entry: Entry) {
+    fn insert(&mut self, table: Table, key: String, cached: Cached) {
         let key_len = key.len();
-        self.bytes += size(&key, &entry);
-        if let Some(old) = self.entries.insert((table, key), entry) {
-            self.bytes -= key_len + old.value.len() + OVERHEAD;
+        self.bytes += size(&key, &cached.entry);
+        if let Some(old) = self.entries.insert((table, key), cached) {
+            self.bytes -= key_len + old.entry.value.len() + OVERHEAD;
         }
     }
 
     fn remove(&mut self, table: Table, key: &str) {
         if let Some(old) = self.entries.remove(&(table, key.to_string())) {
-            self.bytes -= size(key, &old);
+            self.bytes -= size(key, &old.entry);
         }
     }
 
@@ -120,11 +151,11 @@ impl Map {
         }
         let mut excess = self.bytes - capacity * 9 / 10;
         let mut freed = 0;
-        self.entries.retain(|(_, key), e| {
+        self.entries.retain(|(_, key), c| {
             if excess == 0 {
                 return true;
             }
-            let s = size(key, e);
+            let s = size(key, &c.entry);
             excess = excess.saturating_sub(s);
             freed += s;
             false
@@ -142,16 +173,25 @@ mod tests {
     }
 
     #[test]
-    fn commits_keep_versions_and_forget_what_they_cannot_know() {
+    fn commits_keep_versions_and_rows_and_forget_what_they_cannot_know() {
         let c = DocCache::new(1 << 20);
-        c.committed(vec![put("a", "1", Expect::Absent), put("b", "2", Expect::Version(4)), put("c", "3", Expect::Any)]);
+        c.committed(vec![
+            (put("a", "1", Expect::Absent), Some(10)),
+            (put("b", "2", Expect::Version(4)), Some(11)),
+            (put("c", "3", Expect::Any), None),
+            (put("d", "4", Expect::Version(1)), None),
+        ]);
         assert_eq!(c.get(Table::Profile, "a"), Some(Entry { version: 1, value: b"1".to_vec() }));
         assert_eq!(c.get(Table::Profile, "b"), Some(Entry { version: 5, value: b"2".to_vec() }));
         assert_eq!(c.get(Table::Profile, "c"), None);
-        c.committed(vec![Op::Delete { table: Table::Profile, key: "a".into(), expect: Expect::Any }]);
+        assert_eq!(c.get(Table::Profile, "d"), None, "a write whose row is unknown is read again");
+        let next = [put("a", "x", Expect::Version(1)), put("b", "y", Expect::Version(5)), put("c", "z", Expect::Any)];
+        assert_eq!(c.rowids(&next), vec![Some(10), Some(11), None]);
+        c.committed(vec![(Op::Delete { table: Table::Profile, key: "a".into(), expect: Expect::Any }, None)]);
         assert_eq!(c.get(Table::Profile, "a"), None);
+        assert_eq!(c.rowids(&next)[0], None);
         // Tables applying does not read are never held.
-        c.committed(vec![Op::Put { table: Table::ApiKey, key: "k".into(), value: vec![1], expect: Expect::Absent }]);
+        c.committed(vec![(Op::Put { table: Table::ApiKey, key: "k".into(), value: vec![1], expect: Expect::Absent }, Some(1))]);
         assert_eq!(c.get(Table::ApiKey, "k"), None);
     }
 
@@ -159,12 +199,12 @@ mod tests {
     fn stays_within_its_capacity() {
         let c = DocCache::new(10_000);
         let guard = c.begin_fill();
-        let entries = (0..1000).map(|i| (format!("k{i}"), Entry { version: 1, value: vec![0; 100] }));
+        let entries = (0..1000).map(|i| (format!("k{i}"), Entry { version: 1, value: vec![0; 100] }, i));
         c.fill(&guard, Table::Profile, entries);
         drop(guard);
         let map = c.map();
         assert!(map.bytes <= 10_000, "{} bytes held", map.bytes);
         assert!(!map.entries.is_empty());
-        assert_eq!(map.bytes, map.entries.iter().map(|((_, k), e)| size(k, e)).sum::<usize>());
+        assert_eq!(map.bytes, map.entries.iter().map(|((_, k), c)| size(k, &c.entry)).sum::<usize>());
     }
 }

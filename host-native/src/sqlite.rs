@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use engage_core::store::{
-    expectation_holds, ChangeSet, CommitError, Entry, Expect, Op, QueuedJob, Store, StoreError, Table,
+    expectation_holds, next_version, ChangeSet, CommitError, Entry, Expect, Op, QueuedJob, Store, StoreError, Table,
 };
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
@@ -284,20 +284,20 @@ impl SqliteStore {
         })
     }
 
-    /// The documents of `keys` that exist, by key.
-    fn read_many(&self, table: Table, keys: &[String]) -> Result<HashMap<String, Entry>, StoreError> {
+    /// The documents of `keys` that exist, by key, with their rowids.
+    fn read_many(&self, table: Table, keys: &[String]) -> Result<HashMap<String, (Entry, i64)>, StoreError> {
         // One statement per chunk of keys, parameterised (SQLite allows 32766 parameters).
-        let mut found: HashMap<String, Entry> = HashMap::with_capacity(keys.len());
+        let mut found: HashMap<String, (Entry, i64)> = HashMap::with_capacity(keys.len());
         for chunk in keys.chunks(500) {
             let placeholders = vec!["?"; chunk.len()].join(",");
-            let sql = format!("SELECT key, version, value FROM docs WHERE tbl = ? AND key IN ({placeholders})");
+            let sql = format!("SELECT key, version, value, rowid FROM docs WHERE tbl = ? AND key IN ({placeholders})");
             let mut read = |c: &Connection| -> Result<(), rusqlite::Error> {
                 let mut st = c.prepare_cached(&sql)?;
                 let params = std::iter::once(rusqlite::types::Value::Integer(table.id()))
                     .chain(chunk.iter().map(|k| rusqlite::types::Value::Text(k.clone())));
                 let mut rows = st.query(rusqlite::params_from_iter(params))?;
                 while let Some(r) = rows.next()? {
-                    found.insert(r.get(0)?, Entry { version: r.get::<_, i64>(1)? as u64, value: r.get(2)? });
+                    found.insert(r.get(0)?, (Entry { version: r.get::<_, i64>(1)? as u64, value: r.get(2)? }, r.get(3)?));
                 }
                 Ok(())
             };
@@ -320,21 +320,48 @@ impl SqliteStore {
     }
 }
 
+/// Updates a document found by its rowid, checking that the row still holds it.
+/// The `+` keeps SQLite from looking the key up in its index instead.
+const UPDATE_BY_ROWID: &str =
+    "UPDATE docs SET version = ?1, value = ?2 WHERE rowid = ?3 AND +tbl = ?4 AND +key = ?5 AND version = ?6";
+
+/// What one operation of a commit did.
+enum Applied {
+    /// Its expectation failed: the commit is refused.
+    Refused,
+    /// Written, in this row when known.
+    Done(Option<i64>),
+}
+
 impl Shared {
-    fn apply_op(tx: &rusqlite::Transaction<'_>, op: &Op) -> Result<bool, rusqlite::Error> {
+    /// Applies `op`; `rowid` is where the document it updates was last seen (a hint:
+    /// see [`crate::doc_cache`]).
+    fn apply_op(tx: &rusqlite::Transaction<'_>, op: &Op, rowid: Option<i64>) -> Result<Applied, rusqlite::Error> {
+        let done = |written: bool, rowid: Option<i64>| if written { Applied::Done(rowid) } else { Applied::Refused };
         match op {
             Op::Put { table, key, value, expect } => match expect {
                 Expect::Version(v) => {
+                    let (version, expected) = (next_version(Some(*v)) as i64, *v as i64);
+                    if let Some(rowid) = rowid {
+                        let mut st = tx.prepare_cached(UPDATE_BY_ROWID)?;
+                        if st.execute(params![version, value, rowid, table.id(), key, expected])? == 1 {
+                            return Ok(Applied::Done(Some(rowid)));
+                        }
+                    }
                     let mut st = tx.prepare_cached(
-                        "UPDATE docs SET version = ?1, value = ?2 WHERE tbl = ?3 AND key = ?4 AND version = ?5",
+                        "UPDATE docs SET version = ?1, value = ?2 WHERE tbl = ?3 AND key = ?4 AND version = ?5
+                         RETURNING rowid",
                     )?;
-                    Ok(st.execute(params![(*v + 1) as i64, value, table.id(), key, *v as i64])? == 1)
+                    let rowid: Option<i64> =
+                        st.query_row(params![version, value, table.id(), key, expected], |r| r.get(0)).optional()?;
+                    Ok(done(rowid.is_some(), rowid))
                 }
                 Expect::Absent => {
                     let mut st = tx.prepare_cached(
                         "INSERT OR IGNORE INTO docs (tbl, key, version, value) VALUES (?1, ?2, 1, ?3)",
                     )?;
-                    Ok(st.execute(params![table.id(), key, value])? == 1)
+                    let written = st.execute(params![table.id(), key, value])? == 1;
+                    Ok(done(written, Some(tx.last_insert_rowid())))
                 }
                 Expect::Any => {
                     let mut st = tx.prepare_cached(
@@ -342,7 +369,7 @@ impl Shared {
                          ON CONFLICT (tbl, key) DO UPDATE SET version = version + 1, value = excluded.value",
                     )?;
                     st.execute(params![table.id(), key, value])?;
-                    Ok(true)
+                    Ok(Applied::Done(None))
                 }
             },
             Op::Delete { table, key, expect } => {
@@ -351,10 +378,10 @@ impl Shared {
                     .query_row(params![table.id(), key], |r| r.get(0))
                     .optional()?;
                 if !expectation_holds(*expect, current.map(|v| v as u64)) {
-                    return Ok(false);
+                    return Ok(Applied::Refused);
                 }
                 tx.prepare_cached("DELETE FROM docs WHERE tbl = ?1 AND key = ?2")?.execute(params![table.id(), key])?;
-                Ok(true)
+                Ok(Applied::Done(None))
             }
         }
     }
@@ -372,10 +399,16 @@ impl Shared {
         // applier's earlier commits with it: one WAL, in order).
         let applying = changes.ack.is_some();
         w.conn.pragma_update(None, "synchronous", if applying { "NORMAL" } else { "FULL" }).map_err(err)?;
+        let hints = match &self.cache {
+            Some(cache) => cache.rowids(&changes.ops),
+            None => vec![None; changes.ops.len()],
+        };
         let tx = w.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
-        for op in &changes.ops {
-            if !Self::apply_op(&tx, op).map_err(err)? {
-                return Err(CommitError::Conflict); // dropping `tx` rolls back
+        let mut rowids = Vec::with_capacity(changes.ops.len());
+        for (op, hint) in changes.ops.iter().zip(hints) {
+            match Self::apply_op(&tx, op, hint).map_err(err)? {
+                Applied::Done(rowid) => rowids.push(rowid),
+                Applied::Refused => return Err(CommitError::Conflict), // dropping `tx` rolls back
             }
         }
         if let Some(ack) = changes.ack {
@@ -395,7 +428,7 @@ impl Shared {
         tx.commit().map_err(err)?;
         if let Some(cache) = &self.cache {
             // The change set is done with: its documents move into the cache.
-            cache.committed(changes.ops);
+            cache.committed(changes.ops.into_iter().zip(rowids));
         }
         if let Some(ack) = changes.ack {
             w.applied_not_synced = Some(ack.through);
@@ -553,7 +586,7 @@ impl Store for SqliteStore {
     async fn get_many(&self, table: Table, keys: &[String]) -> Result<Vec<Option<Entry>>, StoreError> {
         let Some(cache) = self.shared.cache.as_ref().filter(|_| doc_cache::cached(table)) else {
             let found = self.read_many(table, keys)?;
-            return Ok(keys.iter().map(|k| found.get(k).cloned()).collect());
+            return Ok(keys.iter().map(|k| found.get(k).map(|(entry, _)| entry.clone())).collect());
         };
         let mut out: Vec<Option<Entry>> = keys.iter().map(|k| cache.get(table, k)).collect();
         let missing: Vec<String> = keys.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(k, _)| k.clone()).collect();
@@ -564,10 +597,10 @@ impl Store for SqliteStore {
         let found = self.read_many(table, &missing)?;
         for (k, slot) in keys.iter().zip(out.iter_mut()) {
             if slot.is_none() {
-                *slot = found.get(k).cloned();
+                *slot = found.get(k).map(|(entry, _)| entry.clone());
             }
         }
-        cache.fill(&fill, table, found);
+        cache.fill(&fill, table, found.into_iter().map(|(k, (entry, rowid))| (k, entry, rowid)));
         Ok(out)
     }
 
@@ -620,4 +653,74 @@ mod conformance {
     }
 
     engage_core::store_conformance_tests!(fresh());
+}
+
+#[cfg(test)]
+mod rowid_hints {
+    use engage_core::store::{Expect, Op, Table};
+    use rusqlite::{params, Connection, TransactionBehavior};
+
+    use super::{migrate, open, Applied, Shared, MAIN_PAGE_SIZE, UPDATE_BY_ROWID};
+
+    fn db() -> Connection {
+        let dir = std::env::temp_dir().join(format!("engage-rowid-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut c = open(&dir.join("t.db"), MAIN_PAGE_SIZE).unwrap();
+        migrate(&mut c).unwrap();
+        c
+    }
+
+    fn put(key: &str, value: &str, expect: Expect) -> Op {
+        Op::Put { table: Table::Profile, key: key.into(), value: value.as_bytes().to_vec(), expect }
+    }
+
+    fn apply(c: &mut Connection, op: &Op, hint: Option<i64>) -> Option<Option<i64>> {
+        let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
+        let out = match Shared::apply_op(&tx, op, hint).unwrap() {
+            Applied::Done(rowid) => Some(rowid),
+            Applied::Refused => None,
+        };
+        tx.commit().unwrap();
+        out
+    }
+
+    fn value(c: &Connection, key: &str) -> (i64, String) {
+        c.query_row("SELECT version, CAST(value AS TEXT) FROM docs WHERE tbl = ?1 AND key = ?2", params![Table::Profile.id(), key], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn updates_go_by_the_hinted_row_and_a_wrong_hint_falls_back_to_the_key() {
+        let mut c = db();
+        let a = apply(&mut c, &put("a", "a1", Expect::Absent), None).unwrap().unwrap();
+        let b = apply(&mut c, &put("b", "b1", Expect::Absent), None).unwrap().unwrap();
+        assert_ne!(a, b);
+        assert_eq!(apply(&mut c, &put("a", "a2", Expect::Version(1)), Some(a)), Some(Some(a)));
+        // A hint naming another document's row never writes that row.
+        assert_eq!(apply(&mut c, &put("a", "a3", Expect::Version(2)), Some(b)), Some(Some(a)));
+        assert_eq!(apply(&mut c, &put("a", "a4", Expect::Version(3)), Some(9_999)), Some(Some(a)));
+        assert_eq!(value(&c, "a"), (4, "a4".into()));
+        assert_eq!(value(&c, "b"), (1, "b1".into()));
+        // A stale version is refused, whichever way the row is found.
+        assert_eq!(apply(&mut c, &put("a", "x", Expect::Version(1)), Some(a)), None);
+        assert_eq!(apply(&mut c, &put("a", "x", Expect::Version(1)), None), None);
+        assert_eq!(value(&c, "a"), (4, "a4".into()));
+    }
+
+    #[test]
+    fn the_hinted_update_finds_its_row_by_rowid_not_by_the_key_index() {
+        let c = db();
+        let plan: Vec<String> = c
+            .prepare(&format!("EXPLAIN QUERY PLAN {UPDATE_BY_ROWID}"))
+            .unwrap()
+            .query_map(params![2, "", 1, 1, "", 1], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(plan.len(), 1, "{plan:?}");
+        assert!(plan[0].contains("INTEGER PRIMARY KEY (rowid=?)"), "{plan:?}");
+    }
 }
