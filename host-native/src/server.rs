@@ -118,6 +118,7 @@ pub async fn run(
 
     let stopping = Arc::new(AtomicBool::new(false));
     let applier = spawn_applier(engine.clone(), stopping.clone());
+    warm_blocking_pool().await;
     let connections = tokio_util_tracker();
     tokio::pin!(shutdown);
     loop {
@@ -154,6 +155,26 @@ pub async fn run(
     let _ = tokio::task::spawn_blocking(move || applier.join()).await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Blocking threads started before the first request is accepted.
+const WARM_BLOCKING_THREADS: usize = 64;
+
+/// Starts the blocking pool's threads now, so a burst of requests on a cold server
+/// does not wait for them to be created one by one.
+async fn warm_blocking_pool() {
+    let all_running = Arc::new(std::sync::Barrier::new(WARM_BLOCKING_THREADS));
+    let tasks: Vec<_> = (0..WARM_BLOCKING_THREADS)
+        .map(|_| {
+            let all_running = all_running.clone();
+            tokio::task::spawn_blocking(move || {
+                all_running.wait();
+            })
+        })
+        .collect();
+    for t in tasks {
+        let _ = t.await;
+    }
 }
 
 /// A counter of open connections: each holds a clone.
