@@ -243,7 +243,7 @@ mod tests {
             if changes.ack.is_some() {
                 YieldOnce(false).await;
                 self.commits.set(self.commits.get() + 1);
-                if self.fail_every > 0 && self.commits.get() % self.fail_every == 0 {
+                if self.fail_every > 0 && self.commits.get().is_multiple_of(self.fail_every) {
                     return Err(CommitError::Conflict);
                 }
             }

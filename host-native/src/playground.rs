@@ -163,17 +163,18 @@ mod tests {
     use super::*;
     use http_body_util::BodyExt;
 
-    /// A small site in its own directory per test (tests run in parallel).
-    fn site(test: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("engage-playground-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+    /// A small site in its own directory per test (removed when dropped).
+    fn site() -> (tempfile::TempDir, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         std::fs::create_dir_all(dir.join("site/pkg")).unwrap();
         std::fs::write(dir.join("site/index.html"), "<!doctype html>").unwrap();
         std::fs::write(dir.join("site/pkg/engage_www_bg.wasm"), b"\0asm").unwrap();
         std::fs::write(dir.join("site/pkg/engage_www.js"), "export {}").unwrap();
         std::fs::write(dir.join("site/.hidden"), "no").unwrap();
         std::fs::write(dir.join("secret.txt"), "outside").unwrap();
-        dir.join("site").canonicalize().unwrap()
+        let root = dir.join("site").canonicalize().unwrap();
+        (tmp, root)
     }
 
     fn get(root: &Path, path: &str) -> (StatusCode, String, Vec<u8>) {
@@ -186,7 +187,7 @@ mod tests {
 
     #[test]
     fn files_are_served_with_their_content_types() {
-        let root = site("files_are_served_with_their_content_types");
+        let (_tmp, root) = site();
         let (s, ct, body) = get(&root, "/playground/");
         assert_eq!((s, ct.as_str(), body.as_slice()), (StatusCode::OK, "text/html; charset=utf-8", &b"<!doctype html>"[..]));
         let (s, ct, _) = get(&root, "/playground/pkg/engage_www_bg.wasm");
@@ -200,7 +201,7 @@ mod tests {
 
     #[test]
     fn paths_cannot_leave_the_root() {
-        let root = site("paths_cannot_leave_the_root");
+        let (_tmp, root) = site();
         for path in [
             "/playground/../secret.txt",
             "/playground/%2e%2e/secret.txt",
@@ -218,7 +219,7 @@ mod tests {
 
     #[test]
     fn only_get_and_head_are_allowed() {
-        let root = site("only_get_and_head_are_allowed");
+        let (_tmp, root) = site();
         let r = serve(&root, &Method::POST, "/index.html");
         assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
         let r = serve(&root, &Method::HEAD, "/index.html");

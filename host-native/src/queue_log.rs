@@ -249,16 +249,16 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("engage-qlog-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d.join("t.db")
+    /// A database path in a directory of its own (removed when dropped).
+    fn dir() -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let db = d.path().join("t.db");
+        (d, db)
     }
 
     #[test]
     fn jobs_survive_reopen_and_a_torn_tail_is_cut() {
-        let db = dir("torn");
+        let (_dir, db) = dir();
         let log = QueueLog::open(&db, 0).unwrap().unwrap();
         assert_eq!(log.append(&[b"a".to_vec(), b"bb".to_vec()]).unwrap(), vec![1, 2]);
         assert_eq!(log.append(&[b"ccc".to_vec()]).unwrap(), vec![3]);
@@ -278,19 +278,19 @@ mod tests {
     }
 
     /// A log whose jobs 1 and 2 are in two segments (the first marked full).
-    fn two_segments(name: &str) -> (PathBuf, QueueLog) {
-        let db = dir(name);
+    fn two_segments() -> (tempfile::TempDir, PathBuf, QueueLog) {
+        let (dir, db) = dir();
         let log = QueueLog::open(&db, 0).unwrap().unwrap();
         log.append(&[b"1".to_vec()]).unwrap();
         log.lock().segments.last_mut().unwrap().len = SEGMENT_BYTES;
         log.append(&[b"2".to_vec()]).unwrap();
-        (db, log)
+        (dir, db, log)
     }
 
     #[test]
     fn a_corrupt_record_before_the_end_refuses_to_open() {
         // Two segments, so the damaged one is not the last.
-        let (db, log) = two_segments("corrupt");
+        let (_dir, db, log) = two_segments();
         drop(log);
         let seg = db.parent().unwrap().join(format!("t.db-queue.{:020}.log", 1));
         let mut bytes = std::fs::read(&seg).unwrap();
@@ -302,7 +302,7 @@ mod tests {
 
     #[test]
     fn trimming_deletes_whole_segments_and_numbering_continues() {
-        let (db, log) = two_segments("trim");
+        let (_dir, db, log) = two_segments();
         log.trim(1);
         let names = std::fs::read_dir(db.parent().unwrap()).unwrap().count();
         assert_eq!(names, 2, "one segment and the lock file are left");
@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn a_second_owner_is_refused() {
-        let db = dir("owner");
+        let (_dir, db) = dir();
         let first = QueueLog::open(&db, 0).unwrap();
         assert!(first.is_some());
         assert!(QueueLog::open(&db, 0).unwrap().is_none());

@@ -640,19 +640,14 @@ impl Store for SqliteStore {
 mod conformance {
     use super::SqliteStore;
 
-    fn fresh() -> SqliteStore {
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "engage-sqlite-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        SqliteStore::open(&dir.join("t.db")).unwrap()
+    /// A new store in a directory of its own, removed when the test ends.
+    fn fresh() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("t.db")).unwrap();
+        (dir, store)
     }
 
-    engage_core::store_conformance_tests!(fresh());
+    engage_core::store_conformance_tests!(fresh(), |fixture| fixture.1);
 }
 
 #[cfg(test)]
@@ -662,13 +657,12 @@ mod rowid_hints {
 
     use super::{migrate, open, Applied, Shared, MAIN_PAGE_SIZE, UPDATE_BY_ROWID};
 
-    fn db() -> Connection {
-        let dir = std::env::temp_dir().join(format!("engage-rowid-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut c = open(&dir.join("t.db"), MAIN_PAGE_SIZE).unwrap();
+    /// A migrated database in a directory of its own (removed when dropped).
+    fn db() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open(&dir.path().join("t.db"), MAIN_PAGE_SIZE).unwrap();
         migrate(&mut c).unwrap();
-        c
+        (dir, c)
     }
 
     fn put(key: &str, value: &str, expect: Expect) -> Op {
@@ -694,7 +688,7 @@ mod rowid_hints {
 
     #[test]
     fn updates_go_by_the_hinted_row_and_a_wrong_hint_falls_back_to_the_key() {
-        let mut c = db();
+        let (_dir, mut c) = db();
         let a = apply(&mut c, &put("a", "a1", Expect::Absent), None).unwrap().unwrap();
         let b = apply(&mut c, &put("b", "b1", Expect::Absent), None).unwrap().unwrap();
         assert_ne!(a, b);
@@ -712,7 +706,7 @@ mod rowid_hints {
 
     #[test]
     fn the_hinted_update_finds_its_row_by_rowid_not_by_the_key_index() {
-        let c = db();
+        let (_dir, c) = db();
         let plan: Vec<String> = c
             .prepare(&format!("EXPLAIN QUERY PLAN {UPDATE_BY_ROWID}"))
             .unwrap()

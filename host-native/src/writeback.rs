@@ -45,7 +45,7 @@ fn run(files: &[PathBuf], stopped: Receiver<()>) {
     while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(INTERVAL) {
         for path in files {
             if let Some(f) = handle(path) {
-                push(&f);
+                push(f);
             }
         }
     }
@@ -97,8 +97,8 @@ mod tests {
 
     #[test]
     fn a_file_is_opened_once_and_kept_open() {
-        let dir = std::env::temp_dir().join(format!("engage-writeback-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let path = dir.join("t.db");
         std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
         let first = handle(&path).expect("opened") as *const File;

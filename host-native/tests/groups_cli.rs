@@ -9,16 +9,16 @@ fn engage(db: &std::path::Path, args: &[&str]) -> Output {
     cmd.output().expect("run engage")
 }
 
-fn temp_db(name: &str) -> std::path::PathBuf {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!("engage-cli-{name}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join("engage.db")
+/// A database path in a directory of its own (removed when dropped).
+fn temp_db() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("engage.db");
+    (dir, db)
 }
 
 #[test]
 fn groups_create_prints_only_the_id_and_list_shows_it() {
-    let db = temp_db("create");
+    let (_dir, db) = temp_db();
     let out = engage(&db, &["create", "--workspace", "w1", "--name", "News", "--channel", "email"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8(out.stdout).expect("utf-8");
@@ -40,7 +40,7 @@ fn groups_create_prints_only_the_id_and_list_shows_it() {
 
 #[test]
 fn groups_create_refuses_an_unknown_channel_or_an_empty_name() {
-    let db = temp_db("bad");
+    let (_dir, db) = temp_db();
     for args in [["create", "--name", "X", "--channel", "fax"], ["create", "--name", " ", "--channel", "email"]] {
         let out = engage(&db, &args);
         assert!(!out.status.success(), "{args:?}");

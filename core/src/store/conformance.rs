@@ -127,29 +127,40 @@ pub async fn queue<S: Store>(s: S) {
 #[macro_export]
 macro_rules! store_conformance_tests {
     ($make:expr) => {
+        $crate::store_conformance_tests!($make, |store| store);
+    };
+    // `$fixture` is made first and lives to the end of each test (a temporary
+    // directory, say); `$store` takes the store out of it.
+    ($fixture:expr, |$held:ident| $store:expr) => {
         #[test]
         fn versions_and_expectations() {
-            pollster::block_on($crate::store::conformance::versions_and_expectations($make));
+            let $held = $fixture;
+            pollster::block_on($crate::store::conformance::versions_and_expectations($store));
         }
         #[test]
         fn a_failed_commit_stores_nothing() {
-            pollster::block_on($crate::store::conformance::a_failed_commit_stores_nothing($make));
+            let $held = $fixture;
+            pollster::block_on($crate::store::conformance::a_failed_commit_stores_nothing($store));
         }
         #[test]
         fn deletes() {
-            pollster::block_on($crate::store::conformance::deletes($make));
+            let $held = $fixture;
+            pollster::block_on($crate::store::conformance::deletes($store));
         }
         #[test]
         fn prefix_scans() {
-            pollster::block_on($crate::store::conformance::prefix_scans($make));
+            let $held = $fixture;
+            pollster::block_on($crate::store::conformance::prefix_scans($store));
         }
         #[test]
         fn batched_reads() {
-            pollster::block_on($crate::store::conformance::batched_reads($make));
+            let $held = $fixture;
+            pollster::block_on($crate::store::conformance::batched_reads($store));
         }
         #[test]
         fn queue() {
-            pollster::block_on($crate::store::conformance::queue($make));
+            let $held = $fixture;
+            pollster::block_on($crate::store::conformance::queue($store));
         }
     };
 }
