@@ -45,6 +45,7 @@ use std::time::Duration;
 use engage_core::store::{
     ChangeSet, CommitError, Entry, Expect, Op, QueuedJob, Store, StoreError, Table,
 };
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use wasm_bindgen::JsValue;
 use worker::{D1Database, D1PreparedStatement, Date, Delay};
@@ -173,6 +174,20 @@ impl D1Store {
         self.db.prepare(sql).bind(args).map_err(store_err)
     }
 
+    /// Every row a query returns.
+    async fn all<T: DeserializeOwned>(
+        &self,
+        sql: &str,
+        args: &[JsValue],
+    ) -> Result<Vec<T>, StoreError> {
+        self.stmt(sql, args)?
+            .all()
+            .await
+            .map_err(store_err)?
+            .results::<T>()
+            .map_err(store_err)
+    }
+
     async fn read_doc(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
         self.pace().await;
         let row: Option<DocRow> = self
@@ -288,8 +303,8 @@ impl Store for D1Store {
         // the keys that start with the prefix.
         let upper = format!("{prefix}\u{10FFFF}");
         let limit = limit.min(1 << 31) as u64;
-        let rows = self
-            .stmt(
+        let rows: Vec<KeyedRow> = self
+            .all(
                 "SELECT key, version, CAST(value AS TEXT) AS value FROM docs
                  WHERE tbl = ?1 AND key >= ?2 AND key < ?3 ORDER BY key LIMIT ?4",
                 &[
@@ -298,12 +313,8 @@ impl Store for D1Store {
                     JsValue::from_str(&upper),
                     num(limit),
                 ],
-            )?
-            .all()
-            .await
-            .map_err(store_err)?
-            .results::<KeyedRow>()
-            .map_err(store_err)?;
+            )
+            .await?;
         Ok(rows
             .into_iter()
             .filter(|r| r.key.starts_with(prefix))
@@ -353,17 +364,13 @@ impl Store for D1Store {
     async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
         self.pace().await;
         let limit = limit.min(1 << 31) as u64;
-        let rows = self
-            .stmt(
+        let rows: Vec<JobRow> = self
+            .all(
                 "SELECT seq, CAST(job AS TEXT) AS job FROM queue
                  WHERE seq > (SELECT applied FROM queue_cursor WHERE id = 1) AND seq > ?2 ORDER BY seq LIMIT ?1",
                 &[num(limit), num(after)],
-            )?
-            .all()
-            .await
-            .map_err(store_err)?
-            .results::<JobRow>()
-            .map_err(store_err)?;
+            )
+            .await?;
         Ok(rows
             .into_iter()
             .map(|r| QueuedJob {
