@@ -50,7 +50,7 @@ pub struct SqliteStore {
     shared: Arc<Shared>,
     readers: Mutex<Vec<Connection>>,
     /// Hands the queue applier's commits to their own thread (see `spawn_apply_writer`).
-    apply_writer: Mutex<std::sync::mpsc::Sender<ApplyCommit>>,
+    apply_writer: std::sync::mpsc::Sender<ApplyCommit>,
     /// Keeps the background checkpointer running (the queue's owner runs one).
     _checkpointer: Option<std::sync::mpsc::Sender<()>>,
     /// Keeps the writeback pacer running (the queue's owner runs one).
@@ -227,7 +227,7 @@ impl SqliteStore {
             Some(log) => {
                 let log = Arc::new(log);
                 import_sqlite_queue(path, applied, &log)?;
-                Some(Queue { appender: Mutex::new(spawn_appender(log.clone())), log })
+                Some(Queue { appender: spawn_appender(log.clone()), log })
             }
             None => None,
         };
@@ -242,7 +242,7 @@ impl SqliteStore {
         let checkpointer = if owner { Some(spawn_checkpointer(path, shared.clone())?) } else { None };
         let initial_readers = if owner { INITIAL_READERS } else { 1 };
         Ok(SqliteStore {
-            apply_writer: Mutex::new(spawn_apply_writer(shared.clone())?),
+            apply_writer: spawn_apply_writer(shared.clone())?,
             _checkpointer: checkpointer,
             _writeback: if owner { crate::writeback::spawn(path) } else { None },
             path: path.to_path_buf(),
@@ -445,7 +445,7 @@ impl Shared {
                 // The cursor covering these jobs is durable: their rows can go.
                 // Failing here only leaves rows that `queued` already skips.
                 if let Some(q) = &self.queue {
-                    let _ = q.appender.lock().unwrap_or_else(|e| e.into_inner()).send(QueueMsg::Trim(through));
+                    let _ = q.appender.send(QueueMsg::Trim(through));
                 }
             }
         }
@@ -456,7 +456,9 @@ impl Shared {
 /// The queue log and its writer thread.
 struct Queue {
     log: Arc<QueueLog>,
-    appender: Mutex<std::sync::mpsc::Sender<QueueMsg>>,
+    /// Senders are shared by all requests without a lock: at a cold start a lock here
+    /// made a convoy of request threads (its holder preempted among dozens).
+    appender: std::sync::mpsc::Sender<QueueMsg>,
 }
 
 /// Work for the queue writer thread.
@@ -610,7 +612,7 @@ impl Store for SqliteStore {
         }
         let stopped = || CommitError::Store(StoreError("the apply writer stopped".into()));
         let (reply, answer) = tokio::sync::oneshot::channel();
-        self.apply_writer.lock().unwrap_or_else(|e| e.into_inner()).send((changes, reply)).map_err(|_| stopped())?;
+        self.apply_writer.send((changes, reply)).map_err(|_| stopped())?;
         answer.await.map_err(|_| stopped())?
     }
 
@@ -618,8 +620,6 @@ impl Store for SqliteStore {
         let (reply, answer) = std::sync::mpsc::sync_channel(1);
         self.queue()?
             .appender
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
             .send(QueueMsg::Append(job, reply))
             .map_err(|_| StoreError("the queue writer stopped".into()))?;
         answer.recv().map_err(|_| StoreError("the queue writer stopped".into()))?
