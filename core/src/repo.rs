@@ -262,38 +262,36 @@ impl<'s, S: Store> Tx<'s, S> {
     /// Every profile the identifier names (at most one for unique identifiers).
     pub async fn resolve(&mut self, ident: &Identifier) -> Result<Vec<ServiceId>, StoreError> {
         let mut candidates: BTreeSet<ServiceId> = BTreeSet::new();
-        match ident {
-            Identifier::Service(id) => {
+        // The identifier's index key (unique identifiers) or key prefix (shared ones).
+        let lookup = unique_key(&self.ws, ident).or_else(|| shared_prefix(&self.ws, ident));
+        match (ident, &lookup) {
+            (Identifier::Service(id), _) => {
                 candidates.insert(id.clone());
             }
-            Identifier::External(_) | Identifier::Alias(_) => {
-                if let Some(key) = unique_key(&self.ws, ident) {
-                    let found = match self.unique_read.get(&key) {
-                        Some(cached) => cached.clone(),
-                        None => {
-                            let e = self.store.get(Table::Ident, &key).await?;
-                            let id = e.map(|e| index_value(&e.value)).transpose()?;
-                            self.unique_read.insert(key, id.clone());
-                            id
-                        }
-                    };
-                    candidates.extend(found);
-                }
+            (Identifier::External(_) | Identifier::Alias(_), Some(key)) => {
+                let found = match self.unique_read.get(key) {
+                    Some(cached) => cached.clone(),
+                    None => {
+                        let e = self.store.get(Table::Ident, key).await?;
+                        let id = e.map(|e| index_value(&e.value)).transpose()?;
+                        self.unique_read.insert(key.clone(), id.clone());
+                        id
+                    }
+                };
+                candidates.extend(found);
             }
-            Identifier::Email(_) | Identifier::Phone(_) => {
-                if let Some(prefix) = shared_prefix(&self.ws, ident) {
-                    for (key, _) in self.store.scan(Table::Ident, &prefix, MAX_SHARED).await? {
-                        if let Some(id) = ServiceId::parse(&key[prefix.len()..]) {
-                            candidates.insert(id);
-                        }
+            (Identifier::Email(_) | Identifier::Phone(_), Some(prefix)) => {
+                for (key, _) in self.store.scan(Table::Ident, prefix, MAX_SHARED).await? {
+                    if let Some(id) = ServiceId::parse(&key[prefix.len()..]) {
+                        candidates.insert(id);
                     }
                 }
             }
+            _ => {}
         }
         // Profiles changed in this unit of work may match already (the ones that stopped
         // matching are filtered out below).
         self.refresh_overlay();
-        let lookup = unique_key(&self.ws, ident).or_else(|| shared_prefix(&self.ws, ident));
         if let Some(k) = lookup {
             for map in [&self.overlay, &self.settled] {
                 for (_, ids) in map.range(k.clone()..).take_while(|(key, _)| key.starts_with(&k)) {
