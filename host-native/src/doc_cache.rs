@@ -37,7 +37,8 @@ pub struct DocCache {
 
 #[derive(Default)]
 struct Map {
-    entries: HashMap<(Table, String), Cached>,
+    /// By table, then key: a lookup by `&str` allocates nothing.
+    entries: HashMap<Table, HashMap<String, Cached>>,
     bytes: usize,
 }
 
@@ -70,8 +71,15 @@ impl DocCache {
     }
 
     /// The cached entry of `key`, if any (`None` says nothing about the database).
+    #[cfg(test)]
     pub fn get(&self, table: Table, key: &str) -> Option<Entry> {
-        self.map().entries.get(&(table, key.to_string())).map(|c| c.entry.clone())
+        self.get_many(table, &[key.to_string()]).pop().flatten()
+    }
+
+    /// The cached entries of `keys`, in order (`None` says nothing about the database).
+    pub fn get_many(&self, table: Table, keys: &[String]) -> Vec<Option<Entry>> {
+        let map = self.map();
+        keys.iter().map(|k| map.get(table, k).map(|c| c.entry.clone())).collect()
     }
 
     /// The rows that held the documents `ops` write, where known.
@@ -79,10 +87,8 @@ impl DocCache {
         let map = self.map();
         ops.iter()
             .map(|op| match op {
-                Op::Put { table, key, .. } if cached(*table) => {
-                    map.entries.get(&(*table, key.clone())).map(|c| c.rowid)
-                }
-                _ => None,
+                Op::Put { table, key, .. } => map.get(*table, key).map(|c| c.rowid),
+                Op::Delete { .. } => None,
             })
             .collect()
     }
@@ -129,16 +135,20 @@ impl DocCache {
 }
 
 impl Map {
+    fn get(&self, table: Table, key: &str) -> Option<&Cached> {
+        self.entries.get(&table)?.get(key)
+    }
+
     fn insert(&mut self, table: Table, key: String, cached: Cached) {
         let key_len = key.len();
         self.bytes += size(&key, &cached.entry);
-        if let Some(old) = self.entries.insert((table, key), cached) {
+        if let Some(old) = self.entries.entry(table).or_default().insert(key, cached) {
             self.bytes -= key_len + old.entry.value.len() + OVERHEAD;
         }
     }
 
     fn remove(&mut self, table: Table, key: &str) {
-        if let Some(old) = self.entries.remove(&(table, key.to_string())) {
+        if let Some(old) = self.entries.get_mut(&table).and_then(|m| m.remove(key)) {
             self.bytes -= size(key, &old.entry);
         }
     }
@@ -151,15 +161,17 @@ impl Map {
         }
         let mut excess = self.bytes - capacity * 9 / 10;
         let mut freed = 0;
-        self.entries.retain(|(_, key), c| {
-            if excess == 0 {
-                return true;
-            }
-            let s = size(key, &c.entry);
-            excess = excess.saturating_sub(s);
-            freed += s;
-            false
-        });
+        for entries in self.entries.values_mut() {
+            entries.retain(|key, c| {
+                if excess == 0 {
+                    return true;
+                }
+                let s = size(key, &c.entry);
+                excess = excess.saturating_sub(s);
+                freed += s;
+                false
+            });
+        }
         self.bytes -= freed;
     }
 }
@@ -204,7 +216,8 @@ mod tests {
         drop(guard);
         let map = c.map();
         assert!(map.bytes <= 10_000, "{} bytes held", map.bytes);
-        assert!(!map.entries.is_empty());
-        assert_eq!(map.bytes, map.entries.iter().map(|((_, k), c)| size(k, &c.entry)).sum::<usize>());
+        assert!(!map.entries[&Table::Profile].is_empty());
+        let held = map.entries.values().flat_map(|m| m.iter()).map(|(k, c)| size(k, &c.entry)).sum::<usize>();
+        assert_eq!(map.bytes, held);
     }
 }

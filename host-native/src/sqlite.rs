@@ -590,7 +590,7 @@ impl Store for SqliteStore {
             let found = self.read_many(table, keys)?;
             return Ok(keys.iter().map(|k| found.get(k).map(|(entry, _)| entry.clone())).collect());
         };
-        let mut out: Vec<Option<Entry>> = keys.iter().map(|k| cache.get(table, k)).collect();
+        let mut out = cache.get_many(table, keys);
         let missing: Vec<String> = keys.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(k, _)| k.clone()).collect();
         if missing.is_empty() {
             return Ok(out);
