@@ -3,7 +3,7 @@
 //! into one [`ChangeSet`] whose expectations make concurrent requests retry instead
 //! of losing each other's updates.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -145,7 +145,9 @@ impl Slot {
 pub struct Tx<'s, S: Store> {
     store: &'s S,
     ws: WorkspaceName,
-    profiles: BTreeMap<ServiceId, Slot>,
+    /// Hashed, not ordered: a batch of queued jobs touches thousands of profiles, each
+    /// looked up several times; `changes` puts them in order.
+    profiles: HashMap<ServiceId, Slot>,
     docs: BTreeMap<(Table, String), DocSlot>,
     /// Index entries of the profiles changed in this unit of work, so `resolve` finds
     /// identifiers they gained without scanning every loaded profile (a batch of
@@ -154,7 +156,7 @@ pub struct Tx<'s, S: Store> {
     /// Entries each changed profile has in `overlay`.
     overlay_keys: BTreeMap<ServiceId, Vec<String>>,
     /// Profiles handed out for change since the overlay was last refreshed.
-    stale: BTreeSet<ServiceId>,
+    stale: HashSet<ServiceId>,
     /// Unique-identifier index entries already read from the store.
     unique_read: BTreeMap<String, Option<ServiceId>>,
     /// Index entries of the profiles whose identifiers changed in the change set last
@@ -177,11 +179,11 @@ impl<'s, S: Store> Tx<'s, S> {
         Tx {
             store,
             ws,
-            profiles: BTreeMap::new(),
+            profiles: HashMap::new(),
             docs: BTreeMap::new(),
             overlay: BTreeMap::new(),
             overlay_keys: BTreeMap::new(),
-            stale: BTreeSet::new(),
+            stale: HashSet::new(),
             unique_read: BTreeMap::new(),
             settled: BTreeMap::new(),
         }
@@ -475,10 +477,10 @@ impl<'s, S: Store> Tx<'s, S> {
 
     fn changes(&self) -> ChangeSet {
         let mut ops = Vec::new();
-        for (id, slot) in &self.profiles {
-            if !slot.dirty {
-                continue;
-            }
+        // By service id, so a change set does not depend on hashing.
+        let mut dirty: Vec<(&ServiceId, &Slot)> = self.profiles.iter().filter(|(_, slot)| slot.dirty).collect();
+        dirty.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (id, slot) in dirty {
             let key = profile_key(&self.ws, id);
             let expect = slot.version.map_or(Expect::Absent, Expect::Version);
             let (stored_index, new_index) = if slot.identity_unchanged() {
