@@ -360,7 +360,7 @@ impl<'s, S: Store> Tx<'s, S> {
             // Only profiles whose identity differs from the stored one need to be in
             // the overlay: the store's index finds the others.
             let keys: Vec<String> = match self.profiles.get(&id) {
-                Some(Slot { doc: Some(p), stored, .. }) if !stored.as_ref().is_some_and(|s| s.same_as(p)) => {
+                Some(slot @ Slot { doc: Some(p), .. }) if !slot.identity_unchanged() => {
                     index_entries(&self.ws, p).into_keys().collect()
                 }
                 _ => Vec::new(),
