@@ -25,9 +25,10 @@ pub async fn track<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ct
     if parsed.ops.is_empty() {
         return Err(nothing_valid(&parsed));
     }
-    let job = TrackJob { workspace: ws.clone(), at: ctx.now, ops: parsed.ops.clone() };
+    let body = parsed.success_body();
+    let job = TrackJob { workspace: ws.clone(), at: ctx.now, ops: parsed.ops };
     store.enqueue(encode(&job)).await?;
-    Ok(Response::json(201, &parsed.success_body()))
+    Ok(Response::json(201, &body))
 }
 
 /// POST /users/track/sync: one object, applied before answering with the resulting

@@ -433,3 +433,15 @@ async fn huge_prices_are_refused_and_revenue_stays_readable() {
     assert_eq!(u["total_revenue"], json!(2e17));
     assert_eq!(u["purchases"][0]["count"], json!(200));
 }
+
+#[tokio::test]
+async fn event_properties_may_hold_100_kb_of_json_and_no_more() {
+    let api = Api::new().await;
+    // `{"blob":"…"}` is the string's length plus 11 bytes of compact JSON.
+    let e = |user: &str, n: usize| json!({"external_id": user, "name": "big", "time": T, "properties": {"blob": "x".repeat(n)}});
+    let r = api.track(json!({"events": [e("fits", 102_400 - 11), e("over", 102_400 - 10)]})).await;
+    assert_eq!(r.body["events_processed"], json!(1));
+    assert_eq!(r.body["errors"], json!([{"type": "'properties' exceeds 100 KB", "input_array": "events", "index": 1}]));
+    assert_eq!(api.user("fits").await["custom_events"][0]["count"], json!(1));
+    assert_eq!(api.user("over").await, Value::Null);
+}
