@@ -20,7 +20,8 @@
 //! torn record at the end of the last segment (a write that was never synced, so
 //! never acknowledged), or what a spare held before (older, smaller numbers). A
 //! segment other than the last must end just before the next segment's first
-//! number; anything else is corruption and refuses to open.
+//! number, or every job in between must be applied; anything else is corruption and
+//! refuses to open.
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
@@ -143,8 +144,11 @@ impl QueueLog {
                 next = seq + 1;
                 at = end;
             }
+            // Jobs missing between this segment and the next are lost, unless they
+            // were applied (a segment whose retirement failed or did not survive a
+            // crash, left before a later one).
             if let Some(&following) = firsts.get(i + 1) {
-                if next != following {
+                if next > following || (next < following && following - 1 > applied) {
                     return Err(StoreError(format!("queue log: segment {} is corrupt at byte {at}", path.display())));
                 }
             }
@@ -405,6 +409,26 @@ mod tests {
         drop(log);
         let log = QueueLog::open(&db, 5).unwrap().unwrap();
         assert_eq!(log.read_after(5, 10).unwrap()[0].job, b"6".to_vec());
+    }
+
+    #[test]
+    fn an_applied_segment_left_behind_is_skipped_past() {
+        let (_dir, db) = dir();
+        let log = QueueLog::open(&db, 0).unwrap().unwrap();
+        for _ in 0..3 {
+            log.append(&[b"j".to_vec()]).unwrap();
+            fill(&log);
+        }
+        log.trim(2);
+        drop(log);
+        // As if retiring segment 1 had failed while segment 2's went through.
+        let seg = |n: u64, ext: &str| db.parent().unwrap().join(format!("t.db-queue.{n:020}.{ext}"));
+        std::fs::rename(seg(1, "spare"), seg(1, "log")).unwrap();
+        let log = QueueLog::open(&db, 2).unwrap().unwrap();
+        assert_eq!(log.read_after(2, 10).unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![3]);
+        drop(log);
+        // The same gap with job 2 not applied is a lost job.
+        assert!(QueueLog::open(&db, 1).is_err());
     }
 
     #[test]
