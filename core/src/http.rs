@@ -86,10 +86,7 @@ impl Request {
 
     /// The first value of a header, matched case-insensitively.
     pub fn header_value(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        first_header(&self.headers, name)
     }
 
     /// Decoded query pairs in order, with `key[]` normalised to `key`.
@@ -167,16 +164,18 @@ impl Response {
 
     /// The first value of a header, matched case-insensitively.
     pub fn header_value(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        first_header(&self.headers, name)
     }
 
     /// The body parsed as JSON (`Null` when empty or not JSON); for tests and tools.
     pub fn json_body(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
     }
+}
+
+/// The first value of header `name` in `headers`, matched case-insensitively.
+fn first_header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
 }
 
 #[cfg(test)]

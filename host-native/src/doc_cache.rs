@@ -114,16 +114,18 @@ impl DocCache {
         let mut map = self.map();
         for (op, rowid) in ops {
             match (op, rowid) {
-                (Op::Put { table, key, value, expect }, Some(rowid)) if cached(table) => match expect {
-                    Expect::Version(v) => {
-                        map.insert(table, key, Cached { entry: Entry { version: next_version(Some(v)), value }, rowid })
-                    }
-                    Expect::Absent => {
-                        map.insert(table, key, Cached { entry: Entry { version: next_version(None), value }, rowid })
-                    }
-                    // The version a blind write produced is not known here: read it again.
-                    Expect::Any => map.remove(table, &key),
-                },
+                (Op::Put { table, key, value, expect }, Some(rowid)) if cached(table) => {
+                    let before = match expect {
+                        Expect::Version(v) => Some(v),
+                        Expect::Absent => None,
+                        // The version a blind write produced is not known here: read it again.
+                        Expect::Any => {
+                            map.remove(table, &key);
+                            continue;
+                        }
+                    };
+                    map.insert(table, key, Cached { entry: Entry { version: next_version(before), value }, rowid });
+                }
                 // Where the row is not known, neither is the document: read it again.
                 (Op::Put { table, key, .. }, None) if cached(table) => map.remove(table, &key),
                 (Op::Delete { table, key, .. }, _) if cached(table) => map.remove(table, &key),

@@ -282,7 +282,7 @@ impl SqliteStore {
         self.with_reader(|c| {
             c.prepare_cached(READ_ONE)?
                 .query_row(params![table.id(), key], |r| {
-                    Ok(Entry { version: r.get::<_, i64>(0)? as u64, value: r.get(1)? })
+                    entry_at(r, 0)
                 })
                 .optional()
         })
@@ -301,7 +301,7 @@ impl SqliteStore {
                     .chain(chunk.iter().map(|k| rusqlite::types::Value::Text(k.clone())));
                 let mut rows = st.query(rusqlite::params_from_iter(params))?;
                 while let Some(r) = rows.next()? {
-                    found.insert(r.get(0)?, (Entry { version: r.get::<_, i64>(1)? as u64, value: r.get(2)? }, r.get(3)?));
+                    found.insert(r.get(0)?, (entry_at(r, 1)?, r.get(3)?));
                 }
                 Ok(())
             };
@@ -521,6 +521,11 @@ fn spawn_appender(log: Arc<QueueLog>) -> std::sync::mpsc::Sender<QueueMsg> {
     tx
 }
 
+/// A document from its row: `version` in column `at`, `value` in the next.
+fn entry_at(r: &rusqlite::Row<'_>, at: usize) -> Result<Entry, rusqlite::Error> {
+    Ok(Entry { version: r.get::<_, i64>(at)? as u64, value: r.get(at + 1)? })
+}
+
 /// The applied cursor.
 fn cursor(c: &Connection) -> Result<u64, rusqlite::Error> {
     c.query_row("SELECT applied FROM queue_cursor WHERE id = 1", [], |r| r.get::<_, i64>(0)).map(|v| v as u64)
@@ -583,7 +588,7 @@ impl Store for SqliteStore {
                 "SELECT key, version, value FROM docs WHERE tbl = ?1 AND key >= ?2 AND key < ?3 ORDER BY key LIMIT ?4",
             )?;
             let rows = st.query_map(params![table.id(), prefix, upper, limit], |r| {
-                Ok((r.get::<_, String>(0)?, Entry { version: r.get::<_, i64>(1)? as u64, value: r.get(2)? }))
+                Ok((r.get::<_, String>(0)?, entry_at(r, 1)?))
             })?;
             rows.filter(|r| r.as_ref().map_or(true, |(k, _)| k.starts_with(prefix))).collect()
         })
