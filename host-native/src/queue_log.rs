@@ -79,6 +79,13 @@ struct State {
     poisoned: bool,
 }
 
+/// What reading picked jobs found.
+enum Read {
+    Jobs(Vec<QueuedJob>),
+    /// This job's segment was retired and reused before it was read.
+    Retired(u64),
+}
+
 /// The queue log of one database.
 pub struct QueueLog {
     dir: PathBuf,
@@ -226,40 +233,49 @@ impl QueueLog {
     /// The oldest synced jobs after `applied`, at most `limit`.
     pub fn read_after(&self, applied: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
         let mut after = applied;
-        'again: loop {
-            let picked: Vec<(Slot, Arc<File>)> = {
-                let st = self.lock();
-                let start = st.index.partition_point(|s| s.seq <= after);
-                st.index
-                    .range(start..)
-                    .take(limit)
-                    .filter_map(|s| {
-                        let seg = st.segments.iter().find(|g| g.first_seq == s.segment_first_seq)?;
-                        Some((*s, seg.file.clone()))
-                    })
-                    .collect()
-            };
-            let mut out = Vec::with_capacity(picked.len());
-            for (slot, file) in picked {
-                let mut record = vec![0u8; HEADER + slot.len as usize];
-                file.read_exact_at(&mut record, slot.offset - HEADER as u64).map_err(|e| io("read", e))?;
-                let seq = u64::from_le_bytes(record[..8].try_into().unwrap_or_default());
-                let crc = u32::from_le_bytes(record[12..16].try_into().unwrap_or_default());
-                let job = record.split_off(HEADER);
-                if seq != slot.seq || checksum(seq, &job) != crc {
-                    // Between picking and reading, the job was applied and its segment
-                    // trimmed and reused; start again past it. Still indexed means the
-                    // bytes on disk are wrong.
-                    if self.lock().index.front().is_some_and(|s| s.seq <= slot.seq) {
-                        return Err(StoreError(format!("queue log: job {} does not read back", slot.seq)));
-                    }
-                    after = slot.seq;
-                    continue 'again;
-                }
-                out.push(QueuedJob { seq: slot.seq, job });
+        loop {
+            match self.read(self.pick(after, limit))? {
+                Read::Jobs(jobs) => return Ok(jobs),
+                // Jobs through `seq` were applied meanwhile and their segment reused.
+                Read::Retired(seq) => after = seq,
             }
-            return Ok(out);
         }
+    }
+
+    /// Where the first `limit` jobs after `after` are.
+    fn pick(&self, after: u64, limit: usize) -> Vec<(Slot, Arc<File>)> {
+        let st = self.lock();
+        let start = st.index.partition_point(|s| s.seq <= after);
+        st.index
+            .range(start..)
+            .take(limit)
+            .filter_map(|s| {
+                let seg = st.segments.iter().find(|g| g.first_seq == s.segment_first_seq)?;
+                Some((*s, seg.file.clone()))
+            })
+            .collect()
+    }
+
+    /// Reads picked jobs outside the lock, checking each record: between picking
+    /// and reading, a job may be applied and its segment trimmed and reused.
+    fn read(&self, picked: Vec<(Slot, Arc<File>)>) -> Result<Read, StoreError> {
+        let mut jobs = Vec::with_capacity(picked.len());
+        for (slot, file) in picked {
+            let mut record = vec![0u8; HEADER + slot.len as usize];
+            file.read_exact_at(&mut record, slot.offset - HEADER as u64).map_err(|e| io("read", e))?;
+            let seq = u64::from_le_bytes(record[..8].try_into().unwrap_or_default());
+            let crc = u32::from_le_bytes(record[12..16].try_into().unwrap_or_default());
+            let job = record.split_off(HEADER);
+            if seq != slot.seq || checksum(seq, &job) != crc {
+                // Still indexed means the bytes on disk are wrong.
+                if self.lock().index.front().is_some_and(|s| s.seq <= slot.seq) {
+                    return Err(StoreError(format!("queue log: job {} does not read back", slot.seq)));
+                }
+                return Ok(Read::Retired(slot.seq));
+            }
+            jobs.push(QueuedJob { seq: slot.seq, job });
+        }
+        Ok(Read::Jobs(jobs))
     }
 
     /// The highest sequence number assigned.
@@ -449,6 +465,21 @@ mod tests {
         fill(&log);
         assert_eq!(log.append(&[b"k".to_vec()]).unwrap(), vec![segments + 1]);
         assert_eq!(count(".spare"), MAX_SPARES - 1, "the next segment is a spare");
+    }
+
+    #[test]
+    fn a_job_whose_segment_is_reused_while_it_is_read_is_skipped() {
+        let (_dir, db, log) = two_segments();
+        // A reader picks job 1; meanwhile it is applied, its segment trimmed and
+        // reused for job 3.
+        let picked = log.pick(0, 10);
+        log.trim(1);
+        fill(&log);
+        log.append(&[b"3".to_vec()]).unwrap();
+        assert_eq!(names(&db).iter().filter(|n| n.ends_with(".spare")).count(), 0, "the segment was reused");
+        assert!(matches!(log.read(picked).unwrap(), Read::Retired(1)));
+        let jobs = log.read_after(0, 10).unwrap();
+        assert_eq!(jobs.iter().map(|j| (j.seq, j.job.clone())).collect::<Vec<_>>(), vec![(2, b"2".to_vec()), (3, b"3".to_vec())]);
     }
 
     #[test]
