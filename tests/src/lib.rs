@@ -32,6 +32,7 @@ fn spawn_native() -> Host {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let bin = std::env::var("ENGAGE_BIN").map(std::path::PathBuf::from).unwrap_or_else(|_| root.join("target/debug/engage"));
     assert!(bin.exists(), "engage binary not found at {} (run `cargo build -p engage` or set ENGAGE_BIN)", bin.display());
+    sweep_dead_runs();
     let dir = std::env::temp_dir().join(format!("engage-tests-{}-{}", std::process::id(), now_nanos()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let port = {
@@ -55,6 +56,23 @@ fn spawn_native() -> Host {
         std::thread::sleep(Duration::from_millis(20));
     }
     Host { base: format!("http://127.0.0.1:{port}"), admin_token, _child: Some(child) }
+}
+
+/// Removes the data directories of earlier test processes that have ended. The host
+/// lives in a static, which is never dropped, so a run cannot remove its own.
+fn sweep_dead_runs() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix("engage-tests-").and_then(|rest| rest.split('-').next()) else { continue };
+        let alive = std::path::Path::new("/proc").join(pid).exists();
+        if pid.parse::<u32>().is_ok() && !alive {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 fn now_nanos() -> u128 {
