@@ -86,6 +86,36 @@ fn remove_queue_files(db: &Path) {
     }
 }
 
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        remove_queue_files(&self.0);
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Waits until a small write and fdatasync is fast again (at most 30 s): the seed copy
+/// and whatever an earlier run freed are still being written back and discarded, and
+/// the first acknowledgements of the load would wait behind them.
+fn settle_disk(dir: &Path) {
+    use std::io::Write;
+    let _ = std::process::Command::new("sync").status();
+    let path = dir.join("settle.probe");
+    let Ok(mut f) = std::fs::File::create(&path) else { return };
+    let started = Instant::now();
+    let mut fast = 0;
+    while fast < 20 && started.elapsed() < Duration::from_secs(30) {
+        let t = Instant::now();
+        let ok = f.write_all(&[0u8; 4096]).and_then(|()| f.sync_data()).is_ok();
+        fast = if ok && t.elapsed() < Duration::from_millis(2) { fast + 1 } else { 0 };
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(f);
+    let _ = std::fs::remove_file(&path);
+    eprintln!("disk settled after {:.1}s", started.elapsed().as_secs_f64());
+}
+
 fn checkpointed_copy(from: &Path, to: &Path) {
     let c = rusqlite::Connection::open(from).expect("open");
     c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").expect("checkpoint");
@@ -202,11 +232,12 @@ fn main() {
         }
     };
 
+    // Removes this run's database and queue when the run ends, so the next run frees
+    // nothing at its start: freeing GBs of blocks on a file system mounted with
+    // `discard` kept the disk busy into the first second of the next load.
+    let _cleanup = db.clone().map(RemoveOnDrop);
     if db.is_some() {
-        // Let the disk settle: the seed copy and the previous run's deleted files are
-        // still being written back, and the first fsyncs of the load would wait behind them.
-        let _ = std::process::Command::new("sync").status();
-        std::thread::sleep(Duration::from_secs(2));
+        settle_disk(&root);
     }
     eprintln!("generating request bodies");
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
