@@ -148,7 +148,27 @@ fn nested(key: &str, v: &Value, depth: usize) -> Result<Value, CustomError> {
 }
 
 fn nested_size_ok(v: &Value) -> bool {
-    serde_json::to_vec(v).map(|b| b.len() <= MAX_NESTED_BYTES).unwrap_or(false)
+    encoded_len(v) <= MAX_NESTED_BYTES
+}
+
+/// Bytes of `value`'s compact JSON, counted without building it (`usize::MAX` if it
+/// cannot be serialized).
+pub(crate) fn encoded_len(value: &impl Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX,
+    }
 }
 
 fn object_list(key: &str, v: &Value) -> Result<Vec<Value>, CustomError> {

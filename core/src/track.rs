@@ -402,31 +402,12 @@ fn check_properties(obj: &Map<String, Value>) -> Result<(), String> {
                     return Err(format!("'properties' may not use the reserved key '{k}'"));
                 }
             }
-            if encoded_len(p) > MAX_PROPERTIES_BYTES {
+            if custom::encoded_len(p) > MAX_PROPERTIES_BYTES {
                 return Err("'properties' exceeds 100 KB".into());
             }
             Ok(())
         }
         Some(_) => Err("'properties' must be an object".into()),
-    }
-}
-
-/// Bytes of `value`'s compact JSON, counted without building it.
-fn encoded_len(value: &Map<String, Value>) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    match serde_json::to_writer(&mut count, value) {
-        Ok(()) => count.0,
-        Err(_) => usize::MAX,
     }
 }
 
