@@ -25,6 +25,7 @@
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
+use std::io::Read as _;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -133,7 +134,8 @@ impl QueueLog {
         for (i, &first) in firsts.iter().enumerate() {
             let path = dir.join(format!("{stem}{first:020}.log"));
             let file = OpenOptions::new().read(true).write(true).open(&path).map_err(|e| io("open segment", e))?;
-            let bytes = std::fs::read(&path).map_err(|e| io("read segment", e))?;
+            let mut bytes = Vec::new();
+            (&file).read_to_end(&mut bytes).map_err(|e| io("read segment", e))?;
             let mut at = 0usize;
             let mut next = first;
             while at + HEADER <= bytes.len() {
@@ -347,7 +349,7 @@ mod tests {
         let (dir, db) = dir();
         let log = QueueLog::open(&db, 0).unwrap().unwrap();
         log.append(&[b"1".to_vec()]).unwrap();
-        log.lock().segments.last_mut().unwrap().len = SEGMENT_BYTES;
+        fill(&log);
         log.append(&[b"2".to_vec()]).unwrap();
         (dir, db, log)
     }

@@ -281,9 +281,7 @@ impl SqliteStore {
     fn read_one(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
         self.with_reader(|c| {
             c.prepare_cached(READ_ONE)?
-                .query_row(params![table.id(), key], |r| {
-                    entry_at(r, 0)
-                })
+                .query_row(params![table.id(), key], |r| entry_at(r, 0))
                 .optional()
         })
     }
@@ -341,7 +339,6 @@ impl Shared {
     /// Applies `op`; `rowid` is where the document it updates was last seen (a hint:
     /// see [`crate::doc_cache`]).
     fn apply_op(tx: &rusqlite::Transaction<'_>, op: &Op, rowid: Option<i64>) -> Result<Applied, rusqlite::Error> {
-        let done = |written: bool, rowid: Option<i64>| if written { Applied::Done(rowid) } else { Applied::Refused };
         match op {
             Op::Put { table, key, value, expect } => match expect {
                 Expect::Version(v) => {
@@ -358,14 +355,14 @@ impl Shared {
                     )?;
                     let rowid: Option<i64> =
                         st.query_row(params![version, value, table.id(), key, expected], |r| r.get(0)).optional()?;
-                    Ok(done(rowid.is_some(), rowid))
+                    Ok(rowid.map_or(Applied::Refused, |r| Applied::Done(Some(r))))
                 }
                 Expect::Absent => {
                     let mut st = tx.prepare_cached(
                         "INSERT OR IGNORE INTO docs (tbl, key, version, value) VALUES (?1, ?2, 1, ?3)",
                     )?;
                     let written = st.execute(params![table.id(), key, value])? == 1;
-                    Ok(done(written, Some(tx.last_insert_rowid())))
+                    Ok(if written { Applied::Done(Some(tx.last_insert_rowid())) } else { Applied::Refused })
                 }
                 Expect::Any => {
                     let mut st = tx.prepare_cached(
