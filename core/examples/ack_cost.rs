@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use engage_core::auth::{Permission, WorkspaceName};
+use engage_core::provision::{create_key, Permission, WorkspaceName};
 use engage_core::store::memory::MemoryStore;
 use engage_core::{Config, Ctx, Engine, Method, Request, Timestamp};
 use serde_json::{json, Value};
@@ -19,7 +19,7 @@ fn main() {
         seed[..8].copy_from_slice(&n.to_le_bytes());
         Ctx { now: Timestamp(1_800_000_000_000), seed }
     };
-    let key = pollster::block_on(engage_core::workspace::create_key(engine.store(), &ws, Permission::ALL.to_vec(), ctx())).unwrap();
+    let key = pollster::block_on(create_key(engine.store(), &ws, Permission::ALL.to_vec(), ctx())).unwrap();
     let body = |k: u64| {
         let u = |i: u64| format!("user-{}", (k * 7919 + i * 104729) % 1_000_000);
         let attributes: Vec<Value> = (0..75).map(|i| json!({"external_id": u(i), "first_name": "Bench", "visits": {"inc": 1}, "tier": "t1"})).collect();
@@ -42,7 +42,7 @@ fn main() {
     let started = Instant::now();
     let mut applied = 0;
     loop {
-        let k = pollster::block_on(engine.apply_queued(ctx())).unwrap();
+        let k = pollster::block_on(engine.apply_queued(ctx())).unwrap().applied;
         if k == 0 {
             break;
         }

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::auth::Permission;
+use crate::permission::Permission;
 use crate::http::{Method, Response};
 use crate::store::{CommitError, StoreError};
 
@@ -14,7 +14,10 @@ pub enum ApiError {
     /// No route has this path.
     RouteNotFound,
     /// The path exists but not with this method.
-    MethodNotAllowed { allowed: Vec<Method> },
+    MethodNotAllowed {
+        /// The methods the path has.
+        allowed: Vec<Method>,
+    },
     /// No `Authorization: Bearer` header.
     MissingKey,
     /// The key is unknown.
@@ -22,13 +25,24 @@ pub enum ApiError {
     /// The key lacks the endpoint's permission.
     MissingPermission(Permission),
     /// The body exceeds the configured limit.
-    PayloadTooLarge { limit: usize },
+    PayloadTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
     /// Over the rate limit; retry after this many seconds.
-    RateLimited { retry_after: u64 },
+    RateLimited {
+        /// Seconds until the window resets.
+        retry_after: u64,
+    },
     /// Invalid input: `{"message": ...}`.
     BadRequest(String),
     /// Invalid input on endpoints whose errors also carry an `errors` array (track).
-    Fatal { message: String, errors: Vec<Value> },
+    Fatal {
+        /// The message.
+        message: String,
+        /// The `errors` entries.
+        errors: Vec<Value>,
+    },
     /// A named resource does not exist: `{"message": ...}` with 404.
     NotFound(String),
     /// The endpoint is listed in the spec but not built yet.

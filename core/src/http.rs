@@ -7,13 +7,21 @@ use serde::Serialize;
 /// router can answer 405 rather than the host guessing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
+    /// `GET`
     Get,
+    /// `POST`
     Post,
+    /// `PUT`
     Put,
+    /// `PATCH`
     Patch,
+    /// `DELETE`
     Delete,
+    /// `HEAD`
     Head,
+    /// `OPTIONS`
     Options,
+    /// Any other method (answered 405 or 404).
     Other,
 }
 
@@ -141,6 +149,92 @@ pub struct Response {
     pub body: Vec<u8>,
     /// For the host's log only, never sent: what went wrong inside on a 5xx.
     pub internal: Option<String>,
+    /// For the host only, never sent: what to do besides writing this response.
+    pub then: Then,
+}
+
+/// What the core asks of the host besides writing a response. Hosts act on these
+/// without knowing which endpoint produced them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Then {
+    /// Nothing.
+    #[default]
+    Nothing,
+    /// Jobs were queued: apply them soon (hosts without a background applier).
+    ApplyQueue,
+    /// Serve this file of the built playground in place of the response (which is
+    /// the 404 to send when the host has no such file).
+    ServeAsset(AssetPath),
+    /// Run the store conformance suite on a scratch store and answer with
+    /// [`crate::store::conformance::report`], in place of the response (the 404
+    /// to send when the host cannot).
+    RunConformance,
+}
+
+/// A file path under the playground's root, checked: percent-decoded, made of
+/// segments that are neither empty nor hidden (`.`, `..`, `.git`) and hold no
+/// separator, NUL or drive colon; a directory path names its `index.html`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AssetPath {
+    segments: Vec<String>,
+}
+
+impl AssetPath {
+    /// Parses the raw (percent-encoded) rest of a URL path; `None` when unsafe.
+    pub fn parse(raw: &str) -> Option<AssetPath> {
+        let decoded = strict_percent_decode(raw)?;
+        let mut segments: Vec<String> = decoded.split('/').map(str::to_string).collect();
+        if segments.last().is_some_and(String::is_empty) {
+            segments.pop();
+            segments.push("index.html".into());
+        }
+        let bad = |s: &String| s.is_empty() || s.starts_with('.') || s.contains(['\\', '\0', ':']);
+        if segments.iter().any(bad) {
+            return None;
+        }
+        Some(AssetPath { segments })
+    }
+
+    /// The segments, to join under the root.
+    pub fn segments(&self) -> &[String] {
+        &self.segments
+    }
+
+    /// The content type of the file, by its extension.
+    pub fn content_type(&self) -> &'static str {
+        let name = self.segments.last().map(String::as_str).unwrap_or("");
+        match name.rsplit_once('.').map(|(_, ext)| ext).unwrap_or("") {
+            "html" => "text/html; charset=utf-8",
+            "js" | "mjs" => "text/javascript; charset=utf-8",
+            "css" => "text/css; charset=utf-8",
+            "wasm" => "application/wasm",
+            "json" | "map" => "application/json",
+            "svg" => "image/svg+xml",
+            "png" => "image/png",
+            "ico" => "image/x-icon",
+            "txt" => "text/plain; charset=utf-8",
+            _ => "application/octet-stream",
+        }
+    }
+}
+
+/// Strict percent-decoding of a path (no `+` rule); `None` for broken escapes or
+/// non-UTF-8 results.
+fn strict_percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 impl Response {
@@ -148,12 +242,42 @@ impl Response {
     pub fn json<T: Serialize + ?Sized>(status: u16, body: &T) -> Response {
         // Serialising our own plain data types cannot fail.
         let body = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
-        Response { status, headers: vec![("Content-Type".into(), "application/json".into())], body, internal: None }
+        Response {
+            status,
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body,
+            internal: None,
+            then: Then::Nothing,
+        }
     }
 
     /// A response without a body.
     pub fn empty(status: u16) -> Response {
-        Response { status, headers: Vec::new(), body: Vec::new(), internal: None }
+        Response { status, headers: Vec::new(), body: Vec::new(), internal: None, then: Then::Nothing }
+    }
+
+    /// A playground file the host read for [`Then::ServeAsset`]. For `HEAD` the body
+    /// is left out and its length still announced.
+    pub fn asset(path: &AssetPath, content: Vec<u8>, head: bool) -> Response {
+        let len = content.len();
+        Response {
+            status: 200,
+            headers: vec![
+                ("Content-Type".into(), path.content_type().into()),
+                ("Content-Length".into(), len.to_string()),
+                ("Cache-Control".into(), "no-cache".into()),
+                ("X-Content-Type-Options".into(), "nosniff".into()),
+            ],
+            body: if head { Vec::new() } else { content },
+            internal: None,
+            then: Then::Nothing,
+        }
+    }
+
+    /// Asks the host to do something besides writing the response.
+    pub fn then(mut self, then: Then) -> Response {
+        self.then = then;
+        self
     }
 
     /// Adds a header.
@@ -194,6 +318,19 @@ mod tests {
                 ("limit".into(), "5".into()),
             ]
         );
+    }
+
+    #[test]
+    fn asset_paths_refuse_hidden_empty_and_escaping_segments() {
+        let segs = |raw: &str| AssetPath::parse(raw).map(|p| p.segments().join("/"));
+        assert_eq!(segs(""), Some("index.html".into()));
+        assert_eq!(segs("pkg/a%20b.js"), Some("pkg/a b.js".into()));
+        assert_eq!(segs("pkg/"), Some("pkg/index.html".into()));
+        for bad in ["..", "../secret.txt", "%2e%2e/x", ".hidden", "a//b", "a%2Fb/../..", "a%5Cb", "c:x", "%00", "%zz", "%ff"] {
+            assert_eq!(segs(bad), None, "{bad}");
+        }
+        assert_eq!(AssetPath::parse("pkg/x.wasm").unwrap().content_type(), "application/wasm");
+        assert_eq!(AssetPath::parse("").unwrap().content_type(), "text/html; charset=utf-8");
     }
 
     #[test]

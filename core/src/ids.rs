@@ -16,6 +16,26 @@ fn clean(text: &str) -> Option<&str> {
     }
 }
 
+/// A workspace name: 1 to 64 of letters, digits, `-`, `_`, `.`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WorkspaceName(String);
+
+impl WorkspaceName {
+    /// Parses a workspace name. The restricted alphabet keeps store keys unambiguous.
+    pub fn parse(text: &str) -> Option<WorkspaceName> {
+        let ok = !text.is_empty()
+            && text.len() <= 64
+            && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
+        ok.then(|| WorkspaceName(text.to_string()))
+    }
+
+    /// The name as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A client-chosen external user id.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]

@@ -1,14 +1,20 @@
-//! The route table: every path, method, permission and rate-limit bucket of the API
-//! in one place, and the matcher that turns a request line into an [`Endpoint`].
+//! The route table: every path, method, permission and rate-limit bucket in one
+//! place, and the matcher that turns a request line into an [`Endpoint`].
+//!
+//! An endpoint's kind decides how it authenticates, so a route cannot pair an API
+//! endpoint with a SCIM token or forget its permission: the table's rows are built
+//! by one macro per kind, and [`Endpoint`] has one enum per kind. The engine's
+//! dispatch matches those enums with no wildcard arm, so a new endpoint without a
+//! handler does not compile.
 
-use crate::auth::Permission;
 use crate::error::ApiError;
-use crate::http::Method;
+use crate::http::{percent_decode, Method};
+use crate::permission::Permission;
 use crate::ratelimit::Bucket;
 
-/// Every endpoint, with its path parameters.
+/// An endpoint of the platform's REST API, authenticated by an API key.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Endpoint {
+pub enum Api {
     /// POST /users/track
     Track,
     /// POST /users/track/sync
@@ -37,108 +43,253 @@ pub enum Endpoint {
     EmailStatus,
     /// POST /email/blacklist and /email/blocklist
     EmailBlocklist,
-    /// POST /preference_center/v1
-    PreferenceCenterCreate,
-    /// PUT /preference_center/v1/{id}
-    PreferenceCenterUpdate(String),
-    /// GET /preference_center/v1/list
-    PreferenceCenterList,
-    /// GET /preference_center/v1/{id}
-    PreferenceCenterGet(String),
-    /// GET /scim/v2/Users/{id}
-    ScimGet(String),
-    /// GET /scim/v2/Users?filter=...
-    ScimSearch,
-    /// POST /scim/v2/Users
-    ScimCreate,
-    /// PUT /scim/v2/Users/{id}
-    ScimReplace(String),
-    /// DELETE /scim/v2/Users/{id}
-    ScimDelete(String),
-    /// GET /cdi/integrations
-    CdiIntegrations,
-    /// GET /cdi/integrations/{id}/job_sync_status
-    CdiJobSyncStatus(String),
-    /// POST /_engage/keys (operator)
-    AdminCreateKey,
-    /// POST /_engage/groups (operator)
-    AdminCreateGroup,
-    /// GET /_engage/groups (operator)
-    AdminListGroups,
+    /// The preference-center family.
+    PreferenceCenter(PreferenceCenter),
+    /// The warehouse-sync family.
+    Cdi(Cdi),
 }
 
-/// How a route authenticates.
+/// A preference-center endpoint (API key).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PreferenceCenter {
+    /// POST /preference_center/v1
+    Create,
+    /// PUT /preference_center/v1/{id}
+    Update(String),
+    /// GET /preference_center/v1/list
+    List,
+    /// GET /preference_center/v1/{id}
+    Get(String),
+}
+
+/// A warehouse-sync (CDI) endpoint (API key).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cdi {
+    /// GET /cdi/integrations
+    Integrations,
+    /// GET /cdi/integrations/{id}/job_sync_status
+    JobSyncStatus(String),
+}
+
+/// A SCIM endpoint, authenticated by a SCIM token and `X-Request-Origin`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scim {
+    /// GET /scim/v2/Users?filter=...
+    Search,
+    /// POST /scim/v2/Users
+    Create,
+    /// GET /scim/v2/Users/{id}
+    Get(String),
+    /// PUT /scim/v2/Users/{id}
+    Replace(String),
+    /// DELETE /scim/v2/Users/{id}
+    Delete(String),
+}
+
+/// An operator route under `/_engage/`, authenticated by the admin token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Operator {
+    /// POST /_engage/keys
+    CreateKey,
+    /// POST /_engage/groups
+    CreateGroup,
+    /// GET /_engage/groups
+    ListGroups,
+    /// GET /_engage/queue/set-aside: queued jobs that could not be decoded.
+    SetAsideJobs,
+    /// POST /_engage/conformance: the store conformance suite, where the host can run it.
+    Conformance,
+}
+
+/// A route that needs no credentials.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Public {
+    /// GET /playground: redirects to `/playground/`.
+    PlaygroundRoot,
+    /// GET /playground/{..}: a file of the built playground.
+    PlaygroundFile(String),
+}
+
+/// Every endpoint, by how it authenticates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// Platform API, API key.
+    Api(Api),
+    /// SCIM, SCIM token.
+    Scim(Scim),
+    /// Operator, admin token.
+    Operator(Operator),
+    /// No credentials.
+    Public(Public),
+}
+
+impl Endpoint {
+    /// Whether the request first applies everything queued before it (read your
+    /// writes). `/users/track` only appends to the queue, so it need not wait; nor
+    /// do routes that touch no profile.
+    pub fn catches_up(&self) -> bool {
+        match self {
+            Endpoint::Api(Api::Track) => false,
+            Endpoint::Api(_) => true,
+            Endpoint::Scim(_) | Endpoint::Operator(_) | Endpoint::Public(_) => false,
+        }
+    }
+}
+
+/// How a route authenticates (derived from its endpoint's kind).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Auth {
-    /// REST API key with this permission.
-    Key(Permission),
-    /// SCIM token plus `X-Request-Origin`.
+    /// REST API key with this permission, counted in this rate-limit bucket.
+    Key(Permission, Bucket),
+    /// SCIM token plus `X-Request-Origin`, counted in the SCIM bucket.
     Scim,
     /// The operator's admin token (routes absent unless one is configured).
     Admin,
+    /// Nothing.
+    Public,
 }
+
+/// The endpoint family a route belongs to (for documentation and the playground).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// `/users/track`, `/users/track/sync`.
+    Track,
+    /// `/users/export/ids`.
+    Export,
+    /// identify, merge, delete, aliases.
+    Identity,
+    /// Subscription groups and global email state.
+    Subscriptions,
+    /// Preference centers.
+    PreferenceCenter,
+    /// SCIM provisioning of dashboard users.
+    Scim,
+    /// Warehouse sync status.
+    Cdi,
+    /// Operator routes.
+    Admin,
+    /// The playground's static files.
+    Playground,
+}
+
+/// Path parameters matched by `{}` (and `{..}`, the rest of the path), in order.
+pub type Params = Vec<String>;
 
 /// One row of the table.
 pub struct Route {
     /// Method.
     pub method: Method,
-    /// Path pattern; `{}` matches one non-empty segment.
+    /// Path pattern; `{}` matches one non-empty segment, a final `{..}` the rest.
     pub pattern: &'static str,
-    /// Authentication and permission.
+    /// Authentication, permission and rate-limit bucket.
     pub auth: Auth,
-    /// Rate-limit bucket.
-    pub bucket: Bucket,
-    /// Builds the endpoint from the matched segments.
-    pub endpoint: fn(Vec<String>) -> Endpoint,
+    /// The family it belongs to.
+    pub family: Family,
+    endpoint: fn(Params) -> Endpoint,
 }
 
-macro_rules! route {
-    ($m:ident $p:literal, $auth:expr, $bucket:ident, $ep:expr) => {
-        Route { method: Method::$m, pattern: $p, auth: $auth, bucket: Bucket::$bucket, endpoint: $ep }
-    };
+impl Route {
+    /// True for the platform's own API (API key or SCIM), as opposed to Engage's
+    /// operator and playground routes.
+    pub fn is_platform_api(&self) -> bool {
+        matches!(self.auth, Auth::Key(..) | Auth::Scim)
+    }
 }
 
-fn param(mut v: Vec<String>) -> String {
+fn param(mut v: Params) -> String {
     v.pop().unwrap_or_default()
 }
 
-use Permission as P;
+macro_rules! api {
+    ($m:ident $p:literal, $perm:ident, $bucket:ident, $family:ident, $ep:expr) => {
+        Route {
+            method: Method::$m,
+            pattern: $p,
+            auth: Auth::Key(Permission::$perm, Bucket::$bucket),
+            family: Family::$family,
+            endpoint: |v| Endpoint::Api(($ep)(v)),
+        }
+    };
+}
+
+macro_rules! scim {
+    ($m:ident $p:literal, $ep:expr) => {
+        Route { method: Method::$m, pattern: $p, auth: Auth::Scim, family: Family::Scim, endpoint: |v| Endpoint::Scim(($ep)(v)) }
+    };
+}
+
+macro_rules! operator {
+    ($m:ident $p:literal, $ep:expr) => {
+        Route {
+            method: Method::$m,
+            pattern: $p,
+            auth: Auth::Admin,
+            family: Family::Admin,
+            endpoint: |v| Endpoint::Operator(($ep)(v)),
+        }
+    };
+}
+
+macro_rules! public {
+    ($m:ident $p:literal, $family:ident, $ep:expr) => {
+        Route {
+            method: Method::$m,
+            pattern: $p,
+            auth: Auth::Public,
+            family: Family::$family,
+            endpoint: |v| Endpoint::Public(($ep)(v)),
+        }
+    };
+}
 
 /// The whole API. Order matters only where a literal segment and a parameter
 /// overlap (`/preference_center/v1/list` before `/preference_center/v1/{}`).
 pub static ROUTES: &[Route] = &[
-    route!(Post "/users/track", Auth::Key(P::UsersTrack), Track, |_| Endpoint::Track),
-    route!(Post "/users/track/sync", Auth::Key(P::UsersTrackSync), TrackSync, |_| Endpoint::TrackSync),
-    route!(Post "/users/export/ids", Auth::Key(P::UsersExportIds), Export, |_| Endpoint::ExportIds),
-    route!(Post "/users/identify", Auth::Key(P::UsersIdentify), Identity, |_| Endpoint::Identify),
-    route!(Post "/users/merge", Auth::Key(P::UsersMerge), Identity, |_| Endpoint::Merge),
-    route!(Post "/users/delete", Auth::Key(P::UsersDelete), Identity, |_| Endpoint::Delete),
-    route!(Post "/users/alias/new", Auth::Key(P::UsersAliasNew), Identity, |_| Endpoint::AliasNew),
-    route!(Post "/users/alias/update", Auth::Key(P::UsersAliasUpdate), Identity, |_| Endpoint::AliasUpdate),
-    route!(Post "/subscription/status/set", Auth::Key(P::SubscriptionStatusSet), SubscriptionSet, |_| Endpoint::SubscriptionSetV1),
-    route!(Post "/v2/subscription/status/set", Auth::Key(P::SubscriptionStatusSet), SubscriptionSet, |_| Endpoint::SubscriptionSetV2),
-    route!(Get "/subscription/user/status", Auth::Key(P::SubscriptionGroupsGet), EmailAndStatus, |_| Endpoint::SubscriptionUserStatus),
-    route!(Get "/subscription/status/get", Auth::Key(P::SubscriptionStatusGet), EmailAndStatus, |_| Endpoint::SubscriptionStatusGet),
-    route!(Post "/email/status", Auth::Key(P::EmailStatus), EmailAndStatus, |_| Endpoint::EmailStatus),
-    route!(Post "/email/blacklist", Auth::Key(P::EmailBlacklist), EmailAndStatus, |_| Endpoint::EmailBlocklist),
-    route!(Post "/email/blocklist", Auth::Key(P::EmailBlacklist), EmailAndStatus, |_| Endpoint::EmailBlocklist),
-    route!(Post "/preference_center/v1", Auth::Key(P::PreferenceCenterUpdate), PreferenceWrite, |_| Endpoint::PreferenceCenterCreate),
-    route!(Get "/preference_center/v1/list", Auth::Key(P::PreferenceCenterList), PreferenceRead, |_| Endpoint::PreferenceCenterList),
-    route!(Get "/preference_center/v1/{}", Auth::Key(P::PreferenceCenterGet), PreferenceRead, |v| Endpoint::PreferenceCenterGet(param(v))),
-    route!(Put "/preference_center/v1/{}", Auth::Key(P::PreferenceCenterUpdate), PreferenceWrite, |v| Endpoint::PreferenceCenterUpdate(param(v))),
-    route!(Get "/scim/v2/Users", Auth::Scim, Scim, |_| Endpoint::ScimSearch),
-    route!(Post "/scim/v2/Users", Auth::Scim, Scim, |_| Endpoint::ScimCreate),
-    route!(Get "/scim/v2/Users/{}", Auth::Scim, Scim, |v| Endpoint::ScimGet(param(v))),
-    route!(Put "/scim/v2/Users/{}", Auth::Scim, Scim, |v| Endpoint::ScimReplace(param(v))),
-    route!(Delete "/scim/v2/Users/{}", Auth::Scim, Scim, |v| Endpoint::ScimDelete(param(v))),
-    route!(Get "/cdi/integrations", Auth::Key(P::CdiIntegrationList), CdiList, |_| Endpoint::CdiIntegrations),
-    route!(Get "/cdi/integrations/{}/job_sync_status", Auth::Key(P::CdiIntegrationJobStatus), CdiJobs, |v| Endpoint::CdiJobSyncStatus(param(v))),
-    route!(Post "/_engage/keys", Auth::Admin, Admin, |_| Endpoint::AdminCreateKey),
-    route!(Post "/_engage/groups", Auth::Admin, Admin, |_| Endpoint::AdminCreateGroup),
-    route!(Get "/_engage/groups", Auth::Admin, Admin, |_| Endpoint::AdminListGroups),
+    api!(Post "/users/track", UsersTrack, Track, Track, |_| Api::Track),
+    api!(Post "/users/track/sync", UsersTrackSync, TrackSync, Track, |_| Api::TrackSync),
+    api!(Post "/users/export/ids", UsersExportIds, Export, Export, |_| Api::ExportIds),
+    api!(Post "/users/identify", UsersIdentify, Identity, Identity, |_| Api::Identify),
+    api!(Post "/users/merge", UsersMerge, Identity, Identity, |_| Api::Merge),
+    api!(Post "/users/delete", UsersDelete, Identity, Identity, |_| Api::Delete),
+    api!(Post "/users/alias/new", UsersAliasNew, Identity, Identity, |_| Api::AliasNew),
+    api!(Post "/users/alias/update", UsersAliasUpdate, Identity, Identity, |_| Api::AliasUpdate),
+    api!(Post "/subscription/status/set", SubscriptionStatusSet, SubscriptionSet, Subscriptions, |_| Api::SubscriptionSetV1),
+    api!(Post "/v2/subscription/status/set", SubscriptionStatusSet, SubscriptionSet, Subscriptions, |_| Api::SubscriptionSetV2),
+    api!(Get "/subscription/user/status", SubscriptionGroupsGet, EmailAndStatus, Subscriptions, |_| Api::SubscriptionUserStatus),
+    api!(Get "/subscription/status/get", SubscriptionStatusGet, EmailAndStatus, Subscriptions, |_| Api::SubscriptionStatusGet),
+    api!(Post "/email/status", EmailStatus, EmailAndStatus, Subscriptions, |_| Api::EmailStatus),
+    api!(Post "/email/blacklist", EmailBlacklist, EmailAndStatus, Subscriptions, |_| Api::EmailBlocklist),
+    api!(Post "/email/blocklist", EmailBlacklist, EmailAndStatus, Subscriptions, |_| Api::EmailBlocklist),
+    api!(Post "/preference_center/v1", PreferenceCenterUpdate, PreferenceWrite, PreferenceCenter, |_| Api::PreferenceCenter(PreferenceCenter::Create)),
+    api!(Get "/preference_center/v1/list", PreferenceCenterList, PreferenceRead, PreferenceCenter, |_| Api::PreferenceCenter(PreferenceCenter::List)),
+    api!(Get "/preference_center/v1/{}", PreferenceCenterGet, PreferenceRead, PreferenceCenter, |v| Api::PreferenceCenter(PreferenceCenter::Get(param(v)))),
+    api!(Put "/preference_center/v1/{}", PreferenceCenterUpdate, PreferenceWrite, PreferenceCenter, |v| Api::PreferenceCenter(PreferenceCenter::Update(param(v)))),
+    scim!(Get "/scim/v2/Users", |_| Scim::Search),
+    scim!(Post "/scim/v2/Users", |_| Scim::Create),
+    scim!(Get "/scim/v2/Users/{}", |v| Scim::Get(param(v))),
+    scim!(Put "/scim/v2/Users/{}", |v| Scim::Replace(param(v))),
+    scim!(Delete "/scim/v2/Users/{}", |v| Scim::Delete(param(v))),
+    api!(Get "/cdi/integrations", CdiIntegrationList, CdiList, Cdi, |_| Api::Cdi(Cdi::Integrations)),
+    api!(Get "/cdi/integrations/{}/job_sync_status", CdiIntegrationJobStatus, CdiJobs, Cdi, |v| Api::Cdi(Cdi::JobSyncStatus(param(v)))),
+    operator!(Post "/_engage/keys", |_| Operator::CreateKey),
+    operator!(Post "/_engage/groups", |_| Operator::CreateGroup),
+    operator!(Get "/_engage/groups", |_| Operator::ListGroups),
+    operator!(Get "/_engage/queue/set-aside", |_| Operator::SetAsideJobs),
+    operator!(Post "/_engage/conformance", |_| Operator::Conformance),
+    // The file routes first: `/playground/` is a file path (the index), not the root.
+    public!(Get "/playground/{..}", Playground, |v| Public::PlaygroundFile(param(v))),
+    public!(Head "/playground/{..}", Playground, |v| Public::PlaygroundFile(param(v))),
+    public!(Get "/playground", Playground, |_| Public::PlaygroundRoot),
+    public!(Head "/playground", Playground, |_| Public::PlaygroundRoot),
 ];
 
-fn match_pattern(pattern: &str, path: &str) -> Option<Vec<String>> {
+fn match_pattern(pattern: &str, path: &str) -> Option<Params> {
+    if let Some(prefix) = pattern.strip_suffix("/{..}") {
+        // The rest of the path, raw (still percent-encoded): whoever serves it decodes
+        // it with rules of its own (see `http::AssetPath`).
+        let rest = path.strip_prefix(prefix)?.strip_prefix('/')?;
+        return Some(vec![rest.to_string()]);
+    }
     let path = path.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(path);
     let mut params = Vec::new();
     let mut pat = pattern.split('/');
@@ -146,7 +297,7 @@ fn match_pattern(pattern: &str, path: &str) -> Option<Vec<String>> {
     loop {
         match (pat.next(), segs.next()) {
             (None, None) => return Some(params),
-            (Some("{}"), Some(s)) if !s.is_empty() => params.push(crate::http::percent_decode(s)),
+            (Some("{}"), Some(s)) if !s.is_empty() => params.push(percent_decode(s)),
             (Some(p), Some(s)) if p == s => {}
             _ => return None,
         }
@@ -156,23 +307,23 @@ fn match_pattern(pattern: &str, path: &str) -> Option<Vec<String>> {
 /// Finds the route of a request: 404 when no pattern matches the path, 405 when
 /// patterns match but none with this method.
 pub fn find(method: Method, path: &str) -> Result<(&'static Route, Endpoint), ApiError> {
-    let mut allowed = Vec::new();
+    let mut allowed: Vec<&Route> = Vec::new();
     for route in ROUTES {
         if let Some(params) = match_pattern(route.pattern, path) {
             if route.method == method {
                 return Ok((route, (route.endpoint)(params)));
             }
             // A literal route shadows the parameter route for the same path.
-            if route.pattern.contains("{}") && allowed.iter().any(|(_, p): &(Method, &str)| !p.contains("{}")) {
+            if route.pattern.contains('{') && allowed.iter().any(|r| !r.pattern.contains('{')) {
                 continue;
             }
-            allowed.push((route.method, route.pattern));
+            allowed.push(route);
         }
     }
     if allowed.is_empty() {
         Err(ApiError::RouteNotFound)
     } else {
-        Err(ApiError::MethodNotAllowed { allowed: allowed.into_iter().map(|(m, _)| m).collect() })
+        Err(ApiError::MethodNotAllowed { allowed: allowed.into_iter().map(|r| r.method).collect() })
     }
 }
 
@@ -180,16 +331,17 @@ pub fn find(method: Method, path: &str) -> Result<(&'static Route, Endpoint), Ap
 mod tests {
     use super::*;
 
+    fn endpoint(m: Method, p: &str) -> Endpoint {
+        find(m, p).expect("routes").1
+    }
+
     #[test]
     fn literal_segments_win_over_parameters() {
-        assert_eq!(find(Method::Get, "/preference_center/v1/list").unwrap().1, Endpoint::PreferenceCenterList);
+        assert_eq!(endpoint(Method::Get, "/preference_center/v1/list"), Endpoint::Api(Api::PreferenceCenter(PreferenceCenter::List)));
+        assert_eq!(endpoint(Method::Get, "/preference_center/v1/abc"), Endpoint::Api(Api::PreferenceCenter(PreferenceCenter::Get("abc".into()))));
         assert_eq!(
-            find(Method::Get, "/preference_center/v1/abc").unwrap().1,
-            Endpoint::PreferenceCenterGet("abc".into())
-        );
-        assert_eq!(
-            find(Method::Get, "/cdi/integrations/x%20y/job_sync_status").unwrap().1,
-            Endpoint::CdiJobSyncStatus("x y".into())
+            endpoint(Method::Get, "/cdi/integrations/x%20y/job_sync_status"),
+            Endpoint::Api(Api::Cdi(Cdi::JobSyncStatus("x y".into())))
         );
     }
 
@@ -200,5 +352,16 @@ mod tests {
         assert_eq!(err(Method::Get, "/users/track"), ApiError::MethodNotAllowed { allowed: vec![Method::Post] });
         assert_eq!(err(Method::Delete, "/preference_center/v1/list"), ApiError::MethodNotAllowed { allowed: vec![Method::Get] });
         assert!(find(Method::Post, "/users/track/").is_ok());
+    }
+
+    #[test]
+    fn the_playground_route_takes_the_rest_of_the_path_raw() {
+        assert_eq!(endpoint(Method::Get, "/playground"), Endpoint::Public(Public::PlaygroundRoot));
+        assert_eq!(endpoint(Method::Get, "/playground/"), Endpoint::Public(Public::PlaygroundFile(String::new())));
+        assert_eq!(
+            endpoint(Method::Head, "/playground/pkg/a%20b.js"),
+            Endpoint::Public(Public::PlaygroundFile("pkg/a%20b.js".into()))
+        );
+        assert_eq!(find(Method::Get, "/playgroundx").err(), Some(ApiError::RouteNotFound));
     }
 }

@@ -43,7 +43,7 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use engage_core::store::{
-    ChangeSet, CommitError, Entry, Expect, Op, QueuedJob, Store, StoreError, Table,
+    ChangeSet, CommitError, Entry, Expect, KeyRange, Op, QueuedJob, Store, StoreError, Table, MAX_SCAN,
 };
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -299,25 +299,22 @@ impl Store for D1Store {
         limit: usize,
     ) -> Result<Vec<(String, Entry)>, StoreError> {
         self.pace().await;
-        // Same range as the native store: [prefix, prefix + U+10FFFF) holds exactly
-        // the keys that start with the prefix.
-        let upper = format!("{prefix}\u{10FFFF}");
-        let limit = limit.min(1 << 31) as u64;
+        let range = KeyRange::prefix(prefix, limit);
         let rows: Vec<KeyedRow> = self
             .all(
                 "SELECT key, version, CAST(value AS TEXT) AS value FROM docs
                  WHERE tbl = ?1 AND key >= ?2 AND key < ?3 ORDER BY key LIMIT ?4",
                 &[
                     num(table.id() as u64),
-                    JsValue::from_str(prefix),
-                    JsValue::from_str(&upper),
-                    num(limit),
+                    JsValue::from_str(&range.start),
+                    JsValue::from_str(&range.end),
+                    num(range.limit),
                 ],
             )
             .await?;
         Ok(rows
             .into_iter()
-            .filter(|r| r.key.starts_with(prefix))
+            .filter(|r| range.contains(&r.key))
             .map(|r| (r.key, entry(r.version, r.value)))
             .collect())
     }
@@ -363,7 +360,7 @@ impl Store for D1Store {
 
     async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
         self.pace().await;
-        let limit = limit.min(1 << 31) as u64;
+        let limit = limit.min(MAX_SCAN) as u64;
         let rows: Vec<JobRow> = self
             .all(
                 "SELECT seq, CAST(job AS TEXT) AS job FROM queue

@@ -1,12 +1,15 @@
 //! The fetch handler: translation between `worker` and the core, the isolate's
 //! engine, and the queue applier. No API rule lives here.
 //!
-//! Workers have no background threads. `/users/track` only enqueues (concurrently,
-//! it touches no document); after its response the isolate applies the queue in
-//! `ctx.wait_until`.
+//! Workers have no background threads. A request the core says does not catch up
+//! with the queue (`Engine::catches_up`: it only enqueues, touching no document)
+//! runs concurrently; when the core answers `Then::ApplyQueue`, the isolate applies
+//! the queue after the response in `ctx.wait_until`.
 //!
 //! Every other request runs in the isolate's *lane*, one at a time, after applying
-//! what this isolate queued. Optimistic versions keep D1 correct under any
+//! what this isolate queued. A request the core answered is never rerun: its writes
+//! may have committed, and the core already retried storage conflicts inside its
+//! unit of work. Optimistic versions keep D1 correct under any
 //! concurrency, but on a hot document (50 parallel increments of one attribute, or
 //! every reader catching up with the same queued jobs) each round of retries lets
 //! only one request win, and D1 runs a database's queries one after the other
@@ -24,7 +27,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use engage_core::store::StoreError;
-use engage_core::{ApiError, Config, Ctx, Engine, Method, Request, Response, Timestamp};
+use engage_core::{ApiError, BodyPlan, Config, Ctx, Engine, Method, Request, Response, Then, Timestamp};
 use worker::{event, Context, Date, Delay, Env, Headers};
 
 use crate::conformance;
@@ -43,11 +46,6 @@ const LANE_STALE_MS: u64 = 10_000;
 const LANE_POLL_MAX_MS: u64 = 8;
 /// A background drainer silent this long is presumed cancelled (`wait_until` lasts 30 s).
 const DRAINER_STALE_MS: u64 = 30_000;
-/// Host-level reruns of a request the core answered with 503 (nothing written).
-const HOST_RETRIES: u32 = 4;
-/// First backoff window of a rerun; it doubles each time (50, 100, 200, 400 ms).
-const BACKOFF_BASE_MS: u64 = 50;
-
 /// What one isolate keeps between requests: the engine (so the rate-limit counters
 /// live as long as the isolate, like a native process's), the lane and the drain
 /// state. Bindings are the same objects for every request of an isolate.
@@ -107,13 +105,6 @@ fn now_ms() -> u64 {
     Date::now().as_millis()
 }
 
-fn random_below(bound: u64) -> u64 {
-    let mut b = [0u8; 8];
-    // crypto.getRandomValues does not fail for a few bytes; zeros would still be valid.
-    let _ = getrandom::fill(&mut b);
-    u64::from_le_bytes(b) % bound.max(1)
-}
-
 fn ctx() -> Ctx {
     let mut seed = [0u8; 16];
     let _ = getrandom::fill(&mut seed);
@@ -136,36 +127,36 @@ async fn fetch(
             return to_worker(ApiError::Store(StoreError("bindings".into())).into_response());
         }
     };
-    let request = match translate(&mut req, isolate.engine.config().max_body_bytes).await {
-        Ok(Some(r)) => r,
-        Ok(None) => return to_worker(isolate.engine.payload_too_large()),
+    let request = match translate(&mut req, &isolate.engine).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(refused)) => return to_worker(refused),
         Err(e) => {
             // As on the native host, a body that cannot be read counts as too large.
             worker::console_warn!("cannot read the request body: {}", error_text(&e));
             return to_worker(isolate.engine.payload_too_large());
         }
     };
-    if request.method == Method::Post
-        && request.path == conformance::PATH
-        && conformance::available(&env)
-    {
-        let admin_token = env.secret("ENGAGE_ADMIN_TOKEN").ok().map(|s| s.to_string());
-        return match conformance::run(&env, &request, admin_token.as_deref()).await {
-            Ok(response) => to_worker(response),
-            Err(e) => to_worker(ApiError::Store(StoreError(error_text(&e))).into_response()),
-        };
-    }
-    let enqueues = request.method == Method::Post && request.path == "/users/track";
-    let response = if enqueues {
-        let response = handle(&isolate, request).await;
-        if response.status == 201 {
-            schedule_drain(&isolate, &wctx);
-        }
-        response
-    } else {
+    let response = if isolate.engine.catches_up(&request) {
         let lane = Lane::enter(&isolate).await;
         drain(&lane).await;
-        handle(&isolate, request).await
+        isolate.engine.handle(request, ctx()).await
+    } else {
+        isolate.engine.handle(request, ctx()).await
+    };
+    if let Some(why) = &response.internal {
+        worker::console_error!("{} {why}", response.status);
+    }
+    let response = match response.then {
+        Then::ApplyQueue => {
+            schedule_drain(&isolate, &wctx);
+            response
+        }
+        Then::RunConformance => match conformance::run(&env).await {
+            Some(report) => report,
+            None => response,
+        },
+        // Workers serve no playground files (the playground is its own static site).
+        Then::Nothing | Then::ServeAsset(_) => response,
     };
     to_worker(response)
 }
@@ -196,23 +187,6 @@ fn schedule_drain(isolate: &Rc<Isolate>, wctx: &Context) {
         }
         isolate.drainer.set(None);
     });
-}
-
-/// Runs the core, rerunning after a random pause when it answers 503: the core
-/// wrote nothing and asks for a retry (contention it could not settle within its
-/// retry budget, or a transient D1 failure).
-async fn handle(isolate: &Isolate, request: Request) -> Response {
-    let mut response = isolate.engine.handle(request.clone(), ctx()).await;
-    let mut retry = 0;
-    while response.status == 503 && retry < HOST_RETRIES {
-        Delay::from(Duration::from_millis(random_below(
-            BACKOFF_BASE_MS << retry,
-        )))
-        .await;
-        retry += 1;
-        response = isolate.engine.handle(request.clone(), ctx()).await;
-    }
-    response
 }
 
 fn lane_busy(isolate: &Isolate) -> bool {
@@ -261,8 +235,13 @@ async fn drain(lane: &Lane<'_>) {
     let started = now_ms();
     loop {
         match isolate.engine.apply_queued(ctx()).await {
-            Ok(0) => return,
-            Ok(_) => lane.alive(),
+            Ok(run) if run.is_empty() => return,
+            Ok(run) => {
+                if let Some(note) = run.set_aside_note() {
+                    worker::console_error!("{note}");
+                }
+                lane.alive();
+            }
             Err(e) => {
                 worker::console_warn!("applying queued jobs failed: {e:?}");
                 return;
@@ -276,23 +255,19 @@ async fn drain(lane: &Lane<'_>) {
     }
 }
 
-/// The core's request, or `None` when the body is over the limit.
-async fn translate(req: &mut worker::Request, max_body: usize) -> worker::Result<Option<Request>> {
+/// The core's request, or the response that refuses it before its body is read.
+async fn translate(req: &mut worker::Request, engine: &Engine<D1Store>) -> worker::Result<Result<Request, Response>> {
     let headers: Vec<(String, String)> = req.headers().entries().collect();
-    let declared_too_large = headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.parse::<usize>().ok())
-        .is_some_and(|n| n > max_body);
-    if declared_too_large {
-        return Ok(None);
-    }
+    let limit = match engine.plan_body(&headers) {
+        BodyPlan::Refuse(response) => return Ok(Err(response)),
+        BodyPlan::Read { limit } => limit,
+    };
     let body = req.bytes().await?;
-    if body.len() > max_body {
-        return Ok(None);
+    if body.len() > limit {
+        return Ok(Err(engine.payload_too_large()));
     }
     let url = req.url()?;
-    Ok(Some(Request {
+    Ok(Ok(Request {
         method: Method::parse(&req.inner().method()),
         path: url.path().to_string(),
         query: url.query().unwrap_or("").to_string(),

@@ -18,12 +18,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use engage::server::{run, SharedEngine};
-use engage::sqlite::SqliteStore;
-use engage_core::auth::{Permission, WorkspaceName};
-use engage_core::ids::{ExternalId, IdGen};
-use engage_core::profile::Profile;
-use engage_core::repo::Tx;
-use engage_core::{Config, Engine, Store, Timestamp};
+use engage::store::SqliteStore;
+use engage_core::provision::{self, Permission, WorkspaceName};
+use engage_core::{Config, Ctx, Engine, Store, Timestamp};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -52,19 +49,19 @@ fn seed_db(path: &Path, profiles: u64) {
     let _ = std::fs::remove_file(&tmp);
     let store = SqliteStore::open(&tmp).expect("open seed db");
     let ws = WorkspaceName::parse("bench").unwrap();
-    let mut ids = IdGen::new([42; 16]);
     let started = Instant::now();
+    let custom = json!({"plan": "free"}).as_object().cloned().unwrap_or_default();
     let mut n = 0;
     while n < profiles {
-        let mut tx = Tx::new(&store, ws.clone());
-        for _ in 0..20_000.min(profiles - n) {
-            let mut p = Profile::new(ids.service_id(), Timestamp(1_700_000_000_000));
-            p.external_id = ExternalId::parse(&format!("user-{n}"));
-            p.custom.insert("plan".into(), json!("free"));
-            tx.insert_profile(p);
-            n += 1;
-        }
-        pollster::block_on(store.commit(tx.into_changes())).expect("seed commit");
+        let chunk = 20_000.min(profiles - n);
+        // A seed of its own per chunk, so service ids never repeat.
+        let mut seed = [42u8; 16];
+        seed[..8].copy_from_slice(&n.to_le_bytes());
+        let ctx = Ctx { now: Timestamp(1_700_000_000_000), seed };
+        let changes = provision::seed_profiles(&store, &ws, (n..n + chunk).map(|i| format!("user-{i}")), &custom, ctx)
+            .expect("seed change set");
+        pollster::block_on(store.commit(changes)).expect("seed commit");
+        n += chunk;
     }
     drop(store);
     let c = rusqlite::Connection::open(&tmp).expect("open");
@@ -216,7 +213,7 @@ fn main() {
             checkpointed_copy(&seed, &db);
             let store = SqliteStore::open(&db).unwrap();
             let ws = WorkspaceName::parse("bench").unwrap();
-            let key = pollster::block_on(engage_core::workspace::create_key(
+            let key = pollster::block_on(provision::create_key(
                 &store,
                 &ws,
                 Permission::ALL.to_vec(),

@@ -1,13 +1,10 @@
 //! Engage's native host: the SQLite store and the hyper server, used by the
 //! `engage` binary and by the load benchmark.
 
-pub mod doc_cache;
 pub mod playground;
 pub mod priority;
-pub mod queue_log;
 pub mod server;
-pub mod sqlite;
-pub mod writeback;
+pub mod store;
 
 /// The track path allocates many small short-lived values (parsed JSON, decoded
 /// profiles); mimalloc serves them markedly faster than the system allocator.

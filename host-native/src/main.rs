@@ -5,11 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use engage_core::auth::{parse_permission_list, WorkspaceName};
-use engage_core::groups::{self, Channel};
-use engage_core::ids::IdGen;
 use engage::server::{self, ServeArgs};
-use engage::{ctx, sqlite};
+use engage::{ctx, store};
+use engage_core::provision::{self, parse_permission_list, Channel, WorkspaceName};
 
 #[derive(Parser)]
 #[command(name = "engage", version, about = "Engage: a self-hostable customer-engagement user-data API")]
@@ -96,8 +94,8 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Keys { command: KeysCommand::Create { db, workspace: ws, permissions } } => {
             let ws = workspace(&ws.workspace)?;
             let perms = parse_permission_list(&permissions)?;
-            let store = sqlite::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
-            let key = pollster::block_on(engage_core::workspace::create_key(&store, &ws, perms, ctx()))
+            let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
+            let key = pollster::block_on(provision::create_key(&store, &ws, perms, ctx()))
                 .map_err(|e| format!("{e:?}"))?;
             println!("{key}");
             Ok(())
@@ -105,17 +103,16 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Groups { command: GroupsCommand::Create { db, workspace: ws, name, channel } } => {
             let ws = workspace(&ws.workspace)?;
             let channel = Channel::parse(&channel).ok_or("channel must be one of email, sms, whatsapp, rcs, line")?;
-            let store = sqlite::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
-            let c = ctx();
-            let g = pollster::block_on(groups::create(&store, &ws, &name, channel, c.now, &mut IdGen::new(c.seed)))
+            let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
+            let g = pollster::block_on(provision::create_group(&store, &ws, &name, channel, ctx()))
                 .map_err(|e| format!("{e:?}"))?;
             println!("{}", g.id);
             Ok(())
         }
         Command::Groups { command: GroupsCommand::List { db, workspace: ws } } => {
             let ws = workspace(&ws.workspace)?;
-            let store = sqlite::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
-            for g in pollster::block_on(groups::list(&store, &ws)).map_err(|e| e.to_string())? {
+            let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
+            for g in pollster::block_on(provision::list_groups(&store, &ws)).map_err(|e| e.to_string())? {
                 println!("{}\t{}\t{}", g.id, g.channel.as_str(), g.name);
             }
             Ok(())

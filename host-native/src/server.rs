@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use engage_core::{Config, Engine, Method, Request, Response};
+use engage_core::{BodyPlan, Config, Engine, Method, Request, Response, Then};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -19,7 +19,7 @@ use tokio::net::TcpListener;
 use clap::Args;
 
 use crate::ctx;
-use crate::sqlite::SqliteStore;
+use crate::store::SqliteStore;
 
 /// Options of `engage serve`.
 #[derive(Args)]
@@ -63,7 +63,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .init();
-    let options = crate::sqlite::Options { cache_bytes: args.cache_mib.saturating_mul(1 << 20) };
+    let options = crate::store::Options { cache_bytes: args.cache_mib.saturating_mul(1 << 20) };
     let store = SqliteStore::open_with(&args.db, options).map_err(|e| format!("cannot open {}: {e}", args.db.display()))?;
     let config = Config {
         max_body_bytes: args.max_body_bytes,
@@ -218,8 +218,14 @@ fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread
             crate::priority::background();
             while !stopping.load(Ordering::SeqCst) {
                 match pollster::block_on(engine.apply_queued_pipelined(ctx(), APPLY_ROUNDS)) {
-                    Ok(0) => std::thread::sleep(Duration::from_millis(2)),
-                    Ok(_) => {}
+                    Ok(run) => {
+                        if let Some(note) = run.set_aside_note() {
+                            tracing::error!("{note}");
+                        }
+                        if run.is_empty() {
+                            std::thread::sleep(Duration::from_millis(2));
+                        }
+                    }
                     Err(e) => {
                         tracing::error!("applying queued jobs failed: {e:?}");
                         std::thread::sleep(Duration::from_millis(200));
@@ -236,55 +242,47 @@ async fn handle(
     _peer: SocketAddr,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
     let (parts, body) = req.into_parts();
-    if let Some(page) = crate::playground::respond(&parts.method, parts.uri.path()) {
-        return Ok(page);
-    }
-    let limit = engine.config().max_body_bytes;
-    let declared_too_large = parts
+    let headers: Vec<(String, String)> = parts
         .headers
-        .get(hyper::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-        .is_some_and(|n| n > limit);
-    let body = if declared_too_large {
-        discard(body).await;
-        None
-    } else {
-        read_bounded(body, limit).await
-    };
-    let response = match body {
-        None => engine.payload_too_large(),
-        Some(body) => {
-            let request = Request {
-                method: Method::parse(parts.method.as_str()),
-                path: parts.uri.path().to_string(),
-                query: parts.uri.query().unwrap_or("").to_string(),
-                headers: parts
-                    .headers
-                    .iter()
-                    .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_string(), v.to_string())))
-                    .collect(),
-                body,
-            };
-            let method = request.method;
-            let path = request.path.clone();
-            let started = std::time::Instant::now();
-            let engine = engine.clone();
-            // SQLite calls block: run the core on the blocking pool.
-            let response = tokio::task::spawn_blocking(move || pollster::block_on(engine.handle(request, ctx())))
-                .await
-                .unwrap_or_else(|_| engage_core::ApiError::Busy.into_response());
-            if let Some(why) = &response.internal {
-                tracing::error!(method = method.as_str(), path, status = response.status, "{why}");
-            }
-            tracing::debug!(
-                method = method.as_str(),
-                path,
-                status = response.status,
-                micros = started.elapsed().as_micros() as u64
-            );
-            response
+        .iter()
+        .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_string(), v.to_string())))
+        .collect();
+    let body = match engine.plan_body(&headers) {
+        BodyPlan::Refuse(response) => {
+            discard(body).await;
+            return Ok(to_hyper(response));
         }
+        BodyPlan::Read { limit } => match read_bounded(body, limit).await {
+            Some(body) => body,
+            None => return Ok(to_hyper(engine.payload_too_large())),
+        },
+    };
+    let request = Request {
+        method: Method::parse(parts.method.as_str()),
+        path: parts.uri.path().to_string(),
+        query: parts.uri.query().unwrap_or("").to_string(),
+        headers,
+        body,
+    };
+    let method = request.method;
+    let path = request.path.clone();
+    let started = std::time::Instant::now();
+    let core = engine.clone();
+    // SQLite calls block: run the core on the blocking pool.
+    let response = tokio::task::spawn_blocking(move || pollster::block_on(core.handle(request, ctx())))
+        .await
+        .unwrap_or_else(|_| engage_core::ApiError::Busy.into_response());
+    if let Some(why) = &response.internal {
+        tracing::error!(method = method.as_str(), path, status = response.status, "{why}");
+    }
+    tracing::debug!(method = method.as_str(), path, status = response.status, micros = started.elapsed().as_micros() as u64);
+    let response = match &response.then {
+        Then::ServeAsset(file) => match crate::playground::read(file) {
+            Some(content) => Response::asset(file, content, method == Method::Head),
+            None => response,
+        },
+        // The applier thread polls the queue; this host cannot run the conformance suite.
+        Then::Nothing | Then::ApplyQueue | Then::RunConformance => response,
     };
     Ok(to_hyper(response))
 }

@@ -2,8 +2,8 @@
 //! table, so an endpoint added there shows up in the playground by itself (with a
 //! generic request until an example is written for it below).
 
-use engage_core::auth::Permission;
-use engage_core::routes::{Auth, ROUTES};
+use engage_core::api::{Auth, ROUTES};
+use engage_core::provision::Permission;
 use serde_json::{json, Value};
 
 /// One public route: what the picker lists.
@@ -36,14 +36,15 @@ pub struct Example {
 pub fn public_routes() -> Vec<RouteInfo> {
     ROUTES
         .iter()
-        .filter(|r| !r.pattern.starts_with("/_engage/"))
+        .filter(|r| r.is_platform_api())
         .map(|r| RouteInfo {
             method: r.method.as_str(),
             pattern: r.pattern,
             permission: match r.auth {
-                Auth::Key(p) => p.as_str(),
+                Auth::Key(p, _) => p.as_str(),
                 Auth::Scim => Permission::Scim.as_str(),
                 Auth::Admin => "admin token",
+                Auth::Public => "none",
             },
         })
         .collect()
@@ -157,7 +158,7 @@ pub fn examples(key: &str, group_id: &str) -> Vec<Example> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engage_core::routes::find;
+    use engage_core::api::find;
     use engage_core::Method;
 
     #[test]

@@ -7,12 +7,10 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-use engage_core::auth::{key_hash, Permission, WorkspaceName};
-use engage_core::groups::{self, Channel, Group};
-use engage_core::ids::IdGen;
+use engage_core::provision::{self, key_hash, Channel, Group, Permission, WorkspaceName};
 use engage_core::store::memory::MemoryStore;
 use engage_core::store::{Entry, Table};
-use engage_core::{workspace, ApiError, Config, Ctx, Engine, Request, Response};
+use engage_core::{ApiError, Config, Ctx, Engine, Request, Response};
 use serde::{Deserialize, Serialize};
 
 /// The workspace every playground session works in.
@@ -76,10 +74,9 @@ impl Session {
     pub fn provision(key_ctx: Ctx, group_ctx: Ctx) -> Result<Session, String> {
         let ws = WorkspaceName::parse(WORKSPACE).ok_or("invalid workspace name")?;
         let engine = engine(MemoryStore::new());
-        let key = block_on(workspace::create_key(engine.store(), &ws, Permission::ALL.to_vec(), key_ctx))?
+        let key = block_on(provision::create_key(engine.store(), &ws, Permission::ALL.to_vec(), key_ctx))?
             .map_err(|e| format!("cannot create the API key: {e:?}"))?;
-        let mut ids = IdGen::new(group_ctx.seed);
-        block_on(groups::create(engine.store(), &ws, EXAMPLE_GROUP, Channel::Email, group_ctx.now, &mut ids))?
+        block_on(provision::create_group(engine.store(), &ws, EXAMPLE_GROUP, Channel::Email, group_ctx))?
             .map_err(|e| format!("cannot create the example group: {e:?}"))?;
         Ok(Session { engine, workspace: ws, key })
     }
@@ -96,7 +93,7 @@ impl Session {
 
     /// The workspace's subscription groups.
     pub fn groups(&self) -> Vec<Group> {
-        block_on(groups::list(self.engine.store(), &self.workspace)).ok().and_then(Result::ok).unwrap_or_default()
+        block_on(provision::list_groups(self.engine.store(), &self.workspace)).ok().and_then(Result::ok).unwrap_or_default()
     }
 
     /// Handles one request exactly as a server would.
@@ -111,7 +108,7 @@ impl Session {
             ctx.seed[15] ^= round as u8;
             ctx.seed[14] ^= (round >> 8) as u8;
             match block_on(self.engine.apply_queued(ctx))? {
-                Ok(0) => return Ok(()),
+                Ok(run) if run.is_empty() => return Ok(()),
                 Ok(_) => {}
                 Err(e) => return Err(format!("applying queued jobs failed: {e:?}")),
             }

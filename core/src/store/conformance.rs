@@ -1,6 +1,7 @@
-//! The behaviour every [`Store`] backend must have, as plain async checks. Each
-//! backend runs all of them through [`crate::store_conformance_tests!`]: the memory
-//! store here, SQLite in host-native (and D1 wherever it can run them).
+//! The behaviour every [`Store`] backend must have, as plain async checks. Every
+//! backend runs all of them through [`run_all`]: the memory store here, SQLite in
+//! host-native's tests, D1 inside the Worker (`POST /_engage/conformance`). A new
+//! check added to [`CHECKS`] runs everywhere.
 
 use super::{ChangeSet, CommitError, Expect, Op, QueueAck, Store, Table};
 
@@ -17,21 +18,21 @@ async fn value<S: Store>(s: &S, table: Table, key: &str) -> Option<(u64, String)
 }
 
 /// Versions start at 1 and grow by one per write; expectations are enforced.
-pub async fn versions_and_expectations<S: Store>(s: S) {
-    assert_eq!(value(&s, Table::Profile, "k").await, None);
+async fn versions_and_expectations<S: Store>(s: &S) {
+    assert_eq!(value(s, Table::Profile, "k").await, None);
     s.commit(cs(vec![put(Table::Profile, "k", "a", Expect::Absent)])).await.unwrap();
-    assert_eq!(value(&s, Table::Profile, "k").await, Some((1, "a".into())));
+    assert_eq!(value(s, Table::Profile, "k").await, Some((1, "a".into())));
     s.commit(cs(vec![put(Table::Profile, "k", "b", Expect::Version(1))])).await.unwrap();
-    assert_eq!(value(&s, Table::Profile, "k").await, Some((2, "b".into())));
+    assert_eq!(value(s, Table::Profile, "k").await, Some((2, "b".into())));
     assert_eq!(s.commit(cs(vec![put(Table::Profile, "k", "c", Expect::Version(1))])).await, Err(CommitError::Conflict));
     assert_eq!(s.commit(cs(vec![put(Table::Profile, "k", "c", Expect::Absent)])).await, Err(CommitError::Conflict));
     s.commit(cs(vec![put(Table::Profile, "k", "d", Expect::Any)])).await.unwrap();
-    assert_eq!(value(&s, Table::Profile, "k").await, Some((3, "d".into())));
-    assert_eq!(value(&s, Table::Group, "k").await, None, "tables are separate");
+    assert_eq!(value(s, Table::Profile, "k").await, Some((3, "d".into())));
+    assert_eq!(value(s, Table::Group, "k").await, None, "tables are separate");
 }
 
 /// A change set with one failing expectation stores nothing at all.
-pub async fn a_failed_commit_stores_nothing<S: Store>(s: S) {
+async fn a_failed_commit_stores_nothing<S: Store>(s: &S) {
     s.commit(cs(vec![put(Table::Profile, "x", "1", Expect::Absent)])).await.unwrap();
     let r = s
         .commit(cs(vec![
@@ -41,23 +42,23 @@ pub async fn a_failed_commit_stores_nothing<S: Store>(s: S) {
         ]))
         .await;
     assert_eq!(r, Err(CommitError::Conflict));
-    assert_eq!(value(&s, Table::Profile, "new").await, None);
-    assert_eq!(value(&s, Table::Profile, "x").await, Some((1, "1".into())));
+    assert_eq!(value(s, Table::Profile, "new").await, None);
+    assert_eq!(value(s, Table::Profile, "x").await, Some((1, "1".into())));
 }
 
 /// Deletes honour expectations; deleting a missing key without one is fine.
-pub async fn deletes<S: Store>(s: S) {
+async fn deletes<S: Store>(s: &S) {
     s.commit(cs(vec![put(Table::Ident, "a", "1", Expect::Absent)])).await.unwrap();
     let del = |expect| cs(vec![Op::Delete { table: Table::Ident, key: "a".into(), expect }]);
     assert_eq!(s.commit(del(Expect::Version(5))).await, Err(CommitError::Conflict));
     s.commit(del(Expect::Version(1))).await.unwrap();
-    assert_eq!(value(&s, Table::Ident, "a").await, None);
+    assert_eq!(value(s, Table::Ident, "a").await, None);
     s.commit(del(Expect::Any)).await.unwrap();
     assert_eq!(s.commit(del(Expect::Version(1))).await, Err(CommitError::Conflict));
 }
 
 /// Scans return exactly the keys under a prefix, in key order, up to the limit.
-pub async fn prefix_scans<S: Store>(s: S) {
+async fn prefix_scans<S: Store>(s: &S) {
     let keys = ["w\u{1f}e\u{1f}a@x.io\u{1f}2", "w\u{1f}e\u{1f}a@x.io\u{1f}1", "w\u{1f}e\u{1f}a@x.iox\u{1f}3", "w\u{1f}e\u{1f}b", "v\u{1f}e"];
     s.commit(cs(keys.iter().map(|k| put(Table::Ident, k, k, Expect::Absent)).collect())).await.unwrap();
     s.commit(cs(vec![put(Table::Profile, "w\u{1f}e\u{1f}a@x.io\u{1f}9", "p", Expect::Absent)])).await.unwrap();
@@ -69,7 +70,7 @@ pub async fn prefix_scans<S: Store>(s: S) {
 
 /// `get_many` answers in the order asked, with `None` for missing keys and nothing
 /// from other tables.
-pub async fn batched_reads<S: Store>(s: S) {
+async fn batched_reads<S: Store>(s: &S) {
     s.commit(cs(vec![put(Table::Profile, "a", "1", Expect::Absent), put(Table::Profile, "c", "3", Expect::Absent)]))
         .await
         .unwrap();
@@ -89,7 +90,7 @@ pub async fn batched_reads<S: Store>(s: S) {
 
 /// The queue hands out increasing sequence numbers, oldest first, and an ack is
 /// atomic with the change set and refused when the jobs were already taken.
-pub async fn queue<S: Store>(s: S) {
+async fn queue<S: Store>(s: &S) {
     assert_eq!(s.queue_tail().await.unwrap(), 0);
     assert!(s.queued(0, 10).await.unwrap().is_empty());
     let a = s.enqueue(b"a".to_vec()).await.unwrap();
@@ -112,7 +113,7 @@ pub async fn queue<S: Store>(s: S) {
     s.commit(ok).await.unwrap();
     assert_eq!(s.queued(0, 10).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![c]);
     assert_eq!(s.queued(a, 10).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![c]);
-    assert_eq!(value(&s, Table::Profile, "p").await, Some((1, "1".into())));
+    assert_eq!(value(s, Table::Profile, "p").await, Some((1, "1".into())));
 
     // A second applier acknowledging the same jobs conflicts.
     let again = ChangeSet { ops: vec![], ack: Some(QueueAck { through: b, count: 2 }) };
@@ -122,50 +123,43 @@ pub async fn queue<S: Store>(s: S) {
     assert!(d > c);
 }
 
-/// Generates one `#[test]` per conformance check for a backend. The calling crate
-/// needs `pollster` as a (dev-)dependency.
-#[macro_export]
-macro_rules! store_conformance_tests {
-    ($make:expr) => {
-        $crate::store_conformance_tests!($make, |store| store);
-    };
-    // `$fixture` is made first and lives to the end of each test (a temporary
-    // directory, say); `$store` takes the store out of it.
-    ($fixture:expr, |$held:ident| $store:expr) => {
-        #[test]
-        fn versions_and_expectations() {
-            let $held = $fixture;
-            pollster::block_on($crate::store::conformance::versions_and_expectations($store));
-        }
-        #[test]
-        fn a_failed_commit_stores_nothing() {
-            let $held = $fixture;
-            pollster::block_on($crate::store::conformance::a_failed_commit_stores_nothing($store));
-        }
-        #[test]
-        fn deletes() {
-            let $held = $fixture;
-            pollster::block_on($crate::store::conformance::deletes($store));
-        }
-        #[test]
-        fn prefix_scans() {
-            let $held = $fixture;
-            pollster::block_on($crate::store::conformance::prefix_scans($store));
-        }
-        #[test]
-        fn batched_reads() {
-            let $held = $fixture;
-            pollster::block_on($crate::store::conformance::batched_reads($store));
-        }
-        #[test]
-        fn queue() {
-            let $held = $fixture;
-            pollster::block_on($crate::store::conformance::queue($store));
+/// Lists the checks once: their names and the runner that runs each of them.
+macro_rules! checks {
+    ($($check:ident),* $(,)?) => {
+        /// The names of the checks, in the order [`run_all`] runs them.
+        pub const CHECKS: &[&str] = &[$(stringify!($check)),*];
+
+        /// Runs every check, each on a store just made by `fresh` (the fixture it
+        /// returns lives through the check, and `store` takes the store out of it);
+        /// returns the names of the checks run. A failing check panics, as in `cargo test`.
+        pub async fn run_all<X, S: Store>(
+            mut fresh: impl AsyncFnMut() -> X,
+            store: impl Fn(&X) -> &S,
+        ) -> Vec<&'static str> {
+            $(
+                let fixture = fresh().await;
+                $check(store(&fixture)).await;
+            )*
+            CHECKS.to_vec()
         }
     };
 }
 
+checks!(versions_and_expectations, a_failed_commit_stores_nothing, deletes, prefix_scans, batched_reads, queue);
+
+/// The answer to `POST /_engage/conformance` once the host ran [`run_all`].
+pub fn report(passed: &[&str]) -> crate::Response {
+    crate::Response::json(200, &serde_json::json!({ "passed": passed }))
+}
+
 #[cfg(test)]
 mod memory {
-    crate::store_conformance_tests!(crate::store::memory::MemoryStore::new());
+    use super::*;
+    use crate::store::memory::MemoryStore;
+
+    #[test]
+    fn the_memory_store_passes_every_check() {
+        let passed = pollster::block_on(run_all(async || MemoryStore::new(), |s| s));
+        assert_eq!(passed, CHECKS);
+    }
 }

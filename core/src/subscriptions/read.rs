@@ -6,8 +6,8 @@ use serde_json::{json, Map, Value};
 
 use super::state;
 use super::{check_channel, group_entries, group_of, parse_named, with_errors, Kind, Named, EMAIL_AND_PHONE};
-use crate::apply::pick_shared;
-use crate::auth::WorkspaceName;
+use crate::users::locate::pick_shared;
+use crate::ids::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::{Request, Response};
 use crate::ids::{Identifier, ServiceId};

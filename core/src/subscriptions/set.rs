@@ -12,12 +12,12 @@ use super::{
     Kind, Named, BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS,
 };
 use crate::repo::transact;
-use crate::auth::WorkspaceName;
+use crate::ids::WorkspaceName;
 use crate::error::ApiError;
-use crate::groups::Group;
+use crate::subscriptions::groups::Group;
 use crate::http::Response;
 use crate::ids::{Identifier, ServiceId};
-use crate::profile::GroupState;
+use crate::subscriptions::values::GroupState;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::Ctx;

@@ -13,11 +13,13 @@
 //! from every email group), and a global re-subscribe brings every email group back
 //! to its stored status.
 
-use crate::address::{address_key, AddressState};
-use crate::apply::for_sharing;
-use crate::groups::Channel;
+use crate::repo::keys::address_key;
+use crate::subscriptions::address::AddressState;
+use crate::users::locate::for_sharing;
+use crate::subscriptions::groups::Channel;
 use crate::ids::{Email, Identifier, ServiceId};
-use crate::profile::{GlobalState, GroupState, Profile};
+use crate::subscriptions::values::{GlobalState, GroupState};
+use crate::users::profile::Profile;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError, Table};
 use crate::time::Timestamp;
@@ -150,7 +152,7 @@ pub async fn set_global_for<S: Store>(
         let key = address_key(tx.workspace(), &email);
         if let Some(mut a) = tx.doc::<AddressState>(Table::Address, &key).await? {
             email_transition(&mut a.global, &mut a.hard_bounced, change);
-            tx.put_doc(Table::Address, &key, &a);
+            tx.put_doc(Table::Address, &key, &a)?;
         }
     }
     Ok(())
@@ -168,7 +170,7 @@ pub async fn change_address<S: Store>(
     let key = address_key(tx.workspace(), email);
     let mut a = tx.doc::<AddressState>(Table::Address, &key).await?.unwrap_or_default();
     email_transition(&mut a.global, &mut a.hard_bounced, change);
-    tx.put_doc(Table::Address, &key, &a);
+    tx.put_doc(Table::Address, &key, &a)?;
     for id in tx.resolve(&Identifier::Email(email.clone())).await? {
         if let Some(p) = tx.profile_mut(&id).await? {
             change_profile(p, change);

@@ -1,0 +1,116 @@
+//! Operator routes under `/_engage/`: create API keys and subscription groups over
+//! HTTP, so every host (including the edge, which has no shell) can be provisioned
+//! the same way. They exist only when the host configures an admin token, and they
+//! are not part of the platform's API.
+
+pub mod workspace;
+
+use serde_json::{json, Map, Value};
+
+use crate::auth::{bearer_token, key_hash};
+use crate::error::ApiError;
+use crate::http::{Request, Response, Then};
+use crate::ids::WorkspaceName;
+use crate::input;
+use crate::permission::parse_permission_list;
+use crate::routes::Operator;
+use crate::store::{Store, Table, MAX_SCAN};
+use crate::subscriptions::groups::{self, Channel};
+use crate::track::queue::SetAside;
+use crate::repo::codec::decode;
+use crate::Ctx;
+
+/// Most set-aside jobs one listing returns.
+const SET_ASIDE_PAGE: usize = 100;
+
+/// Runs an operator route (the caller is already authorized).
+pub async fn handle<S: Store>(store: &S, op: Operator, req: &Request, ctx: Ctx) -> Result<Response, ApiError> {
+    match op {
+        Operator::CreateKey => create_key(store, req, ctx).await,
+        Operator::CreateGroup => create_group(store, req, ctx).await,
+        Operator::ListGroups => list_groups(store, req).await,
+        Operator::SetAsideJobs => set_aside_jobs(store).await,
+        // Only the host can make a scratch store; one that cannot answers the 404.
+        Operator::Conformance => Ok(ApiError::RouteNotFound.into_response().then(Then::RunConformance)),
+    }
+}
+
+/// Checks the admin bearer token against the configured one's hash; comparing
+/// hashes keeps the comparison independent of where the strings differ.
+pub fn authorize(req: &Request, admin_token_hash: Option<&str>) -> Result<(), ApiError> {
+    let Some(expected) = admin_token_hash else { return Err(ApiError::RouteNotFound) };
+    let token = bearer_token(req)?;
+    if key_hash(token) == expected {
+        Ok(())
+    } else {
+        Err(ApiError::InvalidKey)
+    }
+}
+
+fn body(req: &Request) -> Result<Map<String, Value>, ApiError> {
+    input::object(&req.body).map_err(ApiError::bad)
+}
+
+fn workspace_of(v: Option<&Value>) -> Result<WorkspaceName, ApiError> {
+    let name = match v {
+        None | Some(Value::Null) => "default",
+        Some(Value::String(s)) => s.as_str(),
+        Some(_) => return Err(ApiError::bad("'workspace' must be a string")),
+    };
+    WorkspaceName::parse(name).ok_or_else(|| ApiError::bad("'workspace' must be 1 to 64 of letters, digits, '-', '_', '.'"))
+}
+
+/// POST /_engage/keys `{"workspace": "...", "permissions": "all" | [..]}` → `{"key": "..."}`.
+async fn create_key<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Result<Response, ApiError> {
+    let b = body(req)?;
+    let ws = workspace_of(b.get("workspace"))?;
+    let perms = match b.get("permissions") {
+        None | Some(Value::Null) => parse_permission_list("all"),
+        Some(Value::String(s)) => parse_permission_list(s),
+        Some(Value::Array(items)) => {
+            let names: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
+            names.ok_or_else(|| "permissions must be strings".to_string()).and_then(|n| parse_permission_list(&n.join(",")))
+        }
+        Some(_) => Err("'permissions' must be \"all\" or an array of strings".into()),
+    }
+    .map_err(ApiError::bad)?;
+    let key = workspace::create_key(store, &ws, perms, ctx).await?;
+    Ok(Response::json(201, &json!({"key": key, "workspace": ws.as_str()})))
+}
+
+/// POST /_engage/groups `{"workspace", "name", "channel"}` → the group.
+async fn create_group<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Result<Response, ApiError> {
+    let b = body(req)?;
+    let ws = workspace_of(b.get("workspace"))?;
+    let name = b.get("name").and_then(Value::as_str).ok_or_else(|| ApiError::bad("'name' is required"))?;
+    let channel = b
+        .get("channel")
+        .and_then(Value::as_str)
+        .and_then(Channel::parse)
+        .ok_or_else(|| ApiError::bad("'channel' must be one of email, sms, whatsapp, rcs, line"))?;
+    let g = workspace::create_group(store, &ws, name, channel, ctx).await?;
+    Ok(Response::json(201, &json!({"id": g.id, "name": g.name, "channel": g.channel.as_str()})))
+}
+
+/// GET /_engage/groups?workspace=... → `{"groups": [...]}`.
+async fn list_groups<S: Store>(store: &S, req: &Request) -> Result<Response, ApiError> {
+    let ws = req.query_pairs().into_iter().find(|(k, _)| k == "workspace").map(|(_, v)| Value::String(v));
+    let ws = workspace_of(ws.as_ref())?;
+    let list: Vec<Value> = groups::list(store, &ws)
+        .await?
+        .into_iter()
+        .map(|g| json!({"id": g.id, "name": g.name, "channel": g.channel.as_str()}))
+        .collect();
+    Ok(Response::json(200, &json!({"groups": list})))
+}
+
+/// GET /_engage/queue/set-aside → `{"count": n, "jobs": [...]}`: queued jobs that
+/// could not be decoded (the oldest 100), kept for an operator to inspect.
+async fn set_aside_jobs<S: Store>(store: &S) -> Result<Response, ApiError> {
+    let all = store.scan(Table::SetAside, "", MAX_SCAN).await?;
+    let mut jobs = Vec::new();
+    for (_, entry) in all.iter().take(SET_ASIDE_PAGE) {
+        jobs.push(decode::<SetAside>(&entry.value)?);
+    }
+    Ok(Response::json(200, &json!({"count": all.len(), "jobs": jobs})))
+}

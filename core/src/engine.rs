@@ -1,0 +1,261 @@
+//! The engine: a store, settings and rate-limit counters, and the one way a request
+//! goes through them: route → body limit → credentials → permission → rate limit →
+//! catch up with the queue → the endpoint's family. Dispatch is an exhaustive
+//! `match` over the route table's endpoint enums.
+
+use crate::admin;
+use crate::auth::{self, KeyRecord};
+use crate::error::ApiError;
+use crate::http::{Request, Response, Then};
+use crate::ids::WorkspaceName;
+use crate::ratelimit::{Decision, RateLimiter};
+use crate::routes::{self, Api, Auth, Endpoint, Public};
+use crate::store::Store;
+use crate::time::Timestamp;
+use crate::{cdi, export, identity, input, preference_center, scim, subscriptions, track};
+
+/// What the host supplies per request: the core reads no clock and no RNG.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx {
+    /// The current time.
+    pub now: Timestamp,
+    /// Fresh random bytes (ids are derived from them).
+    pub seed: [u8; 16],
+}
+
+/// Engine settings.
+#[derive(Clone)]
+pub struct Config {
+    /// Largest request body accepted; larger bodies get 413. The platform documents 4 MB.
+    pub max_body_bytes: usize,
+    /// Enforce the spec's rate limits.
+    pub rate_limits: bool,
+    /// Queued jobs applied per commit.
+    pub apply_batch: usize,
+    /// Operator token enabling the `/_engage/` routes; `None` hides them.
+    pub admin_token: Option<String>,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The admin token is a secret: never print it.
+        f.debug_struct("Config")
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("rate_limits", &self.rate_limits)
+            .field("apply_batch", &self.apply_batch)
+            .field("admin_token", &self.admin_token.as_ref().map(|_| "<set>"))
+            .finish()
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_body_bytes: input::DEFAULT_MAX_BODY_BYTES,
+            rate_limits: true,
+            apply_batch: track::queue::DEFAULT_BATCH,
+            admin_token: None,
+        }
+    }
+}
+
+/// What a host does with a request's body, decided from its headers before reading it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum BodyPlan {
+    /// Read it, but stop and answer [`Engine::payload_too_large`] past `limit` bytes.
+    Read {
+        /// Most bytes to read.
+        limit: usize,
+    },
+    /// Do not read it: send this response.
+    Refuse(Response),
+}
+
+/// The outcome of one run of the queue applier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueRun {
+    /// Jobs applied.
+    pub applied: usize,
+    /// Jobs that could not be decoded: kept aside (readable at the operator route
+    /// `GET /_engage/queue/set-aside`) and acknowledged, so they no longer block the queue.
+    pub set_aside: usize,
+}
+
+impl QueueRun {
+    /// Both runs together.
+    pub fn plus(self, other: QueueRun) -> QueueRun {
+        QueueRun { applied: self.applied + other.applied, set_aside: self.set_aside + other.set_aside }
+    }
+
+    /// True when the run found the queue empty.
+    pub fn is_empty(&self) -> bool {
+        self.applied == 0 && self.set_aside == 0
+    }
+
+    /// What a host logs when jobs had to be set aside.
+    pub fn set_aside_note(&self) -> Option<String> {
+        (self.set_aside > 0).then(|| {
+            format!(
+                "{} queued job(s) could not be decoded: kept aside (operator route GET /_engage/queue/set-aside) and acknowledged",
+                self.set_aside
+            )
+        })
+    }
+}
+
+/// The engine: a store, settings and rate-limit counters.
+pub struct Engine<S: Store> {
+    store: S,
+    config: Config,
+    limiter: RateLimiter,
+    admin_token_hash: Option<String>,
+}
+
+impl<S: Store> Engine<S> {
+    /// An engine over a store.
+    pub fn new(store: S, config: Config) -> Engine<S> {
+        let limiter = RateLimiter::new(config.rate_limits);
+        let admin_token_hash = config.admin_token.as_deref().filter(|t| !t.is_empty()).map(auth::key_hash);
+        Engine { store, config, limiter, admin_token_hash }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Decides from the request's headers whether to read its body: a declared
+    /// `Content-Length` over the limit is refused before a byte is read.
+    pub fn plan_body(&self, headers: &[(String, String)]) -> BodyPlan {
+        match input::check_declared_length(headers, self.config.max_body_bytes) {
+            Ok(()) => BodyPlan::Read { limit: self.config.max_body_bytes },
+            Err(e) => BodyPlan::Refuse(e.into_response()),
+        }
+    }
+
+    /// The response for a body over [`Config::max_body_bytes`] (or one that could not
+    /// be read), for hosts that stop reading early.
+    pub fn payload_too_large(&self) -> Response {
+        ApiError::PayloadTooLarge { limit: self.config.max_body_bytes }.into_response()
+    }
+
+    /// Whether the request first applies the queue (every endpoint but
+    /// `/users/track`): hosts that serialize such requests (the edge) ask before
+    /// handling it.
+    pub fn catches_up(&self, req: &Request) -> bool {
+        routes::find(req.method, &req.path).map_or(false, |(_, endpoint)| endpoint.catches_up())
+    }
+
+    /// Handles one request. Never panics on input; failures are responses.
+    pub async fn handle(&self, req: Request, ctx: Ctx) -> Response {
+        match self.route(req, ctx).await {
+            Ok(resp) => resp,
+            Err(e) => e.into_response(),
+        }
+    }
+
+    async fn route(&self, req: Request, ctx: Ctx) -> Result<Response, ApiError> {
+        let (route, endpoint) = routes::find(req.method, &req.path)?;
+        input::check_body_len(req.body.len(), self.config.max_body_bytes)?;
+        match endpoint {
+            Endpoint::Public(public) => Ok(public_route(public)),
+            Endpoint::Operator(op) => {
+                admin::authorize(&req, self.admin_token_hash.as_deref())?;
+                admin::handle(&self.store, op, &req, ctx).await
+            }
+            Endpoint::Scim(endpoint) => scim::handle(endpoint),
+            Endpoint::Api(api) => {
+                // Rows with an API endpoint are built with a key (see `routes`); a
+                // mismatch could only be a broken table, and it fails closed.
+                let Auth::Key(permission, bucket) = route.auth else { return Err(ApiError::RouteNotFound) };
+                let key = self.authenticate(&req).await?;
+                if !key.allows(permission) {
+                    return Err(ApiError::MissingPermission(permission));
+                }
+                let decision = self.limiter.check(key.workspace.as_str(), bucket, ctx.now);
+                if let Decision::Limited { retry_after } = decision {
+                    return Err(ApiError::RateLimited { retry_after });
+                }
+                let resp = self.api(api, &req, &key.workspace, ctx).await.unwrap_or_else(ApiError::into_response);
+                Ok(match decision {
+                    Decision::Allowed { limit, remaining, reset } if resp.status != 429 => resp
+                        .with_header("X-RateLimit-Limit", limit.to_string())
+                        .with_header("X-RateLimit-Remaining", remaining.to_string())
+                        .with_header("X-RateLimit-Reset", reset.to_string()),
+                    _ => resp,
+                })
+            }
+        }
+    }
+
+    async fn authenticate(&self, req: &Request) -> Result<KeyRecord, ApiError> {
+        auth::key_record(&self.store, auth::bearer_token(req)?).await
+    }
+
+    async fn api(&self, api: Api, req: &Request, ws: &WorkspaceName, ctx: Ctx) -> Result<Response, ApiError> {
+        let mut caught_up = QueueRun::default();
+        if Endpoint::Api(api.clone()).catches_up() {
+            // Read-your-writes: everything acknowledged before this request is applied first.
+            caught_up = track::queue::catch_up(&self.store, ctx.seed, self.config.apply_batch).await?;
+        }
+        let mut resp = self.dispatch(api, req, ws, ctx).await?;
+        if resp.internal.is_none() {
+            resp.internal = caught_up.set_aside_note();
+        }
+        Ok(resp)
+    }
+
+    async fn dispatch(&self, api: Api, req: &Request, ws: &WorkspaceName, ctx: Ctx) -> Result<Response, ApiError> {
+        let store = &self.store;
+        let body = &req.body;
+        match api {
+            Api::Track => track::track(store, ws, body, ctx).await,
+            Api::TrackSync => track::track_sync(store, ws, body, ctx).await,
+            Api::ExportIds => export::export_ids(store, ws, body).await,
+            Api::Identify => identity::identify::identify(store, ws, body, ctx).await,
+            Api::Merge => identity::merge::merge(store, ws, body, ctx).await,
+            Api::Delete => identity::delete::delete(store, ws, body, ctx).await,
+            Api::AliasNew => identity::alias::alias_new(store, ws, body, ctx).await,
+            Api::AliasUpdate => identity::alias::alias_update(store, ws, body, ctx).await,
+            Api::SubscriptionSetV1 => subscriptions::set::set_v1(store, ws, body, ctx).await,
+            Api::SubscriptionSetV2 => subscriptions::set::set_v2(store, ws, body, ctx).await,
+            Api::SubscriptionUserStatus => subscriptions::read::user_status(store, ws, req).await,
+            Api::SubscriptionStatusGet => subscriptions::read::status_get(store, ws, req).await,
+            Api::EmailStatus => subscriptions::email::status(store, ws, body, ctx).await,
+            Api::EmailBlocklist => subscriptions::email::blocklist(store, ws, body, ctx).await,
+            Api::PreferenceCenter(endpoint) => preference_center::handle(endpoint),
+            Api::Cdi(endpoint) => cdi::handle(endpoint),
+        }
+    }
+
+    /// Applies up to one batch of queued jobs. Hosts call this from a background task.
+    pub async fn apply_queued(&self, ctx: Ctx) -> Result<QueueRun, ApiError> {
+        track::queue::apply_batch(&self.store, ctx.seed, self.config.apply_batch).await
+    }
+
+    /// Applies up to `rounds` batches of queued jobs, each prepared while the one
+    /// before it commits, for hosts whose store commits on another thread or machine.
+    pub async fn apply_queued_pipelined(&self, ctx: Ctx, rounds: usize) -> Result<QueueRun, ApiError> {
+        track::queue::apply_pipelined(&self.store, ctx.seed, self.config.apply_batch, rounds).await
+    }
+}
+
+/// The playground's routes: the host serves the file, the core checks the path.
+fn public_route(public: Public) -> Response {
+    match public {
+        // Relative asset URLs in the page need the trailing slash.
+        Public::PlaygroundRoot => Response::empty(301).with_header("Location", "/playground/"),
+        Public::PlaygroundFile(raw) => {
+            let not_found = ApiError::RouteNotFound.into_response();
+            match crate::http::AssetPath::parse(&raw) {
+                Some(path) => not_found.then(Then::ServeAsset(path)),
+                None => not_found,
+            }
+        }
+    }
+}

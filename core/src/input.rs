@@ -1,0 +1,62 @@
+//! Request input before any endpoint sees it: the body-size limit (checked once,
+//! here, for every host) and the JSON body helpers the families share.
+
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+
+/// Default largest request body: the platform documents 4 MB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// Refuses a body whose declared `Content-Length` exceeds `limit` before it is read.
+/// An unparsable length is left to the host's HTTP layer (which refuses it).
+pub fn check_declared_length(headers: &[(String, String)], limit: usize) -> Result<(), ApiError> {
+    let declared = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.trim().parse::<u64>().ok());
+    match declared {
+        Some(n) if n > limit as u64 => Err(ApiError::PayloadTooLarge { limit }),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a body longer than `limit` (hosts stop reading there; this catches the rest).
+pub fn check_body_len(len: usize, limit: usize) -> Result<(), ApiError> {
+    if len > limit {
+        return Err(ApiError::PayloadTooLarge { limit });
+    }
+    Ok(())
+}
+
+/// Parses a JSON body; the error is the message to send.
+pub fn json(body: &[u8]) -> Result<Value, String> {
+    serde_json::from_slice(body).map_err(|e| format!("Invalid JSON body: {e}"))
+}
+
+/// Parses a JSON body that must be an object; the error is the message to send.
+pub fn object(body: &[u8]) -> Result<Map<String, Value>, String> {
+    match json(body)? {
+        Value::Object(o) => Ok(o),
+        _ => Err("The request body must be a JSON object".into()),
+    }
+}
+
+/// A field's value, with `null` treated as absent.
+pub fn field<'a>(body: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    body.get(key).filter(|v| !v.is_null())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_declared_length_over_the_limit_is_refused_before_reading() {
+        let h = |v: &str| vec![("Content-Length".to_string(), v.to_string())];
+        assert_eq!(check_declared_length(&h("10"), 10), Ok(()));
+        assert_eq!(check_declared_length(&h("11"), 10), Err(ApiError::PayloadTooLarge { limit: 10 }));
+        assert_eq!(check_declared_length(&h("99999999999999999999"), 10), Ok(()), "not a u64: the HTTP layer's call");
+        assert_eq!(check_declared_length(&[], 10), Ok(()));
+    }
+}

@@ -1,0 +1,440 @@
+//! Typed access to the document store, and [`Tx`], the unit of work every endpoint
+//! uses: it caches what it read (with versions), collects changes, and turns them
+//! into one [`ChangeSet`] whose expectations make concurrent requests retry instead
+//! of losing each other's updates.
+
+pub mod codec;
+pub mod index;
+pub mod keys;
+pub mod transact;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use self::codec::{decode, encode};
+use self::index::{index_entries, index_value, matches, Identity};
+use self::keys::{profile_key, shared_prefix, unique_key};
+use crate::ids::{Identifier, ServiceId, WorkspaceName};
+use crate::store::{next_version, ChangeSet, Expect, Op, Store, StoreError, Table};
+use crate::users::profile::Profile;
+
+pub use self::transact::transact;
+
+/// Most documents a scan of one shared identifier returns (users sharing an email).
+pub const MAX_SHARED: usize = 1000;
+
+struct Slot {
+    /// Version read from the store (None: absent when read).
+    version: Option<u64>,
+    /// Identity as stored when read (None: absent when read).
+    stored: Option<Identity>,
+    /// Current content (None: absent or deleted).
+    doc: Option<Profile>,
+    dirty: bool,
+}
+
+impl Slot {
+    /// True when the store's index entries for this profile are still right.
+    fn identity_unchanged(&self) -> bool {
+        match (&self.stored, &self.doc) {
+            (Some(stored), Some(p)) => stored.same_as(p),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
+/// A unit of work over one workspace.
+pub struct Tx<'s, S: Store> {
+    store: &'s S,
+    ws: WorkspaceName,
+    /// Hashed, not ordered: a batch of queued jobs touches thousands of profiles, each
+    /// looked up several times; `changes` puts them in order.
+    profiles: HashMap<ServiceId, Slot>,
+    docs: BTreeMap<(Table, String), DocSlot>,
+    /// Index entries of the profiles changed in this unit of work, so `resolve` finds
+    /// identifiers they gained without scanning every loaded profile (a batch of
+    /// queued jobs loads thousands).
+    overlay: BTreeMap<String, BTreeSet<ServiceId>>,
+    /// Entries each changed profile has in `overlay`.
+    overlay_keys: BTreeMap<ServiceId, Vec<String>>,
+    /// Profiles handed out for change since the overlay was last refreshed.
+    stale: HashSet<ServiceId>,
+    /// Unique-identifier index entries already read from the store.
+    unique_read: BTreeMap<String, Option<ServiceId>>,
+    /// Index entries of the profiles whose identifiers changed in the change set last
+    /// settled ([`Tx::settle`]): that commit may not have landed, so the store's index
+    /// may not show them yet (removed entries need nothing: `resolve` checks every
+    /// candidate against the profile itself).
+    settled: BTreeMap<String, BTreeSet<ServiceId>>,
+}
+
+struct DocSlot {
+    /// `None`: never read (a blind write); `Some(v)`: the version read (`Some(None)`: absent).
+    read: Option<Option<u64>>,
+    value: Option<Vec<u8>>,
+    dirty: bool,
+}
+
+impl<'s, S: Store> Tx<'s, S> {
+    /// Starts a unit of work.
+    pub fn new(store: &'s S, ws: WorkspaceName) -> Tx<'s, S> {
+        Tx {
+            store,
+            ws,
+            profiles: HashMap::new(),
+            docs: BTreeMap::new(),
+            overlay: BTreeMap::new(),
+            overlay_keys: BTreeMap::new(),
+            stale: HashSet::new(),
+            unique_read: BTreeMap::new(),
+            settled: BTreeMap::new(),
+        }
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &WorkspaceName {
+        &self.ws
+    }
+
+    /// The store underneath.
+    pub fn store(&self) -> &'s S {
+        self.store
+    }
+
+    async fn load(&mut self, id: &ServiceId) -> Result<(), StoreError> {
+        if self.profiles.contains_key(id) {
+            return Ok(());
+        }
+        let entry = self.store.get(Table::Profile, &profile_key(&self.ws, id)).await?;
+        let slot = match entry {
+            Some(e) => {
+                let doc: Profile = decode(&e.value)?;
+                Slot { version: Some(e.version), stored: Some(Identity::of(&doc)), doc: Some(doc), dirty: false }
+            }
+            None => Slot { version: None, stored: None, doc: None, dirty: false },
+        };
+        self.profiles.insert(id.clone(), slot);
+        Ok(())
+    }
+
+    /// Reads a profile (as changed so far in this unit of work).
+    pub async fn profile(&mut self, id: &ServiceId) -> Result<Option<&Profile>, StoreError> {
+        self.load(id).await?;
+        Ok(self.profiles.get(id).and_then(|s| s.doc.as_ref()))
+    }
+
+    /// A profile to change; it is written back at commit.
+    pub async fn profile_mut(&mut self, id: &ServiceId) -> Result<Option<&mut Profile>, StoreError> {
+        self.load(id).await?;
+        if !self.stale.contains(id) {
+            self.stale.insert(id.clone());
+        }
+        Ok(self.profiles.get_mut(id).and_then(|s| {
+            if s.doc.is_some() {
+                s.dirty = true;
+            }
+            s.doc.as_mut()
+        }))
+    }
+
+    /// Adds a new profile.
+    pub fn insert_profile(&mut self, p: Profile) {
+        let id = p.id.clone();
+        self.stale.insert(id.clone());
+        let slot = self.profiles.entry(id).or_insert(Slot { version: None, stored: None, doc: None, dirty: true });
+        // A new profile must not exist: should its id collide with a stored profile,
+        // the commit conflicts instead of overwriting it.
+        slot.version = None;
+        slot.doc = Some(p);
+        slot.dirty = true;
+    }
+
+    /// Removes a profile and, at commit, all its index entries.
+    pub async fn delete_profile(&mut self, id: &ServiceId) -> Result<bool, StoreError> {
+        self.load(id).await?;
+        self.stale.insert(id.clone());
+        match self.profiles.get_mut(id) {
+            Some(slot) if slot.doc.is_some() => {
+                slot.doc = None;
+                slot.dirty = true;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Every profile the identifier names (at most one for unique identifiers).
+    pub async fn resolve(&mut self, ident: &Identifier) -> Result<Vec<ServiceId>, StoreError> {
+        let mut candidates: BTreeSet<ServiceId> = BTreeSet::new();
+        // The identifier's index key (unique identifiers) or key prefix (shared ones).
+        let lookup = unique_key(&self.ws, ident).or_else(|| shared_prefix(&self.ws, ident));
+        match (ident, &lookup) {
+            (Identifier::Service(id), _) => {
+                candidates.insert(id.clone());
+            }
+            (Identifier::External(_) | Identifier::Alias(_), Some(key)) => {
+                let found = match self.unique_read.get(key) {
+                    Some(cached) => cached.clone(),
+                    None => {
+                        let e = self.store.get(Table::Ident, key).await?;
+                        let id = e.map(|e| index_value(&e.value)).transpose()?;
+                        self.unique_read.insert(key.clone(), id.clone());
+                        id
+                    }
+                };
+                candidates.extend(found);
+            }
+            (Identifier::Email(_) | Identifier::Phone(_), Some(prefix)) => {
+                for (key, _) in self.store.scan(Table::Ident, prefix, MAX_SHARED).await? {
+                    if let Some(id) = ServiceId::parse(&key[prefix.len()..]) {
+                        candidates.insert(id);
+                    }
+                }
+            }
+            _ => {}
+        }
+        // Profiles changed in this unit of work may match already (the ones that stopped
+        // matching are filtered out below).
+        self.refresh_overlay();
+        if let Some(k) = lookup {
+            for map in [&self.overlay, &self.settled] {
+                for (_, ids) in map.range(k.clone()..).take_while(|(key, _)| key.starts_with(&k)) {
+                    candidates.extend(ids.iter().cloned());
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for id in candidates {
+            if self.profile(&id).await?.is_some_and(|p| matches(p, ident)) {
+                out.push(id);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads, in two round trips, the profiles that unique identifiers (external ids,
+    /// aliases) and service ids name, so that applying a batch of queued jobs does not
+    /// pay one store read per object.
+    pub async fn prefetch(&mut self, idents: &[Identifier]) -> Result<(), StoreError> {
+        let mut keys: Vec<String> = idents
+            .iter()
+            .filter_map(|i| unique_key(&self.ws, i))
+            .filter(|k| !self.unique_read.contains_key(k))
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let mut ids: BTreeSet<ServiceId> = BTreeSet::new();
+        for (key, entry) in keys.iter().zip(self.store.get_many(Table::Ident, &keys).await?) {
+            let id = entry.map(|e| index_value(&e.value)).transpose()?;
+            ids.extend(id.clone());
+            self.unique_read.insert(key.clone(), id);
+        }
+        for i in idents {
+            if let Identifier::Service(id) = i {
+                ids.insert(id.clone());
+            }
+        }
+        let ids: Vec<ServiceId> = ids.into_iter().filter(|id| !self.profiles.contains_key(id)).collect();
+        let profile_keys: Vec<String> = ids.iter().map(|id| profile_key(&self.ws, id)).collect();
+        for (id, entry) in ids.into_iter().zip(self.store.get_many(Table::Profile, &profile_keys).await?) {
+            let slot = match entry {
+                Some(e) => {
+                    let doc: Profile = decode(&e.value)?;
+                    Slot { version: Some(e.version), stored: Some(Identity::of(&doc)), doc: Some(doc), dirty: false }
+                }
+                None => Slot { version: None, stored: None, doc: None, dirty: false },
+            };
+            self.profiles.insert(id, slot);
+        }
+        Ok(())
+    }
+
+    fn refresh_overlay(&mut self) {
+        for id in std::mem::take(&mut self.stale) {
+            for k in self.overlay_keys.remove(&id).unwrap_or_default() {
+                if let Some(set) = self.overlay.get_mut(&k) {
+                    set.remove(&id);
+                    if set.is_empty() {
+                        self.overlay.remove(&k);
+                    }
+                }
+            }
+            // Only profiles whose identity differs from the stored one need to be in
+            // the overlay: the store's index finds the others.
+            let keys: Vec<String> = match self.profiles.get(&id) {
+                Some(slot @ Slot { doc: Some(p), .. }) if !slot.identity_unchanged() => {
+                    index_entries(&self.ws, p).into_keys().collect()
+                }
+                _ => Vec::new(),
+            };
+            if keys.is_empty() {
+                continue;
+            }
+            for k in &keys {
+                self.overlay.entry(k.clone()).or_default().insert(id.clone());
+            }
+            self.overlay_keys.insert(id, keys);
+        }
+    }
+
+    /// The one profile a unique identifier names, if any.
+    pub async fn resolve_one(&mut self, ident: &Identifier) -> Result<Option<ServiceId>, StoreError> {
+        Ok(self.resolve(ident).await?.into_iter().next())
+    }
+
+    /// Reads a plain document (groups, address records, ...).
+    pub async fn doc<T: DeserializeOwned>(&mut self, table: Table, key: &str) -> Result<Option<T>, StoreError> {
+        let k = (table, key.to_string());
+        // A slot is there once the document was read, written, or carried by `settle`.
+        if !self.docs.contains_key(&k) {
+            let e = self.store.get(table, key).await?;
+            let (v, bytes) = match e {
+                Some(e) => (Some(e.version), Some(e.value)),
+                None => (None, None),
+            };
+            self.docs.insert(k.clone(), DocSlot { read: Some(v), value: bytes, dirty: false });
+        }
+        match &self.docs[&k].value {
+            Some(bytes) => Ok(Some(decode(bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Writes a plain document at commit (checked against the version read, if read).
+    pub fn put_doc<T: Serialize>(&mut self, table: Table, key: &str, value: &T) -> Result<(), StoreError> {
+        let value = encode(value)?;
+        let slot =
+            self.docs.entry((table, key.to_string())).or_insert(DocSlot { read: None, value: None, dirty: false });
+        slot.value = Some(value);
+        slot.dirty = true;
+        Ok(())
+    }
+
+    /// Turns the collected changes into one change set.
+    pub fn into_changes(self) -> Result<ChangeSet, StoreError> {
+        self.changes()
+    }
+
+    /// Turns the changes collected so far into a change set and carries on as if it
+    /// had been committed: written documents stay, with the versions the store gives
+    /// them, and everything merely read is forgotten. The queue applier builds its next
+    /// batch on top of one still being committed this way; should that commit fail,
+    /// this unit of work is void and must be dropped.
+    pub fn settle(&mut self) -> Result<ChangeSet, StoreError> {
+        let changes = self.changes()?;
+        let ws = &self.ws;
+        // Unique identifiers that changed owner: the store's index may not say so until
+        // the commit lands, so they are remembered here (removed ones as absent).
+        let mut unique_read: BTreeMap<String, Option<ServiceId>> = BTreeMap::new();
+        let mut settled: BTreeMap<String, BTreeSet<ServiceId>> = BTreeMap::new();
+        self.profiles.retain(|_, slot| slot.dirty);
+        for (id, slot) in &mut self.profiles {
+            if !slot.identity_unchanged() {
+                for (k, unique) in slot.stored.as_ref().map(|s| s.index_entries(ws, id)).unwrap_or_default() {
+                    if unique {
+                        unique_read.entry(k).or_insert(None);
+                    }
+                }
+                for (k, unique) in slot.doc.as_ref().map(|p| index_entries(ws, p)).unwrap_or_default() {
+                    if unique {
+                        unique_read.insert(k.clone(), Some(id.clone()));
+                    }
+                    settled.entry(k).or_default().insert(id.clone());
+                }
+            }
+            slot.version = slot.doc.as_ref().map(|_| next_version(slot.version));
+            slot.stored = slot.doc.as_ref().map(Identity::of);
+            slot.dirty = false;
+        }
+        self.docs.retain(|_, d| d.dirty);
+        for d in self.docs.values_mut() {
+            d.read = match (&d.value, d.read) {
+                (Some(_), Some(read)) => Some(Some(next_version(read))),
+                // A blind write: its value is known, not the version it got, so a later
+                // write of it is blind too.
+                (Some(_), None) => None,
+                (None, _) => Some(None),
+            };
+            d.dirty = false;
+        }
+        self.unique_read = unique_read;
+        self.settled = settled;
+        self.overlay.clear();
+        self.overlay_keys.clear();
+        self.stale.clear();
+        Ok(changes)
+    }
+
+    fn changes(&self) -> Result<ChangeSet, StoreError> {
+        let mut ops = Vec::new();
+        // By service id, so a change set does not depend on hashing.
+        let mut dirty: Vec<(&ServiceId, &Slot)> = self.profiles.iter().filter(|(_, slot)| slot.dirty).collect();
+        dirty.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (id, slot) in dirty {
+            let key = profile_key(&self.ws, id);
+            let expect = slot.version.map_or(Expect::Absent, Expect::Version);
+            let (stored_index, new_index) = if slot.identity_unchanged() {
+                (BTreeMap::new(), BTreeMap::new())
+            } else {
+                (
+                    slot.stored.as_ref().map(|s| s.index_entries(&self.ws, id)).unwrap_or_default(),
+                    slot.doc.as_ref().map(|p| index_entries(&self.ws, p)).unwrap_or_default(),
+                )
+            };
+            for k in stored_index.keys() {
+                if !new_index.contains_key(k) {
+                    ops.push(Op::Delete { table: Table::Ident, key: k.clone(), expect: Expect::Any });
+                }
+            }
+            for (k, unique) in &new_index {
+                if !stored_index.contains_key(k) {
+                    // A unique identifier must not exist yet: two requests creating the
+                    // same external id race here, and the loser retries and finds it.
+                    let expect = if *unique { Expect::Absent } else { Expect::Any };
+                    ops.push(Op::Put {
+                        table: Table::Ident,
+                        key: k.clone(),
+                        value: id.as_str().as_bytes().to_vec(),
+                        expect,
+                    });
+                }
+            }
+            match &slot.doc {
+                Some(p) => ops.push(Op::Put { table: Table::Profile, key, value: encode(p)?, expect }),
+                None => {
+                    if slot.version.is_some() {
+                        ops.push(Op::Delete { table: Table::Profile, key, expect });
+                    }
+                }
+            }
+        }
+        for ((table, key), slot) in &self.docs {
+            if !slot.dirty {
+                continue;
+            }
+            let (table, key) = (*table, key.clone());
+            let expect = match slot.read {
+                None => Expect::Any,
+                Some(Some(v)) => Expect::Version(v),
+                Some(None) => Expect::Absent,
+            };
+            match &slot.value {
+                Some(v) => ops.push(Op::Put { table, key, value: v.clone(), expect }),
+                // Deleting what was read as absent changes nothing.
+                None if slot.read == Some(None) => {}
+                None => ops.push(Op::Delete { table, key, expect }),
+            }
+        }
+        // Deletes of index entries come first so that an identifier moving between
+        // profiles in one request does not trip its own uniqueness check.
+        ops.sort_by_key(|op| match op {
+            Op::Delete { table: Table::Ident, .. } => 0,
+            _ => 1,
+        });
+        Ok(ChangeSet { ops, ack: None })
+    }
+}
+

@@ -1,0 +1,230 @@
+//! The storage boundary. Every backend (memory here, SQLite in host-native, D1 at the
+//! edge) implements [`Store`]: narrow reads, one atomic [`ChangeSet`] commit per
+//! request with optimistic version checks, and a durable queue for asynchronous
+//! `/users/track` jobs.
+//!
+//! Data is kept as versioned JSON documents in a few tables; the typed view of each
+//! table lives in [`crate::repo`]. The trait's `async fn`s carry no `Send` bound on
+//! purpose: a native store's futures are `Send`, a D1 store's are not, and the core
+//! does not care.
+
+pub mod conformance;
+pub mod memory;
+
+use std::fmt;
+
+/// The tables of the document store. The numbers are stored on disk: never reuse one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Table {
+    /// Workspace name → workspace record.
+    Workspace = 1,
+    /// Hash of an API key → key record (workspace and permissions).
+    ApiKey = 2,
+    /// `workspace/service_id` → profile document.
+    Profile = 3,
+    /// `workspace/kind/value[/service_id]` → service id: the identifier index.
+    Ident = 4,
+    /// `workspace/group_id` → subscription group.
+    Group = 5,
+    /// `workspace/email` → state remembered for an email address.
+    Address = 6,
+    /// Zero-padded queue sequence number → a queued job that could not be decoded,
+    /// kept for an operator instead of being dropped.
+    SetAside = 7,
+}
+
+impl Table {
+    /// The number stored on disk.
+    pub fn id(self) -> i64 {
+        self as i64
+    }
+
+    /// Every table, for backends that enumerate them.
+    pub const ALL: [Table; 7] =
+        [Table::Workspace, Table::ApiKey, Table::Profile, Table::Ident, Table::Group, Table::Address, Table::SetAside];
+}
+
+/// A stored document with its version (starting at 1, incremented by every write).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Version of the document.
+    pub version: u64,
+    /// Serialized document (JSON).
+    pub value: Vec<u8>,
+}
+
+/// What a write expects to find, checked atomically at commit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// No check (blind write).
+    Any,
+    /// The key must not exist.
+    Absent,
+    /// The key must exist with exactly this version.
+    Version(u64),
+}
+
+/// One write of a change set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Insert or replace a document.
+    Put {
+        /// The table.
+        table: Table,
+        /// The key.
+        key: String,
+        /// The new document.
+        value: Vec<u8>,
+        /// What must be there now.
+        expect: Expect,
+    },
+    /// Remove a document (a missing key is fine unless `expect` says otherwise).
+    Delete {
+        /// The table.
+        table: Table,
+        /// The key.
+        key: String,
+        /// What must be there now.
+        expect: Expect,
+    },
+}
+
+/// Acknowledges queued jobs as applied: removes the oldest `count` jobs, which
+/// must be exactly the ones through `through`. If another applier already removed
+/// them, the commit fails with [`CommitError::Conflict`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueAck {
+    /// Sequence number of the last job applied.
+    pub through: u64,
+    /// Number of jobs applied (all jobs with a sequence number `<= through`).
+    pub count: u64,
+}
+
+/// All writes of one request, committed atomically or not at all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChangeSet {
+    /// Document writes, applied in order.
+    pub ops: Vec<Op>,
+    /// Queue jobs consumed by these writes.
+    pub ack: Option<QueueAck>,
+}
+
+impl ChangeSet {
+    /// True when committing would change nothing.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty() && self.ack.is_none()
+    }
+}
+
+/// A backend failure, already turned into text at the store boundary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreError(pub String);
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "storage error: {}", self.0)
+    }
+}
+
+/// Why a commit did not happen. Nothing of the change set is stored in either case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommitError {
+    /// An expectation failed: somebody else wrote first. The caller re-reads and retries.
+    Conflict,
+    /// The backend failed.
+    Store(StoreError),
+}
+
+impl From<StoreError> for CommitError {
+    fn from(e: StoreError) -> Self {
+        CommitError::Store(e)
+    }
+}
+
+/// A queued asynchronous job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueuedJob {
+    /// Increasing sequence number assigned by the store.
+    pub seq: u64,
+    /// The serialized job.
+    pub job: Vec<u8>,
+}
+
+/// The storage trait every backend implements.
+#[allow(async_fn_in_trait)]
+pub trait Store {
+    /// Reads one document.
+    async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError>;
+
+    /// Reads documents whose key starts with `prefix`, in key order, at most `limit`.
+    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError>;
+
+    /// Reads many documents of one table; the answer is in the order of `keys`.
+    /// Backends override it when one round trip is cheaper than many.
+    async fn get_many(&self, table: Table, keys: &[String]) -> Result<Vec<Option<Entry>>, StoreError> {
+        let mut out = Vec::with_capacity(keys.len());
+        for k in keys {
+            out.push(self.get(table, k).await?);
+        }
+        Ok(out)
+    }
+
+    /// Commits all writes atomically, checking every expectation first.
+    async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError>;
+
+    /// Appends a job to the durable queue; once this returns `Ok` the job survives a crash.
+    async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError>;
+
+    /// The oldest jobs not yet applied whose sequence number is above `after` (0: from
+    /// the oldest), at most `limit`, in sequence order. An applier passes the last job
+    /// of a batch it is still committing, to prepare the next batch meanwhile.
+    async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError>;
+
+    /// The highest sequence number ever assigned (0 before the first job).
+    async fn queue_tail(&self) -> Result<u64, StoreError>;
+}
+
+/// Most documents one scan returns, whatever the caller asks: a bound every backend
+/// applies the same way (SQLite and D1 bind it as a 64-bit integer).
+pub const MAX_SCAN: usize = 1 << 31;
+
+/// The key range of a prefix scan, computed once for every backend: keys are text,
+/// and `[prefix, prefix + U+10FFFF)` holds exactly the keys that start with the prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyRange {
+    /// First key (inclusive).
+    pub start: String,
+    /// Bound (exclusive).
+    pub end: String,
+    /// Most keys to return.
+    pub limit: u64,
+}
+
+impl KeyRange {
+    /// The range of the keys starting with `prefix`, at most `limit` (bounded by [`MAX_SCAN`]).
+    pub fn prefix(prefix: &str, limit: usize) -> KeyRange {
+        KeyRange { start: prefix.to_string(), end: format!("{prefix}\u{10FFFF}"), limit: limit.min(MAX_SCAN) as u64 }
+    }
+
+    /// True when `key` lies in the range (a check for backends whose comparison of
+    /// text might differ from Rust's byte order).
+    pub fn contains(&self, key: &str) -> bool {
+        key.starts_with(&self.start)
+    }
+}
+
+/// Store-agnostic rules for checking one expectation against the current version.
+pub fn expectation_holds(expect: Expect, current: Option<u64>) -> bool {
+    match (expect, current) {
+        (Expect::Any, _) => true,
+        (Expect::Absent, None) => true,
+        (Expect::Absent, Some(_)) => false,
+        (Expect::Version(v), Some(c)) => v == c,
+        (Expect::Version(_), None) => false,
+    }
+}
+
+/// The version a write produces.
+pub fn next_version(current: Option<u64>) -> u64 {
+    current.map_or(1, |v| v + 1)
+}

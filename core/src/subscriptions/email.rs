@@ -1,0 +1,77 @@
+//! POST /email/status and POST /email/blocklist (alias /email/blacklist): the global
+//! email state of up to 50 addresses. Each address's state is remembered in its
+//! address record, so a profile that gets the address later (track, identify,
+//! merge) inherits it, and applied now to every profile that has the address.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Map, Value};
+
+use crate::repo::transact;
+use crate::ids::WorkspaceName;
+use crate::error::ApiError;
+use crate::http::Response;
+use crate::ids::Email;
+use crate::subscriptions::values::GlobalState;
+use crate::store::Store;
+use crate::subscriptions::state::{self, EmailChange};
+use crate::subscriptions::{body_object, field, json_strings};
+use crate::Ctx;
+
+/// The platform's message for a global email state outside the three values.
+pub const BAD_EMAIL_STATE: &str = "'subscription_state' must be 'subscribed', 'unsubscribed', or 'opted_in'";
+
+/// The `email` field: an address or an array of 1 to 50, each valid; duplicates
+/// (after normalisation) count once.
+fn addresses(b: &Map<String, Value>) -> Result<Vec<Email>, ApiError> {
+    let v =
+        field(b, "email").ok_or_else(|| ApiError::bad("'email' is required: an address or an array of up to 50"))?;
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for raw in json_strings(v, "email", true)? {
+        let e = Email::parse(&raw)
+            .ok_or_else(|| ApiError::bad("The value provided for the 'email' field is not a valid email."))?;
+        if seen.insert(e.clone()) {
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
+/// Applies one change to every address in one unit of work; answers 201.
+async fn apply<S: Store>(
+    store: &S,
+    ws: &WorkspaceName,
+    emails: &[Email],
+    change: EmailChange,
+    ctx: Ctx,
+) -> Result<Response, ApiError> {
+    transact(store, ws, ctx.seed, async |tx, _| {
+        for e in emails {
+            state::change_address(tx, e, change, ctx.now).await?;
+        }
+        Ok(())
+    })
+    .await?;
+    Ok(Response::json(201, &json!({"message": "success"})))
+}
+
+/// POST /email/status: `email` and `subscription_state` (`subscribed`,
+/// `unsubscribed` or `opted_in`).
+pub async fn status<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
+    let b = body_object(body)?;
+    let emails = addresses(&b)?;
+    let state = field(&b, "subscription_state")
+        .and_then(Value::as_str)
+        .and_then(GlobalState::parse)
+        .ok_or_else(|| ApiError::bad(BAD_EMAIL_STATE))?;
+    apply(store, ws, &emails, EmailChange::Set(state), ctx).await
+}
+
+/// POST /email/blocklist and /email/blacklist: unsubscribe globally and mark as a
+/// hard bounce.
+pub async fn blocklist<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
+    let b = body_object(body)?;
+    let emails = addresses(&b)?;
+    apply(store, ws, &emails, EmailChange::Blocklist, ctx).await
+}

@@ -1,0 +1,111 @@
+//! Subscription groups as data: id, name and channel. Groups are created by the
+//! operator (`engage groups create`), since the API has no endpoint for it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::WorkspaceName;
+use crate::error::ApiError;
+use crate::ids::IdGen;
+use crate::repo::codec::{decode, encode};
+use crate::repo::keys::{group_key, workspace_prefix};
+use crate::store::{ChangeSet, Expect, Op, Store, StoreError, Table, MAX_SCAN};
+use crate::time::Timestamp;
+
+/// The channel a group belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    /// Email.
+    Email,
+    /// SMS.
+    Sms,
+    /// WhatsApp.
+    Whatsapp,
+    /// RCS.
+    Rcs,
+    /// LINE.
+    Line,
+}
+
+impl Channel {
+    /// Parses a channel name.
+    pub fn parse(text: &str) -> Option<Channel> {
+        match text.to_ascii_lowercase().as_str() {
+            "email" => Some(Channel::Email),
+            "sms" => Some(Channel::Sms),
+            "whatsapp" => Some(Channel::Whatsapp),
+            "rcs" => Some(Channel::Rcs),
+            "line" => Some(Channel::Line),
+            _ => None,
+        }
+    }
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Email => "email",
+            Channel::Sms => "sms",
+            Channel::Whatsapp => "whatsapp",
+            Channel::Rcs => "rcs",
+            Channel::Line => "line",
+        }
+    }
+
+    /// True for channels addressed by phone number.
+    pub fn is_phone(self) -> bool {
+        !matches!(self, Channel::Email)
+    }
+}
+
+/// A subscription group.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Group {
+    /// Group id (a UUID).
+    pub id: String,
+    /// Display name.
+    pub name: String,
+    /// Channel.
+    pub channel: Channel,
+    /// Creation time.
+    pub created_at: Timestamp,
+}
+
+/// Reads a group.
+pub async fn get<S: Store>(store: &S, ws: &WorkspaceName, id: &str) -> Result<Option<Group>, StoreError> {
+    if id.is_empty() || id.chars().any(char::is_control) {
+        return Ok(None);
+    }
+    match store.get(Table::Group, &group_key(ws, id)).await? {
+        Some(e) => Ok(Some(decode(&e.value)?)),
+        None => Ok(None),
+    }
+}
+
+/// Every group of a workspace, ordered by id.
+pub async fn list<S: Store>(store: &S, ws: &WorkspaceName) -> Result<Vec<Group>, StoreError> {
+    store.scan(Table::Group, &workspace_prefix(ws), MAX_SCAN).await?.iter().map(|(_, e)| decode(&e.value)).collect()
+}
+
+fn uuid(ids: &mut IdGen) -> String {
+    let h = ids.token(16);
+    format!("{}-{}-4{}-a{}-{}", &h[0..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
+}
+
+/// Creates a group and returns it.
+pub async fn create<S: Store>(
+    store: &S,
+    ws: &WorkspaceName,
+    name: &str,
+    channel: Channel,
+    now: Timestamp,
+    ids: &mut IdGen,
+) -> Result<Group, ApiError> {
+    let name = name.trim();
+    if name.is_empty() || name.len() > 255 {
+        return Err(ApiError::bad("a group name must be 1 to 255 characters"));
+    }
+    let group = Group { id: uuid(ids), name: name.to_string(), channel, created_at: now };
+    let op = Op::Put { table: Table::Group, key: group_key(ws, &group.id), value: encode(&group)?, expect: Expect::Absent };
+    store.commit(ChangeSet { ops: vec![op], ack: None }).await?;
+    Ok(group)
+}

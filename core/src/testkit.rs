@@ -1,0 +1,115 @@
+//! The one engine-level test kit: an [`Engine`] over a [`MemoryStore`] with one
+//! all-permissions key and an admin token, a clock that advances one second per
+//! request (so "most recently updated" is well defined), a seed that differs per
+//! request, and blocking calls that return status and JSON body.
+
+use std::cell::Cell;
+
+use serde_json::{json, Value};
+
+use crate::admin::workspace;
+use crate::http::{Method, Request, Response};
+use crate::ids::WorkspaceName;
+use crate::permission::Permission;
+use crate::store::memory::MemoryStore;
+use crate::subscriptions::groups::Channel;
+use crate::time::Timestamp;
+use crate::{Config, Ctx, Engine};
+
+/// The admin token of every kit.
+pub(crate) const ADMIN_TOKEN: &str = "kit-admin-token";
+
+/// An engine, a key and a clock.
+pub(crate) struct Kit {
+    engine: Engine<MemoryStore>,
+    ws: WorkspaceName,
+    key: String,
+    tick: Cell<i64>,
+}
+
+impl Kit {
+    /// A fresh in-memory engine with one workspace, `test`.
+    pub(crate) fn new() -> Kit {
+        let config = Config { rate_limits: false, admin_token: Some(ADMIN_TOKEN.into()), ..Config::default() };
+        let engine = Engine::new(MemoryStore::new(), config);
+        let ws = WorkspaceName::parse("test").expect("name");
+        let ctx = Ctx { now: Timestamp(1_700_000_000_000), seed: [9; 16] };
+        let key = pollster::block_on(workspace::create_key(engine.store(), &ws, Permission::ALL.to_vec(), ctx)).expect("key");
+        Kit { engine, ws, key, tick: Cell::new(0) }
+    }
+
+    /// The engine underneath.
+    pub(crate) fn engine(&self) -> &Engine<MemoryStore> {
+        &self.engine
+    }
+
+    /// A fresh context (the clock advances one second).
+    pub(crate) fn ctx(&self) -> Ctx {
+        let n = self.tick.get() + 1;
+        self.tick.set(n);
+        let mut seed = [0u8; 16];
+        seed[..8].copy_from_slice(&n.to_le_bytes());
+        Ctx { now: Timestamp(1_700_000_000_000 + n * 1000), seed }
+    }
+
+    /// Creates a subscription group in the kit's workspace; returns its id.
+    pub(crate) fn group(&self, channel: Channel) -> String {
+        pollster::block_on(workspace::create_group(self.engine.store(), &self.ws, "g", channel, self.ctx())).expect("group").id
+    }
+
+    /// Any request with the kit's key and, unless `Null`, a JSON body.
+    pub(crate) fn send(&self, method: Method, path: &str, body: Value) -> Response {
+        let mut req = Request::new(method, path).header("Authorization", &format!("Bearer {}", self.key));
+        if !body.is_null() {
+            req = req.header("Content-Type", "application/json").body(body.to_string());
+        }
+        pollster::block_on(self.engine.handle(req, self.ctx()))
+    }
+
+    /// Any request; returns status and body.
+    pub(crate) fn call(&self, method: Method, path: &str, body: Value) -> (u16, Value) {
+        let resp = self.send(method, path, body);
+        (resp.status, resp.json_body())
+    }
+
+    /// POST with a JSON body; returns status and body.
+    pub(crate) fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.call(Method::Post, path, body)
+    }
+
+    /// An operator route with the kit's admin token; returns status and body.
+    pub(crate) fn operator(&self, method: Method, path: &str) -> (u16, Value) {
+        let req = Request::new(method, path).header("Authorization", &format!("Bearer {ADMIN_TOKEN}"));
+        let resp = pollster::block_on(self.engine.handle(req, self.ctx()));
+        (resp.status, resp.json_body())
+    }
+
+    /// POST /users/track, asserting 201.
+    pub(crate) fn track(&self, body: Value) {
+        let (status, resp) = self.post("/users/track", body);
+        assert_eq!(status, 201, "track failed: {resp}");
+    }
+
+    /// POST /users/track with these attribute objects, asserting 201.
+    pub(crate) fn track_attributes(&self, attributes: Value) {
+        self.track(json!({ "attributes": attributes }));
+    }
+
+    /// The exported users for an export body.
+    pub(crate) fn users(&self, body: Value) -> Vec<Value> {
+        let (status, resp) = self.post("/users/export/ids", body);
+        assert_eq!(status, 200, "export failed: {resp}");
+        resp["users"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// One user by external id (`Null` when absent).
+    pub(crate) fn user(&self, external_id: &str) -> Value {
+        self.users(json!({"external_ids": [external_id]})).into_iter().next().unwrap_or(Value::Null)
+    }
+
+    /// One user by alias (`Null` when absent).
+    pub(crate) fn by_alias(&self, name: &str, label: &str) -> Value {
+        let alias = json!({"alias_name": name, "alias_label": label});
+        self.users(json!({"user_aliases": [alias]})).into_iter().next().unwrap_or(Value::Null)
+    }
+}

@@ -1,0 +1,36 @@
+//! `/users/track` and `/users/track/sync`. A request is parsed without reading the
+//! store ([`parse`]); the groups it names are looked up and the job queued durably
+//! (async) or applied in one unit of work (sync) by [`apply`]; [`queue`] applies
+//! queued jobs in batches, through the same [`apply::apply_op`].
+
+pub mod apply;
+pub mod parse;
+pub mod queue;
+mod sync;
+
+pub use sync::track_sync;
+
+use self::apply::look_up_groups;
+use self::parse::{nothing_valid, TrackJob};
+use crate::error::ApiError;
+use crate::http::{Response, Then};
+use crate::ids::WorkspaceName;
+use crate::repo::codec::encode;
+use crate::store::Store;
+use crate::Ctx;
+
+/// POST /users/track: parse, look up the groups named, queue durably, answer 201;
+/// the host is asked to apply the queue soon.
+pub async fn track<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
+    let obj = parse::body_object(body)?;
+    let arrays = parse::arrays(&obj, parse::MAX_OBJECTS)?;
+    let parsed = look_up_groups(store, ws, parse::parse(&arrays, ctx.now)).await?;
+    if parsed.ops.is_empty() {
+        return Err(nothing_valid(&parsed.errors));
+    }
+    let body = parsed.success_body();
+    let ops = parsed.ops.into_iter().map(|(_, op)| op).collect();
+    let job = TrackJob { workspace: ws.clone(), at: ctx.now, ops };
+    store.enqueue(encode(&job)?).await?;
+    Ok(Response::json(201, &body).then(Then::ApplyQueue))
+}

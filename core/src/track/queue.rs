@@ -1,0 +1,374 @@
+//! The asynchronous write path. `/users/track` validates a request and appends it to
+//! the store's durable queue (one sequential write), then answers 201. Appliers take
+//! queued jobs in large batches, apply them through one unit of work per workspace
+//! (so a profile touched by many jobs is read and written once), and commit the
+//! profile writes together with the queue acknowledgement: a job is applied exactly
+//! once, and two appliers racing simply retry.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::apply::apply_op;
+use super::parse::TrackJob;
+use crate::engine::QueueRun;
+use crate::error::ApiError;
+use crate::ids::{IdGen, Identifier, WorkspaceName};
+use crate::repo::codec::{decode, encode};
+use crate::repo::transact::MAX_ATTEMPTS;
+use crate::repo::Tx;
+use crate::store::{ChangeSet, CommitError, Expect, Op, QueueAck, QueuedJob, Store, StoreError, Table};
+
+/// Jobs applied per commit by default.
+pub const DEFAULT_BATCH: usize = 64;
+
+/// Applies up to `max_jobs` of the oldest queued jobs in one commit; returns how
+/// many were applied (0 when the queue is empty).
+pub async fn apply_batch<S: Store>(store: &S, seed: [u8; 16], max_jobs: usize) -> Result<QueueRun, ApiError> {
+    for attempt in 0..MAX_ATTEMPTS {
+        let jobs = store.queued(0, max_jobs.max(1)).await?;
+        let Some(last) = jobs.last() else { return Ok(QueueRun::default()) };
+        let through = last.seq;
+        // Distinct ids for every batch and attempt: the same request seed may drive
+        // several batches (catch-up) and then the request's own handler.
+        let mut ids = IdGen::derive(seed, "queue", jobs[0].seq.wrapping_mul(64).wrapping_add(attempt as u64));
+        let mut txs: BTreeMap<WorkspaceName, Tx<'_, S>> = BTreeMap::new();
+        let batch = Batch::decode(&jobs)?;
+        apply_jobs(store, &mut txs, &batch.jobs, &mut ids).await?;
+        let mut changes = ChangeSet { ops: batch.set_aside.clone(), ack: None };
+        for tx in txs.into_values() {
+            changes.ops.extend(tx.into_changes()?.ops);
+        }
+        changes.ack = Some(QueueAck { through, count: jobs.len() as u64 });
+        match store.commit(changes).await {
+            Ok(()) => return Ok(batch.run(jobs.len())),
+            Err(CommitError::Conflict) => continue,
+            Err(CommitError::Store(e)) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::Busy)
+}
+
+/// A queued job that could not be decoded (written by another version, or damaged),
+/// as kept in [`Table::SetAside`] for an operator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetAside {
+    /// Its queue sequence number.
+    pub seq: u64,
+    /// Why it could not be decoded.
+    pub error: String,
+    /// The job as queued: its text, or its bytes in hex when they are not UTF-8.
+    pub job: String,
+    /// True when `job` is hex.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hex: bool,
+}
+
+/// The store key of a set-aside job: its sequence number, zero-padded so keys sort
+/// in queue order.
+pub fn set_aside_key(seq: u64) -> String {
+    format!("{seq:020}")
+}
+
+/// The decoded jobs of a batch, and the writes that keep aside those that could not
+/// be decoded: they are acknowledged with the batch (so they do not block the queue
+/// forever) but never dropped.
+struct Batch {
+    jobs: Vec<TrackJob>,
+    set_aside: Vec<Op>,
+}
+
+impl Batch {
+    fn decode(queued: &[QueuedJob]) -> Result<Batch, StoreError> {
+        let mut batch = Batch { jobs: Vec::with_capacity(queued.len()), set_aside: Vec::new() };
+        for q in queued {
+            match decode::<TrackJob>(&q.job) {
+                Ok(job) => batch.jobs.push(job),
+                Err(e) => {
+                    let (job, hex) = match std::str::from_utf8(&q.job) {
+                        Ok(text) => (text.to_string(), false),
+                        Err(_) => (q.job.iter().map(|b| format!("{b:02x}")).collect(), true),
+                    };
+                    let record = SetAside { seq: q.seq, error: e.0, job, hex };
+                    let op = Op::Put { table: Table::SetAside, key: set_aside_key(q.seq), value: encode(&record)?, expect: Expect::Any };
+                    batch.set_aside.push(op);
+                }
+            }
+        }
+        Ok(batch)
+    }
+
+    fn run(&self, jobs: usize) -> QueueRun {
+        QueueRun { applied: jobs - self.set_aside.len(), set_aside: self.set_aside.len() }
+    }
+}
+
+/// Applies the operations of `jobs`, in one unit of work per workspace, after reading
+/// in one go what they name (so a batch does not pay one store read per object).
+async fn apply_jobs<'s, S: Store>(
+    store: &'s S,
+    txs: &mut BTreeMap<WorkspaceName, Tx<'s, S>>,
+    jobs: &[TrackJob],
+    ids: &mut IdGen,
+) -> Result<(), StoreError> {
+    let mut targets: BTreeMap<&WorkspaceName, Vec<Identifier>> = BTreeMap::new();
+    for job in jobs {
+        targets.entry(&job.workspace).or_default().extend(job.ops.iter().map(|op| op.target().ident.clone()));
+    }
+    for (ws, idents) in targets {
+        txs.entry(ws.clone()).or_insert_with(|| Tx::new(store, ws.clone())).prefetch(&idents).await?;
+    }
+    for job in jobs {
+        let tx = txs.entry(job.workspace.clone()).or_insert_with(|| Tx::new(store, job.workspace.clone()));
+        for op in &job.ops {
+            apply_op(tx, op, job.at, ids).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Applies queued jobs in up to `rounds` batches of `max_jobs`, each batch prepared
+/// (the profiles its jobs name read, its operations applied) while the one before
+/// it commits:
+/// on a store whose commits run elsewhere (a writer thread, a remote database) the
+/// two overlap. A batch is built on its predecessor's results as if committed
+/// ([`Tx::settle`]); should that commit fail, what was built on it is dropped and
+/// one batch is applied the plain way, so contention never stops the queue.
+/// Returns how many jobs were applied (0 when the queue is empty).
+pub async fn apply_pipelined<S: Store>(
+    store: &S,
+    seed: [u8; 16],
+    max_jobs: usize,
+    rounds: usize,
+) -> Result<QueueRun, ApiError> {
+    let mut txs: BTreeMap<WorkspaceName, Tx<'_, S>> = BTreeMap::new();
+    let mut in_flight: Option<(ChangeSet, QueueRun)> = None;
+    let mut after = 0;
+    let mut done = QueueRun::default();
+    for _ in 0..rounds.max(1) {
+        let jobs = store.queued(after, max_jobs.max(1)).await?;
+        let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else { break };
+        let through = last.seq;
+        // Distinct ids for every batch: each starts at a different sequence number, and
+        // every call brings a fresh seed.
+        let mut ids = IdGen::derive(seed, "pipeline", first.seq);
+        let batch = Batch::decode(&jobs)?;
+        let commit = async {
+            match in_flight.take() {
+                Some((changes, run)) => store.commit(changes).await.map(|()| run),
+                None => Ok(QueueRun::default()),
+            }
+        };
+        let prepare = async {
+            apply_jobs(store, &mut txs, &batch.jobs, &mut ids).await?;
+            let mut changes = ChangeSet { ops: batch.set_aside.clone(), ack: None };
+            for tx in txs.values_mut() {
+                changes.ops.extend(tx.settle()?.ops);
+            }
+            Ok::<ChangeSet, StoreError>(changes)
+        };
+        let (committed, prepared) = futures_util::future::join(commit, prepare).await;
+        match committed {
+            Ok(run) => done = done.plus(run),
+            Err(CommitError::Conflict) => return Ok(done.plus(apply_batch(store, seed, max_jobs).await?)),
+            Err(CommitError::Store(e)) => return Err(e.into()),
+        }
+        let mut changes = prepared?;
+        changes.ack = Some(QueueAck { through, count: jobs.len() as u64 });
+        in_flight = Some((changes, batch.run(jobs.len())));
+        after = through;
+    }
+    if let Some((changes, run)) = in_flight {
+        match store.commit(changes).await {
+            Ok(()) => done = done.plus(run),
+            Err(CommitError::Conflict) => return Ok(done.plus(apply_batch(store, seed, max_jobs).await?)),
+            Err(CommitError::Store(e)) => return Err(e.into()),
+        }
+    }
+    Ok(done)
+}
+
+/// Applies every job acknowledged before this call (jobs queued meanwhile may be
+/// applied too). Reads call this first, so they see every acknowledged write.
+pub async fn catch_up<S: Store>(store: &S, seed: [u8; 16], batch: usize) -> Result<QueueRun, ApiError> {
+    let tail = store.queue_tail().await?;
+    let mut done = QueueRun::default();
+    loop {
+        match store.queued(0, 1).await?.first() {
+            Some(j) if j.seq <= tail => done = done.plus(apply_batch(store, seed, batch).await?),
+            _ => return Ok(done),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::testkit::Kit;
+    use crate::store::memory::MemoryStore;
+    use crate::store::{Entry, Table};
+
+    /// Twelve requests in which each batch depends on the one before: one counter
+    /// and one event on the same user everywhere, and a user created in each request
+    /// and updated again in the next.
+    fn enqueue_chained(kit: &Kit) {
+        for i in 0..12 {
+            let mut attributes = vec![
+                json!({"external_id": "u1", "visits": {"inc": 1}}),
+                json!({"external_id": format!("new-{i}"), "first_name": "Ann"}),
+            ];
+            if i > 0 {
+                attributes.push(json!({"external_id": format!("new-{}", i - 1), "last_name": "Lee"}));
+            }
+            let events = vec![json!({"external_id": "u1", "name": "played", "time": "2026-11-01T10:00:00Z"})];
+            kit.track(json!({"attributes": attributes, "events": events}));
+        }
+    }
+
+    fn check_chained(kit: &Kit) {
+        let u1 = kit.user("u1");
+        assert_eq!(u1["custom_attributes"]["visits"], json!(12), "{u1}");
+        assert_eq!(u1["custom_events"][0]["count"], json!(12), "{u1}");
+        for i in 0..12 {
+            let users = kit.users(json!({"external_ids": [format!("new-{i}")]}));
+            assert_eq!(users.len(), 1, "new-{i} exists exactly once");
+            assert_eq!(users[0]["first_name"], json!("Ann"));
+            assert_eq!(users[0]["last_name"], if i < 11 { json!("Lee") } else { serde_json::Value::Null });
+        }
+    }
+
+    #[test]
+    fn pipelined_batches_build_on_the_one_still_committing() {
+        let kit = Kit::new();
+        enqueue_chained(&kit);
+        // Two jobs a batch: six batches, each reading what the one before wrote. Had a
+        // batch missed it (a stale profile or identifier), its commit would conflict and
+        // the call would stop early.
+        let store = Interfering { inner: kit.engine().store(), commits: Cell::new(0), fail_every: 0 };
+        let applied = pollster::block_on(queue_run(&store, 2, 100));
+        assert_eq!(applied, 12);
+        assert!(pollster::block_on(kit.engine().store().queued(0, 10)).unwrap().is_empty());
+        check_chained(&kit);
+    }
+
+    async fn queue_run<S: Store>(store: &S, batch: usize, rounds: usize) -> usize {
+        apply_pipelined(store, [7; 16], batch, rounds).await.unwrap().applied
+    }
+
+    /// A store whose applier commits land only after the applier has prepared its
+    /// next batch (they wait one poll, as a commit on another thread would), and whose
+    /// every `fail_every`-th applier commit fails as if another writer had committed first.
+    struct Interfering<'a> {
+        inner: &'a MemoryStore,
+        commits: Cell<u32>,
+        fail_every: u32,
+    }
+
+    /// Pending once, then ready.
+    struct YieldOnce(bool);
+
+    impl std::future::Future for YieldOnce {
+        type Output = ();
+        fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+            if self.0 {
+                return std::task::Poll::Ready(());
+            }
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    }
+
+    impl Store for Interfering<'_> {
+        async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
+            self.inner.get(table, key).await
+        }
+        async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
+            self.inner.scan(table, prefix, limit).await
+        }
+        async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
+            if changes.ack.is_some() {
+                YieldOnce(false).await;
+                self.commits.set(self.commits.get() + 1);
+                if self.fail_every > 0 && self.commits.get().is_multiple_of(self.fail_every) {
+                    return Err(CommitError::Conflict);
+                }
+            }
+            self.inner.commit(changes).await
+        }
+        async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
+            self.inner.enqueue(job).await
+        }
+        async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+            self.inner.queued(after, limit).await
+        }
+        async fn queue_tail(&self) -> Result<u64, StoreError> {
+            self.inner.queue_tail().await
+        }
+    }
+
+    #[test]
+    fn a_shared_email_given_in_the_batch_still_committing_is_found() {
+        let kit = Kit::new();
+        kit.track(json!({"attributes": [{"external_id": "old", "email": "shared@example.com"}]}));
+        kit.track(json!({"attributes": [{"external_id": "new", "email": "shared@example.com"}]}));
+        kit.track(json!({"attributes": [{"email": "shared@example.com", "picked": true}]}));
+        // One job a batch: the third is prepared while the second (which gave "new" the
+        // address) is still committing, so only the unit of work knows "new" has it.
+        let store = Interfering { inner: kit.engine().store(), commits: Cell::new(0), fail_every: 0 };
+        assert_eq!(pollster::block_on(queue_run(&store, 1, 100)), 3);
+        assert_eq!(kit.user("new")["custom_attributes"]["picked"], json!(true));
+        assert!(kit.user("old").get("custom_attributes").is_none());
+    }
+
+    #[test]
+    fn a_failed_commit_voids_what_was_built_on_it_and_nothing_is_lost_or_doubled() {
+        let kit = Kit::new();
+        enqueue_chained(&kit);
+        let store = Interfering { inner: kit.engine().store(), commits: Cell::new(0), fail_every: 3 };
+        let mut calls = 0;
+        while !pollster::block_on(store.queued(0, 1)).unwrap().is_empty() {
+            calls += 1;
+            assert!(calls < 50, "the queue does not drain");
+            pollster::block_on(queue_run(&store, 2, 100));
+        }
+        assert!(calls > 1, "commits failed, so the pipeline was restarted");
+        check_chained(&kit);
+    }
+
+    #[test]
+    fn a_job_that_cannot_be_decoded_is_kept_aside_not_dropped_and_the_queue_goes_on() {
+        let kit = Kit::new();
+        let store = kit.engine().store();
+        kit.track(json!({"attributes": [{"external_id": "before", "n": 1}]}));
+        let bad_text = pollster::block_on(store.enqueue(b"{\"not\": \"a job\"}".to_vec())).unwrap();
+        let bad_bytes = pollster::block_on(store.enqueue(vec![0xff, 0x00, 0x41])).unwrap();
+        kit.track(json!({"attributes": [{"external_id": "after", "n": 2}]}));
+        let run = pollster::block_on(apply_batch(store, [1; 16], 64)).unwrap();
+        assert_eq!(run, QueueRun { applied: 2, set_aside: 2 });
+        assert!(pollster::block_on(store.queued(0, 10)).unwrap().is_empty(), "the queue is not blocked");
+        assert_eq!(kit.user("before")["custom_attributes"]["n"], json!(1));
+        assert_eq!(kit.user("after")["custom_attributes"]["n"], json!(2));
+        let (status, body) = kit.operator(crate::http::Method::Get, "/_engage/queue/set-aside");
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["count"], json!(2));
+        assert_eq!(body["jobs"][0]["seq"], json!(bad_text));
+        assert_eq!(body["jobs"][0]["job"], json!("{\"not\": \"a job\"}"));
+        assert!(body["jobs"][0]["error"].as_str().unwrap().contains("corrupt document"), "{body}");
+        assert_eq!(body["jobs"][1]["seq"], json!(bad_bytes));
+        assert_eq!((body["jobs"][1]["job"].as_str(), body["jobs"][1]["hex"].as_bool()), (Some("ff0041"), Some(true)));
+    }
+
+    #[test]
+    fn a_read_that_catches_up_over_a_job_it_cannot_decode_still_answers() {
+        let kit = Kit::new();
+        pollster::block_on(kit.engine().store().enqueue(b"garbage".to_vec())).unwrap();
+        let resp = kit.send(crate::http::Method::Post, "/users/export/ids", json!({"external_ids": ["x"]}));
+        assert_eq!(resp.status, 200);
+        assert!(resp.internal.as_deref().is_some_and(|n| n.contains("1 queued job(s) could not be decoded")), "{:?}", resp.internal);
+    }
+}

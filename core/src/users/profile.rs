@@ -1,0 +1,150 @@
+//! The user profile document: everything the service knows about one user, stored
+//! as one document so that an update touches one record.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::ids::{Email, ExternalId, Phone, ServiceId, UserAlias};
+use crate::subscriptions::values::{GlobalState, GroupState};
+use crate::time::Timestamp;
+
+/// Adds revenue, keeping the total finite (JSON has no infinity: an infinite total
+/// could not be stored and read back).
+pub fn add_revenue(total: f64, amount: f64) -> f64 {
+    let sum = total + amount;
+    if sum.is_finite() {
+        sum
+    } else if sum > 0.0 {
+        f64::MAX
+    } else {
+        f64::MIN
+    }
+}
+
+/// First and last occurrence and count of one event name or product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Earliest occurrence.
+    pub first: Timestamp,
+    /// Latest occurrence.
+    pub last: Timestamp,
+    /// Number of occurrences.
+    pub count: u64,
+}
+
+impl Summary {
+    /// A summary of one occurrence.
+    pub fn once(at: Timestamp) -> Summary {
+        Summary { first: at, last: at, count: 1 }
+    }
+
+    /// Adds `n` occurrences at `at`.
+    pub fn record(&mut self, at: Timestamp, n: u64) {
+        self.first = self.first.min(at);
+        self.last = self.last.max(at);
+        self.count = self.count.saturating_add(n);
+    }
+
+    /// Combines two summaries of the same name (merge rules: counts summed, first the
+    /// earlier, last the later).
+    pub fn absorb(&mut self, other: &Summary) {
+        self.first = self.first.min(other.first);
+        self.last = self.last.max(other.last);
+        self.count = self.count.saturating_add(other.count);
+    }
+}
+
+/// One user's profile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// Internal id.
+    pub id: ServiceId,
+    /// External id, once identified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_id: Option<ExternalId>,
+    /// Aliases, label → name (one alias per label).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub aliases: BTreeMap<String, String>,
+    /// Email address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<Email>,
+    /// Phone number (E.164).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phone: Option<Phone>,
+    /// Standard attributes other than identifiers and subscription states
+    /// (`first_name`, `dob`, `country`, ...), already validated.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub standard: BTreeMap<String, Value>,
+    /// Custom attributes.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub custom: Map<String, Value>,
+    /// Custom event summaries by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub events: BTreeMap<String, Summary>,
+    /// Purchase summaries by product id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub purchases: BTreeMap<String, Summary>,
+    /// Total revenue of all purchases, in the currencies' base units as sent.
+    #[serde(default)]
+    pub total_revenue: f64,
+    /// Global email subscription state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email_subscribe: Option<GlobalState>,
+    /// Global push subscription state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_subscribe: Option<GlobalState>,
+    /// True once the email address hard-bounced (or was blocklisted).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub email_hard_bounced: bool,
+    /// Stored subscription-group statuses by group id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub groups: BTreeMap<String, GroupState>,
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Last update time (drives `most_recently_updated`).
+    pub updated_at: Timestamp,
+}
+
+impl Profile {
+    /// An empty profile.
+    pub fn new(id: ServiceId, now: Timestamp) -> Profile {
+        Profile {
+            id,
+            external_id: None,
+            aliases: BTreeMap::new(),
+            email: None,
+            phone: None,
+            standard: BTreeMap::new(),
+            custom: Map::new(),
+            events: BTreeMap::new(),
+            purchases: BTreeMap::new(),
+            total_revenue: 0.0,
+            email_subscribe: None,
+            push_subscribe: None,
+            email_hard_bounced: false,
+            groups: BTreeMap::new(),
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// True when the profile has an external id.
+    pub fn is_identified(&self) -> bool {
+        self.external_id.is_some()
+    }
+
+    /// The profile's aliases as values.
+    pub fn alias_list(&self) -> Vec<UserAlias> {
+        self.aliases
+            .iter()
+            .map(|(label, name)| UserAlias { alias_name: name.clone(), alias_label: label.clone() })
+            .collect()
+    }
+
+    /// True when the profile has this alias.
+    pub fn has_alias(&self, alias: &UserAlias) -> bool {
+        self.aliases.get(&alias.alias_label) == Some(&alias.alias_name)
+    }
+}

@@ -1,0 +1,214 @@
+//! Committing a change set in one SQLite transaction: every expectation checked,
+//! profiles updated by rowid where the document cache knows it.
+
+
+use engage_core::store::{
+    expectation_holds, next_version, ChangeSet, CommitError, Expect, Op,
+};
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
+
+use super::sqlite::{err, APPLY_SYNC_INTERVAL, Shared};
+use super::queue::QueueMsg;
+
+pub(super) const UPDATE_BY_ROWID: &str =
+    "UPDATE docs SET version = ?1, value = ?2 WHERE rowid = ?3 AND +tbl = ?4 AND +key = ?5 AND version = ?6";
+
+/// What one operation of a commit did.
+pub(super) enum Applied {
+    /// Its expectation failed: the commit is refused.
+    Refused,
+    /// Written, in this row when known.
+    Done(Option<i64>),
+}
+
+impl Shared {
+    /// Applies `op`; `rowid` is where the document it updates was last seen (a hint:
+    /// see [`crate::store::doc_cache`]).
+    pub(super) fn apply_op(tx: &rusqlite::Transaction<'_>, op: &Op, rowid: Option<i64>) -> Result<Applied, rusqlite::Error> {
+        match op {
+            Op::Put { table, key, value, expect } => match expect {
+                Expect::Version(v) => {
+                    let (version, expected) = (next_version(Some(*v)) as i64, *v as i64);
+                    if let Some(rowid) = rowid {
+                        let mut st = tx.prepare_cached(UPDATE_BY_ROWID)?;
+                        if st.execute(params![version, value, rowid, table.id(), key, expected])? == 1 {
+                            return Ok(Applied::Done(Some(rowid)));
+                        }
+                    }
+                    let mut st = tx.prepare_cached(
+                        "UPDATE docs SET version = ?1, value = ?2 WHERE tbl = ?3 AND key = ?4 AND version = ?5
+                         RETURNING rowid",
+                    )?;
+                    let rowid: Option<i64> =
+                        st.query_row(params![version, value, table.id(), key, expected], |r| r.get(0)).optional()?;
+                    Ok(rowid.map_or(Applied::Refused, |r| Applied::Done(Some(r))))
+                }
+                Expect::Absent => {
+                    let mut st = tx.prepare_cached(
+                        "INSERT OR IGNORE INTO docs (tbl, key, version, value) VALUES (?1, ?2, 1, ?3)",
+                    )?;
+                    let written = st.execute(params![table.id(), key, value])? == 1;
+                    Ok(if written { Applied::Done(Some(tx.last_insert_rowid())) } else { Applied::Refused })
+                }
+                Expect::Any => {
+                    let mut st = tx.prepare_cached(
+                        "INSERT INTO docs (tbl, key, version, value) VALUES (?1, ?2, 1, ?3)
+                         ON CONFLICT (tbl, key) DO UPDATE SET version = version + 1, value = excluded.value",
+                    )?;
+                    st.execute(params![table.id(), key, value])?;
+                    Ok(Applied::Done(None))
+                }
+            },
+            Op::Delete { table, key, expect } => {
+                let current: Option<i64> = tx
+                    .prepare_cached("SELECT version FROM docs WHERE tbl = ?1 AND key = ?2")?
+                    .query_row(params![table.id(), key], |r| r.get(0))
+                    .optional()?;
+                if !expectation_holds(*expect, current.map(|v| v as u64)) {
+                    return Ok(Applied::Refused);
+                }
+                tx.prepare_cached("DELETE FROM docs WHERE tbl = ?1 AND key = ?2")?.execute(params![table.id(), key])?;
+                Ok(Applied::Done(None))
+            }
+        }
+    }
+
+    pub(super) fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
+        // The queue's tail only grows: jobs at or below it now exist at commit too.
+        // Without the queue (another process owns it) there is nothing to acknowledge.
+        let tail = self.queue.as_ref().map_or(0, |q| q.log.tail());
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        // Applying queued jobs need not be synced at once: the jobs stay durable in the
+        // queue file until the cursor that covers them is on disk, and replaying them
+        // after a power loss gives the same result. Skipping that fsync keeps the
+        // applier's large commits from stalling the queue's small ones. Every other
+        // commit answers a request, so it is synced before the 2xx (and syncs the
+        // applier's earlier commits with it: one WAL, in order).
+        let applying = changes.ack.is_some();
+        w.conn.pragma_update(None, "synchronous", if applying { "NORMAL" } else { "FULL" }).map_err(err)?;
+        let hints = match &self.cache {
+            Some(cache) => cache.rowids(&changes.ops),
+            None => vec![None; changes.ops.len()],
+        };
+        let tx = w.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
+        let mut rowids = Vec::with_capacity(changes.ops.len());
+        for (op, hint) in changes.ops.iter().zip(hints) {
+            match Self::apply_op(&tx, op, hint).map_err(err)? {
+                Applied::Done(rowid) => rowids.push(rowid),
+                Applied::Refused => return Err(CommitError::Conflict), // dropping `tx` rolls back
+            }
+        }
+        if let Some(ack) = changes.ack {
+            let applied: i64 =
+                tx.query_row("SELECT applied FROM queue_cursor WHERE id = 1", [], |r| r.get(0)).map_err(err)?;
+            // Queue sequence numbers above the cursor have no gaps (AUTOINCREMENT, and
+            // rows are deleted only at or below a durable cursor), so the jobs in
+            // (applied, through] number exactly through - applied. Another applier
+            // that got there first moved the cursor: conflict.
+            let applied = applied as u64;
+            if applied >= ack.through || ack.through > tail || ack.through - applied != ack.count {
+                return Err(CommitError::Conflict);
+            }
+            tx.execute("UPDATE queue_cursor SET applied = ?1 WHERE id = 1", params![ack.through as i64])
+                .map_err(err)?;
+        }
+        tx.commit().map_err(err)?;
+        if let Some(cache) = &self.cache {
+            // The change set is done with: its documents move into the cache.
+            cache.committed(changes.ops.into_iter().zip(rowids));
+        }
+        if let Some(ack) = changes.ack {
+            w.applied_not_synced = Some(ack.through);
+        }
+        let mut durable = !applying;
+        if applying && w.last_sync.elapsed() >= APPLY_SYNC_INTERVAL {
+            // A small FULL commit syncs the whole WAL, and with it every earlier commit.
+            durable = w.conn.pragma_update(None, "synchronous", "FULL").is_ok()
+                && w.conn.execute("UPDATE queue_cursor SET applied = applied WHERE id = 1", []).is_ok();
+        }
+        if durable {
+            w.last_sync = std::time::Instant::now();
+            if let Some(through) = w.applied_not_synced.take() {
+                // The cursor covering these jobs is durable: their rows can go.
+                // Failing here only leaves rows that `queued` already skips.
+                if let Some(q) = &self.queue {
+                    let _ = q.appender.send(QueueMsg::Trim(through));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The queue log and its writer thread.
+#[cfg(test)]
+mod rowid_hints {
+    use engage_core::store::{Expect, Op, Table};
+    use rusqlite::{params, Connection, TransactionBehavior};
+
+    use super::super::connection::{migrate, open, MAIN_PAGE_SIZE};
+    use super::super::sqlite::Shared;
+    use super::{Applied, UPDATE_BY_ROWID};
+
+    /// A migrated database in a directory of its own (removed when dropped).
+    fn db() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = open(&dir.path().join("t.db"), MAIN_PAGE_SIZE).unwrap();
+        migrate(&mut c).unwrap();
+        (dir, c)
+    }
+
+    fn put(key: &str, value: &str, expect: Expect) -> Op {
+        Op::Put { table: Table::Profile, key: key.into(), value: value.as_bytes().to_vec(), expect }
+    }
+
+    fn apply(c: &mut Connection, op: &Op, hint: Option<i64>) -> Option<Option<i64>> {
+        let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
+        let out = match Shared::apply_op(&tx, op, hint).unwrap() {
+            Applied::Done(rowid) => Some(rowid),
+            Applied::Refused => None,
+        };
+        tx.commit().unwrap();
+        out
+    }
+
+    fn value(c: &Connection, key: &str) -> (i64, String) {
+        c.query_row("SELECT version, CAST(value AS TEXT) FROM docs WHERE tbl = ?1 AND key = ?2", params![Table::Profile.id(), key], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn updates_go_by_the_hinted_row_and_a_wrong_hint_falls_back_to_the_key() {
+        let (_dir, mut c) = db();
+        let a = apply(&mut c, &put("a", "a1", Expect::Absent), None).unwrap().unwrap();
+        let b = apply(&mut c, &put("b", "b1", Expect::Absent), None).unwrap().unwrap();
+        assert_ne!(a, b);
+        assert_eq!(apply(&mut c, &put("a", "a2", Expect::Version(1)), Some(a)), Some(Some(a)));
+        // A hint naming another document's row never writes that row.
+        assert_eq!(apply(&mut c, &put("a", "a3", Expect::Version(2)), Some(b)), Some(Some(a)));
+        assert_eq!(apply(&mut c, &put("a", "a4", Expect::Version(3)), Some(9_999)), Some(Some(a)));
+        assert_eq!(value(&c, "a"), (4, "a4".into()));
+        assert_eq!(value(&c, "b"), (1, "b1".into()));
+        // A stale version is refused, whichever way the row is found.
+        assert_eq!(apply(&mut c, &put("a", "x", Expect::Version(1)), Some(a)), None);
+        assert_eq!(apply(&mut c, &put("a", "x", Expect::Version(1)), None), None);
+        assert_eq!(value(&c, "a"), (4, "a4".into()));
+    }
+
+    #[test]
+    fn the_hinted_update_finds_its_row_by_rowid_not_by_the_key_index() {
+        let (_dir, c) = db();
+        let plan: Vec<String> = c
+            .prepare(&format!("EXPLAIN QUERY PLAN {UPDATE_BY_ROWID}"))
+            .unwrap()
+            .query_map(params![2, "", 1, 1, "", 1], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(plan.len(), 1, "{plan:?}");
+        assert!(plan[0].contains("INTEGER PRIMARY KEY (rowid=?)"), "{plan:?}");
+    }
+}
+

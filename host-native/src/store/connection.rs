@@ -1,0 +1,130 @@
+//! Opening the database: its pragmas, the numbered migrations, reader connections,
+//! and the background checkpointer.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use engage_core::store::{
+    StoreError,
+};
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::sqlite::{err, Shared};
+
+/// The numbered migrations, shared with the edge host.
+pub(super) const MIGRATIONS: &[(&str, &str)] = &[
+    ("0001_init", include_str!("../../../migrations/0001_init.sql")),
+    ("0002_guard", include_str!("../../../migrations/0002_guard.sql")),
+];
+
+pub(super) const MAIN_PAGE_SIZE: i64 = 1024;
+
+pub(super) fn open(path: &Path, page_size: i64) -> Result<Connection, StoreError> {
+    let conn = Connection::open(path).map_err(err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(err)?;
+    // Only takes effect on a new database (before WAL mode is set).
+    conn.pragma_update(None, "page_size", page_size).map_err(err)?;
+    // WAL: readers never block the writer. FULL: a commit is on disk before we answer 2xx.
+    conn.pragma_update(None, "journal_mode", "WAL").map_err(err)?;
+    conn.pragma_update(None, "synchronous", "FULL").map_err(err)?;
+    conn.pragma_update(None, "foreign_keys", "ON").map_err(err)?;
+    // The writer's page cache survives its own commits (a reader's is dropped at every
+    // commit of another connection), so it holds the pages applying rewrites. No
+    // memory map here: pages read through the map are not kept in that cache.
+    conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB).map_err(err)?;
+    // Checkpoints are the background checkpointer's work (see `spawn_checkpointer`);
+    // a committing connection checkpoints by itself only when the WAL has grown this
+    // large anyway, which bounds it should the checkpointer fall behind.
+    conn.pragma_update(None, "wal_autocheckpoint", WAL_HIGH_WATER / page_size).map_err(err)?;
+    // After a checkpoint the WAL starts over from its beginning; only a file grown
+    // past the high-water mark is cut back. Cutting it back at every checkpoint frees
+    // hundreds of MB of blocks that the next round allocates again, and on a file
+    // system mounted with `discard` each such truncation held the queue's fdatasyncs
+    // for tens of ms (see `queue_log`).
+    conn.pragma_update(None, "journal_size_limit", WAL_HIGH_WATER).map_err(err)?;
+    Ok(conn)
+}
+
+/// Page cache of the writer connection, KiB.
+pub(super) const WRITER_CACHE_KIB: i64 = 256 << 10;
+
+/// WAL size at which a committing connection checkpoints by itself.
+pub(super) const WAL_HIGH_WATER: i64 = 1 << 30;
+
+/// How often the background checkpointer copies the WAL into the database. Rarely:
+/// applying rewrites profiles at random over the whole table, and a checkpoint
+/// writes each page it finds in the WAL once, however often it was rewritten, in
+/// file order. Measured with the track_load bench (1M profiles): every 500 ms the
+/// scattered small writes held applying to ~180 batches/s and their syncs pushed
+/// acknowledgement p99 to ~360 ms; every 3 s applying ran at ~350 batches/s (every
+/// 10 s: ~320, with longer stalls of acknowledgements at each checkpoint).
+pub(super) const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Copies the WAL into the database in the background, so that the applier's
+/// thread spends its time applying: a checkpoint is mostly waiting on writes and
+/// syncs of scattered pages, and on a 2-core machine it overlaps with applying.
+/// PASSIVE never waits for the writer or readers. The WAL starts over from its
+/// beginning only at a write that finds everything in it copied, which a checkpoint
+/// running beside a busy writer never achieves; so each round ends with a second,
+/// short checkpoint of what was appended meanwhile, with commits held off. Without
+/// it the WAL grew to `WAL_HIGH_WATER`, and the commit that then had to checkpoint
+/// it all at once stalled acknowledgements for a second (measured). The thread ends
+/// when the store is dropped (the sender goes away).
+pub(super) fn spawn_checkpointer(path: &Path, shared: Arc<Shared>) -> Result<std::sync::mpsc::Sender<()>, StoreError> {
+    let conn = open_reader(path)?;
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    std::thread::Builder::new()
+        .name("engage-checkpoint".into())
+        .spawn(move || {
+            crate::priority::background();
+            let checkpoint = |c: &Connection| {
+                if let Err(e) = c.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::warn!("background checkpoint failed: {e}");
+                }
+            };
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_INTERVAL) {
+                checkpoint(&conn);
+                let writer = shared.writer.lock().unwrap_or_else(|e| e.into_inner());
+                checkpoint(&writer.conn);
+            }
+        })
+        .map_err(|e| StoreError(format!("cannot start the checkpointer: {e}")))?;
+    Ok(stop)
+}
+
+/// A connection for reads only. It skips the writer's set-up: `journal_mode` in
+/// particular takes a lock, and many requests opening readers at once (a server's
+/// first second under load) queued on it for tens of milliseconds each.
+pub(super) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open(path).map_err(err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(err)?;
+    conn.pragma_update(None, "mmap_size", 4_i64 << 30).map_err(err)?;
+    conn.pragma_update(None, "cache_size", -8_192_i64).map_err(err)?;
+    // Parse the schema and prepare the most common read now, not in a request: a
+    // cold server's first requests otherwise all did it at once.
+    conn.prepare_cached(READ_ONE).map_err(err)?;
+    Ok(conn)
+}
+
+/// Reads one document.
+pub(super) const READ_ONE: &str = "SELECT version, value FROM docs WHERE tbl = ?1 AND key = ?2";
+
+/// Reader connections opened with the store, so a cold server answers its first
+/// burst of requests without opening connections on the way: with 16, the first
+/// 0.4 s of a 1000 req/s load over 64 connections waited 100-260 ms (requests opened
+/// the missing readers all at once); with 64, under 10 ms.
+pub(super) const INITIAL_READERS: usize = 64;
+
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
+    let current: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(err)?;
+    for (i, (_, sql)) in MIGRATIONS.iter().enumerate() {
+        if (i as i64) < current {
+            continue;
+        }
+        tx.execute_batch(sql).map_err(err)?;
+    }
+    tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64).map_err(err)?;
+    tx.commit().map_err(err)
+}
+

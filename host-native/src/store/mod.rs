@@ -1,0 +1,12 @@
+//! The native storage: the SQLite [`Store`](engage_core::Store), its document cache
+//! in front, the durable queue log beside it, and the writeback pacer.
+
+pub mod commit;
+pub mod connection;
+pub mod doc_cache;
+pub mod queue;
+pub mod queue_log;
+pub mod sqlite;
+pub mod writeback;
+
+pub use sqlite::{Options, SqliteStore};

@@ -1,0 +1,313 @@
+//! The SQLite store. Documents and the queue cursor live in the database; the
+//! queue itself is an append-only log beside it ([`crate::store::queue_log`]) with its own
+//! writer thread, so that acknowledging a `/users/track` request (one sequential
+//! append and fsync) never waits behind an applier's large commit. A job is applied
+//! exactly once: its effects and the cursor move in one transaction of the
+//! database, and log segments are deleted only after that commit is durable.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use engage_core::store::{
+    ChangeSet, CommitError, Entry, KeyRange, QueuedJob, Store, StoreError, Table,
+};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::doc_cache::{self, DocCache};
+use super::queue_log::QueueLog;
+use super::connection::{MAIN_PAGE_SIZE, open, spawn_checkpointer, open_reader, READ_ONE, INITIAL_READERS, migrate};
+use super::queue::{Queue, QueueMsg, spawn_appender, import_sqlite_queue};
+
+pub(super) fn err(e: rusqlite::Error) -> StoreError {
+    StoreError(e.to_string())
+}
+
+/// The main database's writer, with what it knows about durability.
+pub(super) struct Writer {
+    pub(super) conn: Connection,
+    /// Highest queue sequence applied by a commit that may not be on disk yet.
+    pub(super) applied_not_synced: Option<u64>,
+    /// When the writer last made everything durable.
+    pub(super) last_sync: std::time::Instant,
+}
+
+/// How long an applied batch may stay only in the OS cache before it is synced.
+pub(super) const APPLY_SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Idle reader connections kept open. Opening one costs a schema parse, so it is
+/// sized for every request of a busy server reading at once.
+pub(super) const MAX_IDLE_READERS: usize = 128;
+
+/// A SQLite-backed [`Store`].
+pub struct SqliteStore {
+    path: PathBuf,
+    /// The writer and the queue, shared with the apply writer thread.
+    shared: Arc<Shared>,
+    readers: Mutex<Vec<Connection>>,
+    /// Hands the queue applier's commits to their own thread (see `spawn_apply_writer`).
+    apply_writer: std::sync::mpsc::Sender<ApplyCommit>,
+    /// Keeps the background checkpointer running (the queue's owner runs one).
+    _checkpointer: Option<std::sync::mpsc::Sender<()>>,
+    /// Keeps the writeback pacer running (the queue's owner runs one).
+    _writeback: Option<std::sync::mpsc::Sender<()>>,
+}
+
+/// What commits need: the writer connection, the queue and the document cache.
+pub(super) struct Shared {
+    pub(super) writer: Mutex<Writer>,
+    /// The queue, unless another process (a running server) owns it.
+    pub(super) queue: Option<Queue>,
+    /// Profiles and identifier entries in memory; only the queue's owner keeps one
+    /// (see [`crate::store::doc_cache`] for why that keeps it coherent).
+    pub(super) cache: Option<DocCache>,
+}
+
+/// Settings of a store.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Most bytes of profiles and identifier entries kept in memory.
+    pub cache_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { cache_bytes: 1 << 30 }
+    }
+}
+
+/// A queue applier's change set and where to answer.
+pub(super) type ApplyCommit = (ChangeSet, tokio::sync::oneshot::Sender<Result<(), CommitError>>);
+
+/// Commits the queue applier's change sets on a thread of their own, at background
+/// priority: the applier's future awaits the answer, so an applier that prepares its
+/// next batch meanwhile ([`engage_core::queue::apply_pipelined`]) uses a second core.
+/// Other commits answer requests and run on the caller's thread. The thread ends when
+/// the store is dropped.
+pub(super) fn spawn_apply_writer(shared: Arc<Shared>) -> Result<std::sync::mpsc::Sender<ApplyCommit>, StoreError> {
+    let (tx, rx) = std::sync::mpsc::channel::<ApplyCommit>();
+    std::thread::Builder::new()
+        .name("engage-apply-db".into())
+        .spawn(move || {
+            crate::priority::background();
+            while let Ok((changes, reply)) = rx.recv() {
+                let _ = reply.send(shared.commit(changes));
+            }
+        })
+        .map_err(|e| StoreError(format!("cannot start the apply writer: {e}")))?;
+    Ok(tx)
+}
+
+/// Page size of the main database. Applying a batch rewrites one page per profile
+/// it touches, at random over the whole table, so the bytes written to the WAL (and
+/// again at checkpoint) scale with the page size: small pages.
+impl SqliteStore {
+    /// Opens (creating and migrating when needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(path, Options::default())
+    }
+
+    /// Opens the database at `path` with these settings.
+    pub fn open_with(path: &Path, options: Options) -> Result<SqliteStore, StoreError> {
+        let mut writer = open(path, MAIN_PAGE_SIZE)?;
+        migrate(&mut writer)?;
+        let applied = cursor(&writer).map_err(err)?;
+        let queue = match QueueLog::open(path, applied)? {
+            Some(log) => {
+                let log = Arc::new(log);
+                import_sqlite_queue(path, applied, &log)?;
+                Some(Queue { appender: spawn_appender(log.clone()), log })
+            }
+            None => None,
+        };
+        let shared = Arc::new(Shared {
+            writer: Mutex::new(Writer { conn: writer, applied_not_synced: None, last_sync: std::time::Instant::now() }),
+            cache: queue.as_ref().map(|_| DocCache::new(options.cache_bytes)),
+            queue,
+        });
+        // The queue's owner is the server; a command beside it reads a few documents
+        // and leaves background work to the server.
+        let owner = shared.queue.is_some();
+        let checkpointer = if owner { Some(spawn_checkpointer(path, shared.clone())?) } else { None };
+        let initial_readers = if owner { INITIAL_READERS } else { 1 };
+        Ok(SqliteStore {
+            apply_writer: spawn_apply_writer(shared.clone())?,
+            _checkpointer: checkpointer,
+            _writeback: if owner { crate::store::writeback::spawn(path) } else { None },
+            path: path.to_path_buf(),
+            shared,
+            readers: Mutex::new((0..initial_readers).map(|_| open_reader(path)).collect::<Result<_, _>>()?),
+        })
+    }
+
+    fn queue(&self) -> Result<&Queue, StoreError> {
+        self.shared
+            .queue
+            .as_ref()
+            .ok_or_else(|| StoreError("the track queue belongs to another running engage process".into()))
+    }
+
+    fn with_reader<T>(&self, f: impl FnOnce(&Connection) -> Result<T, rusqlite::Error>) -> Result<T, StoreError> {
+        let conn = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let conn = match conn {
+            Some(c) => c,
+            None => {
+                open_reader(&self.path)?
+            }
+        };
+        let out = f(&conn).map_err(err);
+        let mut pool = self.readers.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < MAX_IDLE_READERS {
+            pool.push(conn);
+        }
+        out
+    }
+
+    fn read_one(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
+        self.with_reader(|c| {
+            c.prepare_cached(READ_ONE)?
+                .query_row(params![table.id(), key], |r| entry_at(r, 0))
+                .optional()
+        })
+    }
+
+    /// The documents of `keys` that exist, by key, with their rowids.
+    fn read_many(&self, table: Table, keys: &[String]) -> Result<HashMap<String, (Entry, i64)>, StoreError> {
+        // One statement per chunk of keys, parameterised (SQLite allows 32766 parameters).
+        let mut found: HashMap<String, (Entry, i64)> = HashMap::with_capacity(keys.len());
+        for chunk in keys.chunks(500) {
+            let placeholders = vec!["?"; chunk.len()].join(",");
+            let sql = format!("SELECT key, version, value, rowid FROM docs WHERE tbl = ? AND key IN ({placeholders})");
+            let mut read = |c: &Connection| -> Result<(), rusqlite::Error> {
+                let mut st = c.prepare_cached(&sql)?;
+                let params = std::iter::once(rusqlite::types::Value::Integer(table.id()))
+                    .chain(chunk.iter().map(|k| rusqlite::types::Value::Text(k.clone())));
+                let mut rows = st.query(rusqlite::params_from_iter(params))?;
+                while let Some(r) = rows.next()? {
+                    found.insert(r.get(0)?, (entry_at(r, 1)?, r.get(3)?));
+                }
+                Ok(())
+            };
+            // Batch reads come from appliers about to rewrite what they read: through the
+            // writer's connection (when idle) the pages are then in its cache for the write.
+            match self.shared.writer.try_lock() {
+                Ok(w) => read(&w.conn).map_err(err)?,
+                Err(_) => self.with_reader(read)?,
+            }
+        }
+        Ok(found)
+    }
+
+    fn tail(&self) -> Result<u64, StoreError> {
+        match &self.shared.queue {
+            Some(q) => Ok(q.log.tail()),
+            // Without the queue nothing is pending as far as this process can tell.
+            None => self.with_reader(cursor),
+        }
+    }
+}
+
+/// Updates a document found by its rowid, checking that the row still holds it.
+/// The `+` keeps SQLite from looking the key up in its index instead.
+pub(super) fn entry_at(r: &rusqlite::Row<'_>, at: usize) -> Result<Entry, rusqlite::Error> {
+    Ok(Entry { version: r.get::<_, i64>(at)? as u64, value: r.get(at + 1)? })
+}
+
+/// The applied cursor.
+pub(super) fn cursor(c: &Connection) -> Result<u64, rusqlite::Error> {
+    c.query_row("SELECT applied FROM queue_cursor WHERE id = 1", [], |r| r.get::<_, i64>(0)).map(|v| v as u64)
+}
+
+/// Moves pending jobs from the SQLite queue file of earlier versions (`<db>-queue`)
+impl Store for SqliteStore {
+    async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
+        if self.shared.cache.is_some() && doc_cache::cached(table) {
+            // One path through the cache and its fill lock: `get_many`'s.
+            return Ok(self.get_many(table, &[key.to_string()]).await?.pop().flatten());
+        }
+        self.read_one(table, key)
+    }
+
+    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
+        let range = KeyRange::prefix(prefix, limit);
+        self.with_reader(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT key, version, value FROM docs WHERE tbl = ?1 AND key >= ?2 AND key < ?3 ORDER BY key LIMIT ?4",
+            )?;
+            let rows = st.query_map(params![table.id(), range.start, range.end, range.limit as i64], |r| {
+                Ok((r.get::<_, String>(0)?, entry_at(r, 1)?))
+            })?;
+            rows.filter(|r| r.as_ref().map_or(true, |(k, _)| range.contains(k))).collect()
+        })
+    }
+
+    async fn get_many(&self, table: Table, keys: &[String]) -> Result<Vec<Option<Entry>>, StoreError> {
+        let Some(cache) = self.shared.cache.as_ref().filter(|_| doc_cache::cached(table)) else {
+            let found = self.read_many(table, keys)?;
+            return Ok(keys.iter().map(|k| found.get(k).map(|(entry, _)| entry.clone())).collect());
+        };
+        let mut out = cache.get_many(table, keys);
+        let missing: Vec<String> = keys.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(k, _)| k.clone()).collect();
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        let fill = cache.begin_fill();
+        let found = self.read_many(table, &missing)?;
+        for (k, slot) in keys.iter().zip(out.iter_mut()) {
+            if slot.is_none() {
+                *slot = found.get(k).map(|(entry, _)| entry.clone());
+            }
+        }
+        cache.fill(&fill, table, found.into_iter().map(|(k, (entry, rowid))| (k, entry, rowid)));
+        Ok(out)
+    }
+
+    async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
+        if changes.ack.is_none() {
+            return self.shared.commit(changes);
+        }
+        let stopped = || CommitError::Store(StoreError("the apply writer stopped".into()));
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.apply_writer.send((changes, reply)).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+
+    async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        self.queue()?
+            .appender
+            .send(QueueMsg::Append(job, reply))
+            .map_err(|_| StoreError("the queue writer stopped".into()))?;
+        answer.recv().map_err(|_| StoreError("the queue writer stopped".into()))?
+    }
+
+    async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        let Some(q) = &self.shared.queue else { return Ok(Vec::new()) };
+        let applied = self.with_reader(cursor)?;
+        q.log.read_after(applied.max(after), limit)
+    }
+
+    async fn queue_tail(&self) -> Result<u64, StoreError> {
+        self.tail()
+    }
+}
+
+#[cfg(test)]
+mod conformance {
+    use engage_core::store::conformance::{run_all, CHECKS};
+
+    use super::SqliteStore;
+
+    /// A new store in a directory of its own, removed when the check ends.
+    fn fresh() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("t.db")).unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn the_sqlite_store_passes_every_check() {
+        let passed = pollster::block_on(run_all(async || fresh(), |fixture| &fixture.1));
+        assert_eq!(passed, CHECKS);
+    }
+}
