@@ -7,8 +7,18 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "toolchain: wasm32 target"
+step "toolchain: wasm32 target, rustfmt, clippy"
 rustup target add wasm32-unknown-unknown >/dev/null
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+step "style and structure: rustfmt, file sizes, core import graph"
+cargo fmt --all --check
+bash tests/checks/sizes.sh
+python3 tests/checks/imports.py
+
+step "clippy (native and wasm32), warnings are errors"
+cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy -p engage-core -p engage-www -p engage-edge --target wasm32-unknown-unknown -- -D warnings
 
 step "core builds for wasm32-unknown-unknown (no I/O, no OS dependencies)"
 cargo build -p engage-core --target wasm32-unknown-unknown --release

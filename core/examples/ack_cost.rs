@@ -22,7 +22,9 @@ fn main() {
     let key = pollster::block_on(create_key(engine.store(), &ws, Permission::ALL.to_vec(), ctx())).unwrap();
     let body = |k: u64| {
         let u = |i: u64| format!("user-{}", (k * 7919 + i * 104729) % 1_000_000);
-        let attributes: Vec<Value> = (0..75).map(|i| json!({"external_id": u(i), "first_name": "Bench", "visits": {"inc": 1}, "tier": "t1"})).collect();
+        let attributes: Vec<Value> = (0..75)
+            .map(|i| json!({"external_id": u(i), "first_name": "Bench", "visits": {"inc": 1}, "tier": "t1"}))
+            .collect();
         let events: Vec<Value> = (0..75).map(|i| json!({"external_id": u(i + 75), "name": "viewed_item", "time": "2026-11-01T10:00:00Z", "properties": {"item": "sku-1", "price": 9.99}})).collect();
         let purchases: Vec<Value> = (0..75).map(|i| json!({"external_id": u(i + 150), "product_id": "sku-1", "currency": "USD", "price": 9.99, "quantity": 1, "time": "2026-11-01T10:00:00Z"})).collect();
         serde_json::to_vec(&json!({"attributes": attributes, "events": events, "purchases": purchases})).unwrap()
@@ -30,7 +32,9 @@ fn main() {
     let bodies: Vec<Vec<u8>> = (0..2000).map(body).collect();
     let started = Instant::now();
     for b in &bodies {
-        let req = Request::new(Method::Post, "/users/track").header("Authorization", &format!("Bearer {key}")).body(b.clone());
+        let req = Request::new(Method::Post, "/users/track")
+            .header("Authorization", &format!("Bearer {key}"))
+            .body(b.clone());
         let r = pollster::block_on(engine.handle(req, ctx()));
         assert_eq!(r.status, 201);
     }

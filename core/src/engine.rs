@@ -11,17 +11,9 @@ use crate::ids::WorkspaceName;
 use crate::ratelimit::{Decision, RateLimiter};
 use crate::routes::{self, Api, Auth, Endpoint, Public};
 use crate::store::Store;
-use crate::time::Timestamp;
+use crate::ctx::Ctx;
+use crate::track::queue::QueueRun;
 use crate::{cdi, export, identity, input, preference_center, scim, subscriptions, track};
-
-/// What the host supplies per request: the core reads no clock and no RNG.
-#[derive(Clone, Copy, Debug)]
-pub struct Ctx {
-    /// The current time.
-    pub now: Timestamp,
-    /// Fresh random bytes (ids are derived from them).
-    pub seed: [u8; 16],
-}
 
 /// Engine settings.
 #[derive(Clone)]
@@ -71,38 +63,6 @@ pub enum BodyPlan {
     Refuse(Response),
 }
 
-/// The outcome of one run of the queue applier.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct QueueRun {
-    /// Jobs applied.
-    pub applied: usize,
-    /// Jobs that could not be decoded: kept aside (readable at the operator route
-    /// `GET /_engage/queue/set-aside`) and acknowledged, so they no longer block the queue.
-    pub set_aside: usize,
-}
-
-impl QueueRun {
-    /// Both runs together.
-    pub fn plus(self, other: QueueRun) -> QueueRun {
-        QueueRun { applied: self.applied + other.applied, set_aside: self.set_aside + other.set_aside }
-    }
-
-    /// True when the run found the queue empty.
-    pub fn is_empty(&self) -> bool {
-        self.applied == 0 && self.set_aside == 0
-    }
-
-    /// What a host logs when jobs had to be set aside.
-    pub fn set_aside_note(&self) -> Option<String> {
-        (self.set_aside > 0).then(|| {
-            format!(
-                "{} queued job(s) could not be decoded: kept aside (operator route GET /_engage/queue/set-aside) and acknowledged",
-                self.set_aside
-            )
-        })
-    }
-}
-
 /// The engine: a store, settings and rate-limit counters.
 pub struct Engine<S: Store> {
     store: S,
@@ -148,7 +108,7 @@ impl<S: Store> Engine<S> {
     /// `/users/track`): hosts that serialize such requests (the edge) ask before
     /// handling it.
     pub fn catches_up(&self, req: &Request) -> bool {
-        routes::find(req.method, &req.path).map_or(false, |(_, endpoint)| endpoint.catches_up())
+        routes::find(req.method, &req.path).is_ok_and(|(_, endpoint)| endpoint.catches_up())
     }
 
     /// Handles one request. Never panics on input; failures are responses.

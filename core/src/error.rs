@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 
-use crate::permission::Permission;
 use crate::http::{Method, Response};
+use crate::permission::Permission;
 use crate::store::{CommitError, StoreError};
 
 /// Everything that ends a request without success.
@@ -95,7 +95,9 @@ impl ApiError {
         let body = match &self {
             ApiError::RouteNotFound => json!({"message": "Invalid URL"}),
             ApiError::MethodNotAllowed { .. } => json!({"message": "Method Not Allowed"}),
-            ApiError::MissingKey => json!({"message": "Unauthorized: missing 'Authorization: Bearer <API_KEY>' header"}),
+            ApiError::MissingKey => {
+                json!({"message": "Unauthorized: missing 'Authorization: Bearer <API_KEY>' header"})
+            }
             ApiError::InvalidKey => json!({"message": "Invalid API key"}),
             ApiError::MissingPermission(p) => {
                 json!({"message": format!("Access Denied: this API key lacks the '{}' permission", p.as_str())})

@@ -326,7 +326,9 @@ mod tests {
         assert_eq!(segs(""), Some("index.html".into()));
         assert_eq!(segs("pkg/a%20b.js"), Some("pkg/a b.js".into()));
         assert_eq!(segs("pkg/"), Some("pkg/index.html".into()));
-        for bad in ["..", "../secret.txt", "%2e%2e/x", ".hidden", "a//b", "a%2Fb/../..", "a%5Cb", "c:x", "%00", "%zz", "%ff"] {
+        for bad in
+            ["..", "../secret.txt", "%2e%2e/x", ".hidden", "a//b", "a%2Fb/../..", "a%5Cb", "c:x", "%00", "%zz", "%ff"]
+        {
             assert_eq!(segs(bad), None, "{bad}");
         }
         assert_eq!(AssetPath::parse("pkg/x.wasm").unwrap().content_type(), "application/wasm");

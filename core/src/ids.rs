@@ -124,9 +124,8 @@ impl Phone {
     /// need a valid number).
     pub fn parse(text: &str) -> Option<Phone> {
         let digits = text.strip_prefix('+')?;
-        let ok = (2..=15).contains(&digits.len())
-            && digits.bytes().all(|b| b.is_ascii_digit())
-            && !digits.starts_with('0');
+        let ok =
+            (2..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) && !digits.starts_with('0');
         ok.then(|| Phone(text.to_string()))
     }
 

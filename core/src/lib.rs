@@ -22,6 +22,7 @@
 mod admin;
 mod auth;
 mod cdi;
+mod ctx;
 mod engine;
 mod error;
 mod export;
@@ -44,11 +45,13 @@ mod users;
 #[cfg(test)]
 mod testkit;
 
-pub use engine::{BodyPlan, Config, Ctx, Engine, QueueRun};
+pub use ctx::Ctx;
+pub use engine::{BodyPlan, Config, Engine};
 pub use error::ApiError;
 pub use http::{AssetPath, Method, Request, Response, Then};
 pub use store::Store;
 pub use time::Timestamp;
+pub use track::queue::QueueRun;
 
 /// Provisioning that hosts offer on their command lines (and the playground on its
 /// page): workspaces, API keys and subscription groups. Never reachable through the

@@ -114,10 +114,16 @@ mod tests {
         let r = RateLimiter::new(true);
         let t = Timestamp(60_000);
         for i in 0..10 {
-            assert_eq!(r.check("w", Bucket::PreferenceWrite, t), Decision::Allowed { limit: 10, remaining: 9 - i, reset: 60 });
+            assert_eq!(
+                r.check("w", Bucket::PreferenceWrite, t),
+                Decision::Allowed { limit: 10, remaining: 9 - i, reset: 60 }
+            );
         }
         assert_eq!(r.check("w", Bucket::PreferenceWrite, Timestamp(90_000)), Decision::Limited { retry_after: 30 });
         assert!(matches!(r.check("other", Bucket::PreferenceWrite, t), Decision::Allowed { .. }));
-        assert!(matches!(r.check("w", Bucket::PreferenceWrite, Timestamp(120_000)), Decision::Allowed { remaining: 9, .. }));
+        assert!(matches!(
+            r.check("w", Bucket::PreferenceWrite, Timestamp(120_000)),
+            Decision::Allowed { remaining: 9, .. }
+        ));
     }
 }

@@ -214,7 +214,13 @@ macro_rules! api {
 
 macro_rules! scim {
     ($m:ident $p:literal, $ep:expr) => {
-        Route { method: Method::$m, pattern: $p, auth: Auth::Scim, family: Family::Scim, endpoint: |v| Endpoint::Scim(($ep)(v)) }
+        Route {
+            method: Method::$m,
+            pattern: $p,
+            auth: Auth::Scim,
+            family: Family::Scim,
+            endpoint: |v| Endpoint::Scim(($ep)(v)),
+        }
     };
 }
 
@@ -337,8 +343,14 @@ mod tests {
 
     #[test]
     fn literal_segments_win_over_parameters() {
-        assert_eq!(endpoint(Method::Get, "/preference_center/v1/list"), Endpoint::Api(Api::PreferenceCenter(PreferenceCenter::List)));
-        assert_eq!(endpoint(Method::Get, "/preference_center/v1/abc"), Endpoint::Api(Api::PreferenceCenter(PreferenceCenter::Get("abc".into()))));
+        assert_eq!(
+            endpoint(Method::Get, "/preference_center/v1/list"),
+            Endpoint::Api(Api::PreferenceCenter(PreferenceCenter::List))
+        );
+        assert_eq!(
+            endpoint(Method::Get, "/preference_center/v1/abc"),
+            Endpoint::Api(Api::PreferenceCenter(PreferenceCenter::Get("abc".into())))
+        );
         assert_eq!(
             endpoint(Method::Get, "/cdi/integrations/x%20y/job_sync_status"),
             Endpoint::Api(Api::Cdi(Cdi::JobSyncStatus("x y".into())))
@@ -350,7 +362,10 @@ mod tests {
         let err = |m, p| find(m, p).err().expect("an error");
         assert_eq!(err(Method::Get, "/users/nope"), ApiError::RouteNotFound);
         assert_eq!(err(Method::Get, "/users/track"), ApiError::MethodNotAllowed { allowed: vec![Method::Post] });
-        assert_eq!(err(Method::Delete, "/preference_center/v1/list"), ApiError::MethodNotAllowed { allowed: vec![Method::Get] });
+        assert_eq!(
+            err(Method::Delete, "/preference_center/v1/list"),
+            ApiError::MethodNotAllowed { allowed: vec![Method::Get] }
+        );
         assert!(find(Method::Post, "/users/track/").is_ok());
     }
 

@@ -14,7 +14,8 @@ use crate::permission::Permission;
 use crate::store::memory::MemoryStore;
 use crate::subscriptions::groups::Channel;
 use crate::time::Timestamp;
-use crate::{Config, Ctx, Engine};
+use crate::ctx::Ctx;
+use crate::engine::{Config, Engine};
 
 /// The admin token of every kit.
 pub(crate) const ADMIN_TOKEN: &str = "kit-admin-token";
@@ -34,7 +35,8 @@ impl Kit {
         let engine = Engine::new(MemoryStore::new(), config);
         let ws = WorkspaceName::parse("test").expect("name");
         let ctx = Ctx { now: Timestamp(1_700_000_000_000), seed: [9; 16] };
-        let key = pollster::block_on(workspace::create_key(engine.store(), &ws, Permission::ALL.to_vec(), ctx)).expect("key");
+        let key =
+            pollster::block_on(workspace::create_key(engine.store(), &ws, Permission::ALL.to_vec(), ctx)).expect("key");
         Kit { engine, ws, key, tick: Cell::new(0) }
     }
 
@@ -54,7 +56,9 @@ impl Kit {
 
     /// Creates a subscription group in the kit's workspace; returns its id.
     pub(crate) fn group(&self, channel: Channel) -> String {
-        pollster::block_on(workspace::create_group(self.engine.store(), &self.ws, "g", channel, self.ctx())).expect("group").id
+        pollster::block_on(workspace::create_group(self.engine.store(), &self.ws, "g", channel, self.ctx()))
+            .expect("group")
+            .id
     }
 
     /// Any request with the kit's key and, unless `Null`, a JSON body.

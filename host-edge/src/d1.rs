@@ -127,22 +127,13 @@ fn text(bytes: &[u8]) -> Result<JsValue, StoreError> {
 }
 
 fn entry(version: f64, value: String) -> Entry {
-    Entry {
-        version: version as u64,
-        value: value.into_bytes(),
-    }
+    Entry { version: version as u64, value: value.into_bytes() }
 }
 
 impl D1Store {
     /// A store over `db`, caching API-key records in `keys` when given.
     pub fn new(db: D1Database, keys: Option<KeyCache>) -> D1Store {
-        D1Store {
-            db,
-            keys,
-            backing_off: Cell::new(0),
-            batch_ms: Cell::new(5.0),
-            calls: Cell::new(0),
-        }
+        D1Store { db, keys, backing_off: Cell::new(0), batch_ms: Cell::new(5.0), calls: Cell::new(0) }
     }
 
     /// Lets the event loop poll for new requests every [`PACE_EVERY`] D1 calls.
@@ -166,8 +157,7 @@ impl D1Store {
         let _ = getrandom::fill(&mut b);
         let wait = f64::from(u32::from_le_bytes(b)) / f64::from(u32::MAX) * window;
         Delay::from(Duration::from_millis(wait as u64)).await;
-        self.backing_off
-            .set(self.backing_off.get().saturating_sub(1));
+        self.backing_off.set(self.backing_off.get().saturating_sub(1));
     }
 
     fn stmt(&self, sql: &str, args: &[JsValue]) -> Result<D1PreparedStatement, StoreError> {
@@ -175,17 +165,8 @@ impl D1Store {
     }
 
     /// Every row a query returns.
-    async fn all<T: DeserializeOwned>(
-        &self,
-        sql: &str,
-        args: &[JsValue],
-    ) -> Result<Vec<T>, StoreError> {
-        self.stmt(sql, args)?
-            .all()
-            .await
-            .map_err(store_err)?
-            .results::<T>()
-            .map_err(store_err)
+    async fn all<T: DeserializeOwned>(&self, sql: &str, args: &[JsValue]) -> Result<Vec<T>, StoreError> {
+        self.stmt(sql, args)?.all().await.map_err(store_err)?.results::<T>().map_err(store_err)
     }
 
     async fn read_doc(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
@@ -202,12 +183,7 @@ impl D1Store {
     }
 
     /// The guard statement for one expectation (none for [`Expect::Any`]).
-    fn guard(
-        &self,
-        table: Table,
-        key: &str,
-        expect: Expect,
-    ) -> Result<Option<D1PreparedStatement>, StoreError> {
+    fn guard(&self, table: Table, key: &str, expect: Expect) -> Result<Option<D1PreparedStatement>, StoreError> {
         let t = num(table.id() as u64);
         let k = JsValue::from_str(key);
         let stmt = match expect {
@@ -229,12 +205,7 @@ impl D1Store {
         let mut out = Vec::with_capacity(changes.ops.len() * 2 + 3);
         for op in &changes.ops {
             match op {
-                Op::Put {
-                    table,
-                    key,
-                    value,
-                    expect,
-                } => {
+                Op::Put { table, key, value, expect } => {
                     out.extend(self.guard(*table, key, *expect)?);
                     // After the guard, an upsert is right for every expectation: the
                     // guard already refused a present key for `Absent` and a missing
@@ -265,10 +236,7 @@ impl D1Store {
                      WHERE seq > (SELECT applied FROM queue_cursor WHERE id = 1) AND seq <= ?1) <> ?2",
                 &[num(ack.through), num(ack.count)],
             )?);
-            out.push(self.stmt(
-                "UPDATE queue_cursor SET applied = ?1 WHERE id = 1",
-                &[num(ack.through)],
-            )?);
+            out.push(self.stmt("UPDATE queue_cursor SET applied = ?1 WHERE id = 1", &[num(ack.through)])?);
             out.push(self.stmt("DELETE FROM queue WHERE seq <= ?1", &[num(ack.through)])?);
         }
         Ok(out)
@@ -292,12 +260,7 @@ impl Store for D1Store {
         Ok(found)
     }
 
-    async fn scan(
-        &self,
-        table: Table,
-        prefix: &str,
-        limit: usize,
-    ) -> Result<Vec<(String, Entry)>, StoreError> {
+    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
         self.pace().await;
         let range = KeyRange::prefix(prefix, limit);
         let rows: Vec<KeyedRow> = self
@@ -312,11 +275,7 @@ impl Store for D1Store {
                 ],
             )
             .await?;
-        Ok(rows
-            .into_iter()
-            .filter(|r| range.contains(&r.key))
-            .map(|r| (r.key, entry(r.version, r.value)))
-            .collect())
+        Ok(rows.into_iter().filter(|r| range.contains(&r.key)).map(|r| (r.key, entry(r.version, r.value))).collect())
     }
 
     async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
@@ -347,15 +306,11 @@ impl Store for D1Store {
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
         self.pace().await;
         let row: Option<NumberRow> = self
-            .stmt(
-                "INSERT INTO queue (job) VALUES (?1) RETURNING seq AS n",
-                &[text(&job)?],
-            )?
+            .stmt("INSERT INTO queue (job) VALUES (?1) RETURNING seq AS n", &[text(&job)?])?
             .first(None)
             .await
             .map_err(store_err)?;
-        row.map(|r| r.n as u64)
-            .ok_or_else(|| StoreError("D1: enqueue returned no sequence number".into()))
+        row.map(|r| r.n as u64).ok_or_else(|| StoreError("D1: enqueue returned no sequence number".into()))
     }
 
     async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
@@ -368,13 +323,7 @@ impl Store for D1Store {
                 &[num(limit), num(after)],
             )
             .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| QueuedJob {
-                seq: r.seq as u64,
-                job: r.job.into_bytes(),
-            })
-            .collect())
+        Ok(rows.into_iter().map(|r| QueuedJob { seq: r.seq as u64, job: r.job.into_bytes() }).collect())
     }
 
     async fn queue_tail(&self) -> Result<u64, StoreError> {

@@ -71,26 +71,15 @@ fn isolate(env: &Env) -> worker::Result<Rc<Isolate>> {
     std::panic::set_hook(Box::new(|info| worker::console_error!("panic: {info}")));
     let db = env.d1("DB")?;
     let keys = env.kv("KEY_CACHE").ok().map(KeyCache::new);
-    let admin_token = env
-        .secret("ENGAGE_ADMIN_TOKEN")
-        .ok()
-        .map(|s| s.to_string())
-        .filter(|t| !t.is_empty());
-    let rate_limits = env
-        .var("ENGAGE_RATE_LIMITS")
-        .map_or(true, |v| v.to_string() != "off");
+    let admin_token = env.secret("ENGAGE_ADMIN_TOKEN").ok().map(|s| s.to_string()).filter(|t| !t.is_empty());
+    let rate_limits = env.var("ENGAGE_RATE_LIMITS").map_or(true, |v| v.to_string() != "off");
     let apply_batch = env
         .var("ENGAGE_APPLY_BATCH")
         .ok()
         .and_then(|v| v.to_string().parse().ok())
         .filter(|n| *n > 0)
         .unwrap_or(DEFAULT_APPLY_BATCH);
-    let config = Config {
-        rate_limits,
-        admin_token,
-        apply_batch,
-        ..Config::default()
-    };
+    let config = Config { rate_limits, admin_token, apply_batch, ..Config::default() };
     let i = Rc::new(Isolate {
         engine: Engine::new(D1Store::new(db, keys), config),
         drain_pending: Cell::new(false),
@@ -108,18 +97,11 @@ fn now_ms() -> u64 {
 fn ctx() -> Ctx {
     let mut seed = [0u8; 16];
     let _ = getrandom::fill(&mut seed);
-    Ctx {
-        now: Timestamp(now_ms() as i64),
-        seed,
-    }
+    Ctx { now: Timestamp(now_ms() as i64), seed }
 }
 
 #[event(fetch)]
-async fn fetch(
-    mut req: worker::Request,
-    env: Env,
-    wctx: Context,
-) -> worker::Result<worker::Response> {
+async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Result<worker::Response> {
     let isolate = match isolate(&env) {
         Ok(i) => i,
         Err(e) => {
@@ -166,11 +148,7 @@ async fn fetch(
 fn schedule_drain(isolate: &Rc<Isolate>, wctx: &Context) {
     isolate.drain_pending.set(true);
     let now = now_ms();
-    if isolate
-        .drainer
-        .get()
-        .is_some_and(|since| now.saturating_sub(since) < DRAINER_STALE_MS)
-    {
+    if isolate.drainer.get().is_some_and(|since| now.saturating_sub(since) < DRAINER_STALE_MS) {
         return;
     }
     isolate.drainer.set(Some(now));
@@ -190,10 +168,7 @@ fn schedule_drain(isolate: &Rc<Isolate>, wctx: &Context) {
 }
 
 fn lane_busy(isolate: &Isolate) -> bool {
-    isolate
-        .lane
-        .get()
-        .is_some_and(|seen| now_ms().saturating_sub(seen) < LANE_STALE_MS)
+    isolate.lane.get().is_some_and(|seen| now_ms().saturating_sub(seen) < LANE_STALE_MS)
 }
 
 /// Holding the isolate's lane; dropping it frees the lane.
@@ -281,7 +256,5 @@ fn to_worker(resp: Response) -> worker::Result<worker::Response> {
     for (k, v) in &resp.headers {
         headers.append(k, v)?;
     }
-    Ok(worker::Response::from_bytes(resp.body)?
-        .with_status(resp.status)
-        .with_headers(headers))
+    Ok(worker::Response::from_bytes(resp.body)?.with_status(resp.status).with_headers(headers))
 }

@@ -35,10 +35,7 @@ fn cache_key(key_hash: &str) -> String {
 impl KeyCache {
     /// A cache over a KV namespace.
     pub fn new(kv: KvStore) -> KeyCache {
-        KeyCache {
-            kv,
-            memory: RefCell::new(HashMap::new()),
-        }
+        KeyCache { kv, memory: RefCell::new(HashMap::new()) }
     }
 
     fn remember(&self, key_hash: &str, entry: &Entry) {
@@ -46,10 +43,7 @@ impl KeyCache {
         if memory.len() >= MEMORY_ENTRIES {
             memory.clear();
         }
-        memory.insert(
-            key_hash.to_string(),
-            (entry.clone(), Date::now().as_millis() + TTL_SECONDS * 1000),
-        );
+        memory.insert(key_hash.to_string(), (entry.clone(), Date::now().as_millis() + TTL_SECONDS * 1000));
     }
 
     /// The cached record, or `None` on a miss or any KV failure (then D1 answers).
@@ -62,10 +56,7 @@ impl KeyCache {
         }
         let text = self.kv.get(&cache_key(key_hash)).text().await.ok()??;
         let (version, value) = text.split_once(':')?;
-        let entry = Entry {
-            version: version.parse().ok()?,
-            value: value.as_bytes().to_vec(),
-        };
+        let entry = Entry { version: version.parse().ok()?, value: value.as_bytes().to_vec() };
         self.remember(key_hash, &entry);
         Some(entry)
     }

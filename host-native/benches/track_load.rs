@@ -213,14 +213,16 @@ fn main() {
             checkpointed_copy(&seed, &db);
             let store = SqliteStore::open(&db).unwrap();
             let ws = WorkspaceName::parse("bench").unwrap();
-            let key = pollster::block_on(provision::create_key(
-                &store,
-                &ws,
-                Permission::ALL.to_vec(),
-                engage::ctx(),
-            ))
-            .unwrap();
-            let config = Config { rate_limits: false, apply_batch: std::env::var("BENCH_APPLY_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(engage::server::APPLY_BATCH), ..Config::default() };
+            let key = pollster::block_on(provision::create_key(&store, &ws, Permission::ALL.to_vec(), engage::ctx()))
+                .unwrap();
+            let config = Config {
+                rate_limits: false,
+                apply_batch: std::env::var("BENCH_APPLY_BATCH")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(engage::server::APPLY_BATCH),
+                ..Config::default()
+            };
             let engine: SharedEngine = Arc::new(Engine::new(store, config));
             let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
             let addr = listener.local_addr().unwrap();
@@ -319,7 +321,13 @@ fn main() {
             let mut l: Vec<u64> = chunk.iter().filter(|r| r.0).map(|r| r.1).collect();
             l.sort_unstable();
             let at = s as u64 * bucket_ms;
-            println!("    second {}.{:03}: p50 {:.1} ms, p99 {:.1} ms", at / 1000, at % 1000, pct(&l, 0.5), pct(&l, 0.99));
+            println!(
+                "    second {}.{:03}: p50 {:.1} ms, p99 {:.1} ms",
+                at / 1000,
+                at % 1000,
+                pct(&l, 0.5),
+                pct(&l, 0.99)
+            );
         }
     }
     if let Some(db) = db {

@@ -85,7 +85,8 @@ enum GroupsCommand {
 }
 
 fn workspace(name: &str) -> Result<WorkspaceName, String> {
-    WorkspaceName::parse(name).ok_or_else(|| format!("invalid workspace name '{name}': use letters, digits, '-', '_', '.'"))
+    WorkspaceName::parse(name)
+        .ok_or_else(|| format!("invalid workspace name '{name}': use letters, digits, '-', '_', '.'"))
 }
 
 fn run(cli: Cli) -> Result<(), String> {
@@ -95,8 +96,8 @@ fn run(cli: Cli) -> Result<(), String> {
             let ws = workspace(&ws.workspace)?;
             let perms = parse_permission_list(&permissions)?;
             let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
-            let key = pollster::block_on(provision::create_key(&store, &ws, perms, ctx()))
-                .map_err(|e| format!("{e:?}"))?;
+            let key =
+                pollster::block_on(provision::create_key(&store, &ws, perms, ctx())).map_err(|e| format!("{e:?}"))?;
             println!("{key}");
             Ok(())
         }

@@ -64,7 +64,8 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         .with_writer(std::io::stderr)
         .init();
     let options = crate::store::Options { cache_bytes: args.cache_mib.saturating_mul(1 << 20) };
-    let store = SqliteStore::open_with(&args.db, options).map_err(|e| format!("cannot open {}: {e}", args.db.display()))?;
+    let store =
+        SqliteStore::open_with(&args.db, options).map_err(|e| format!("cannot open {}: {e}", args.db.display()))?;
     let config = Config {
         max_body_bytes: args.max_body_bytes,
         rate_limits: !args.no_rate_limits,
@@ -275,7 +276,12 @@ async fn handle(
     if let Some(why) = &response.internal {
         tracing::error!(method = method.as_str(), path, status = response.status, "{why}");
     }
-    tracing::debug!(method = method.as_str(), path, status = response.status, micros = started.elapsed().as_micros() as u64);
+    tracing::debug!(
+        method = method.as_str(),
+        path,
+        status = response.status,
+        micros = started.elapsed().as_micros() as u64
+    );
     let response = match &response.then {
         Then::ServeAsset(file) => match crate::playground::read(file) {
             Some(content) => Response::asset(file, content, method == Method::Head),

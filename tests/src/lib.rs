@@ -30,8 +30,13 @@ pub struct Host {
 
 fn spawn_native() -> Host {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let bin = std::env::var("ENGAGE_BIN").map(std::path::PathBuf::from).unwrap_or_else(|_| root.join("target/debug/engage"));
-    assert!(bin.exists(), "engage binary not found at {} (run `cargo build -p engage` or set ENGAGE_BIN)", bin.display());
+    let bin =
+        std::env::var("ENGAGE_BIN").map(std::path::PathBuf::from).unwrap_or_else(|_| root.join("target/debug/engage"));
+    assert!(
+        bin.exists(),
+        "engage binary not found at {} (run `cargo build -p engage` or set ENGAGE_BIN)",
+        bin.display()
+    );
     sweep_dead_runs();
     let dir = std::env::temp_dir().join(format!("engage-tests-{}-{}", std::process::id(), now_nanos()));
     std::fs::create_dir_all(&dir).expect("temp dir");
@@ -85,7 +90,8 @@ pub fn host() -> &'static Host {
     HOST.get_or_init(|| match std::env::var("ENGAGE_BASE_URL") {
         Ok(base) => Host {
             base: base.trim_end_matches('/').to_string(),
-            admin_token: std::env::var("ENGAGE_ADMIN_TOKEN").expect("ENGAGE_ADMIN_TOKEN must be set with ENGAGE_BASE_URL"),
+            admin_token: std::env::var("ENGAGE_ADMIN_TOKEN")
+                .expect("ENGAGE_ADMIN_TOKEN must be set with ENGAGE_BASE_URL"),
             _child: None,
         },
         Err(_) => spawn_native(),
@@ -198,7 +204,9 @@ impl Api {
 
     /// Creates a subscription group in this workspace; returns its id.
     pub async fn group(&self, name: &str, channel: &str) -> String {
-        let r = admin("POST", "/_engage/groups", json!({"workspace": self.workspace, "name": name, "channel": channel})).await;
+        let r =
+            admin("POST", "/_engage/groups", json!({"workspace": self.workspace, "name": name, "channel": channel}))
+                .await;
         assert_eq!(r.status, 201, "creating a group failed: {:?}", r.body);
         r.body["id"].as_str().expect("id").to_string()
     }
@@ -206,7 +214,8 @@ impl Api {
     /// Sends a request with this key.
     pub async fn call(&self, method: &str, path: &str, body: Option<Vec<u8>>) -> Reply {
         let auth = format!("Bearer {}", self.key);
-        send_with(&self.http, method, path, &[("Authorization", &auth), ("Content-Type", "application/json")], body).await
+        send_with(&self.http, method, path, &[("Authorization", &auth), ("Content-Type", "application/json")], body)
+            .await
     }
 
     /// POST with a JSON body.

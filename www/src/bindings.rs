@@ -58,7 +58,14 @@ pub fn routes() -> Array {
 
 /// The `curl` command for a request, sent to `base_url`.
 #[wasm_bindgen]
-pub fn curl(base_url: &str, method: &str, path: &str, query: &str, headers: &str, body: &str) -> Result<String, JsError> {
+pub fn curl(
+    base_url: &str,
+    method: &str,
+    path: &str,
+    query: &str,
+    headers: &str,
+    body: &str,
+) -> Result<String, JsError> {
     let draft = Draft::new(method, path, query, headers, body).map_err(|e| JsError::new(&e))?;
     Ok(draft.to_curl(base_url))
 }

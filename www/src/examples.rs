@@ -58,70 +58,136 @@ const TIME: &str = "2024-05-01T10:00:00Z";
 fn specific(method: &str, pattern: &str, group_id: &str) -> Option<(&'static str, String, Option<Value>)> {
     let pc = "PREFERENCE_CENTER_API_ID";
     Some(match (method, pattern) {
-        ("POST", "/users/track") => ("", String::new(), Some(json!({
-            "attributes": [{"external_id": USER, "first_name": "Ada", "email": EMAIL, "favorite_color": "blue"}],
-            "events": [{"external_id": USER, "name": "played_song", "time": TIME, "properties": {"genre": "jazz"}}],
-            "purchases": [{"external_id": USER, "product_id": "premium", "currency": "USD", "price": 9.99, "quantity": 1, "time": TIME}]
-        }))),
-        ("POST", "/users/track/sync") => ("", String::new(), Some(json!({
-            "attributes": [{"external_id": USER, "favorite_color": "green"}]
-        }))),
-        ("POST", "/users/export/ids") => ("", String::new(), Some(json!({
-            "external_ids": [USER]
-        }))),
-        ("POST", "/users/identify") => ("", String::new(), Some(json!({
-            "aliases_to_identify": [{"external_id": USER, "user_alias": {"alias_name": "visitor-42", "alias_label": "web_visitor"}}]
-        }))),
-        ("POST", "/users/merge") => ("", String::new(), Some(json!({
-            "merge_updates": [{"identifier_to_merge": {"external_id": "user-2"}, "identifier_to_keep": {"external_id": USER}}]
-        }))),
-        ("POST", "/users/delete") => ("", String::new(), Some(json!({
-            "external_ids": ["user-2"]
-        }))),
-        ("POST", "/users/alias/new") => ("", String::new(), Some(json!({
-            "user_aliases": [{"external_id": USER, "alias_name": "ada-crm", "alias_label": "crm_id"}]
-        }))),
-        ("POST", "/users/alias/update") => ("", String::new(), Some(json!({
-            "alias_updates": [{"alias_label": "crm_id", "old_alias_name": "ada-crm", "new_alias_name": "ada-crm-2"}]
-        }))),
-        ("POST", "/subscription/status/set") => ("", String::new(), Some(json!({
-            "subscription_group_id": group_id, "subscription_state": "subscribed", "external_id": [USER]
-        }))),
-        ("POST", "/v2/subscription/status/set") => ("", String::new(), Some(json!({
-            "subscription_groups": [{"subscription_group_id": group_id, "subscription_state": "unsubscribed", "emails": [EMAIL]}]
-        }))),
+        ("POST", "/users/track") => (
+            "",
+            String::new(),
+            Some(json!({
+                "attributes": [{"external_id": USER, "first_name": "Ada", "email": EMAIL, "favorite_color": "blue"}],
+                "events": [{"external_id": USER, "name": "played_song", "time": TIME, "properties": {"genre": "jazz"}}],
+                "purchases": [{"external_id": USER, "product_id": "premium", "currency": "USD", "price": 9.99, "quantity": 1, "time": TIME}]
+            })),
+        ),
+        ("POST", "/users/track/sync") => (
+            "",
+            String::new(),
+            Some(json!({
+                "attributes": [{"external_id": USER, "favorite_color": "green"}]
+            })),
+        ),
+        ("POST", "/users/export/ids") => (
+            "",
+            String::new(),
+            Some(json!({
+                "external_ids": [USER]
+            })),
+        ),
+        ("POST", "/users/identify") => (
+            "",
+            String::new(),
+            Some(json!({
+                "aliases_to_identify": [{"external_id": USER, "user_alias": {"alias_name": "visitor-42", "alias_label": "web_visitor"}}]
+            })),
+        ),
+        ("POST", "/users/merge") => (
+            "",
+            String::new(),
+            Some(json!({
+                "merge_updates": [{"identifier_to_merge": {"external_id": "user-2"}, "identifier_to_keep": {"external_id": USER}}]
+            })),
+        ),
+        ("POST", "/users/delete") => (
+            "",
+            String::new(),
+            Some(json!({
+                "external_ids": ["user-2"]
+            })),
+        ),
+        ("POST", "/users/alias/new") => (
+            "",
+            String::new(),
+            Some(json!({
+                "user_aliases": [{"external_id": USER, "alias_name": "ada-crm", "alias_label": "crm_id"}]
+            })),
+        ),
+        ("POST", "/users/alias/update") => (
+            "",
+            String::new(),
+            Some(json!({
+                "alias_updates": [{"alias_label": "crm_id", "old_alias_name": "ada-crm", "new_alias_name": "ada-crm-2"}]
+            })),
+        ),
+        ("POST", "/subscription/status/set") => (
+            "",
+            String::new(),
+            Some(json!({
+                "subscription_group_id": group_id, "subscription_state": "subscribed", "external_id": [USER]
+            })),
+        ),
+        ("POST", "/v2/subscription/status/set") => (
+            "",
+            String::new(),
+            Some(json!({
+                "subscription_groups": [{"subscription_group_id": group_id, "subscription_state": "unsubscribed", "emails": [EMAIL]}]
+            })),
+        ),
         ("GET", "/subscription/user/status") => ("", format!("external_id%5B%5D={USER}"), None),
-        ("GET", "/subscription/status/get") => ("", format!("subscription_group_id={group_id}&external_id={USER}"), None),
-        ("POST", "/email/status") => ("", String::new(), Some(json!({
-            "email": EMAIL, "subscription_state": "opted_in"
-        }))),
-        ("POST", "/email/blacklist") | ("POST", "/email/blocklist") => ("", String::new(), Some(json!({
-            "email": ["bounced@example.com"]
-        }))),
-        ("POST", "/preference_center/v1") => ("", String::new(), Some(json!({
-            "name": "newsletter_preferences",
-            "preference_center_title": "Your email preferences",
-            "preference_center_page_html": "<html><body><form action=\"{{preference_center_submit_url}}\"></form></body></html>",
-            "confirmation_page_html": "<html><body>Saved.</body></html>",
-            "state": "active"
-        }))),
-        ("PUT", "/preference_center/v1/{}") => (pc, String::new(), Some(json!({
-            "preference_center_page_html": "<html><body><form action=\"{{preference_center_submit_url}}\"></form></body></html>",
-            "confirmation_page_html": "<html><body>Saved again.</body></html>",
-            "state": "draft"
-        }))),
+        ("GET", "/subscription/status/get") => {
+            ("", format!("subscription_group_id={group_id}&external_id={USER}"), None)
+        }
+        ("POST", "/email/status") => (
+            "",
+            String::new(),
+            Some(json!({
+                "email": EMAIL, "subscription_state": "opted_in"
+            })),
+        ),
+        ("POST", "/email/blacklist") | ("POST", "/email/blocklist") => (
+            "",
+            String::new(),
+            Some(json!({
+                "email": ["bounced@example.com"]
+            })),
+        ),
+        ("POST", "/preference_center/v1") => (
+            "",
+            String::new(),
+            Some(json!({
+                "name": "newsletter_preferences",
+                "preference_center_title": "Your email preferences",
+                "preference_center_page_html": "<html><body><form action=\"{{preference_center_submit_url}}\"></form></body></html>",
+                "confirmation_page_html": "<html><body>Saved.</body></html>",
+                "state": "active"
+            })),
+        ),
+        ("PUT", "/preference_center/v1/{}") => (
+            pc,
+            String::new(),
+            Some(json!({
+                "preference_center_page_html": "<html><body><form action=\"{{preference_center_submit_url}}\"></form></body></html>",
+                "confirmation_page_html": "<html><body>Saved again.</body></html>",
+                "state": "draft"
+            })),
+        ),
         ("GET", "/preference_center/v1/list") => ("", String::new(), None),
         ("GET", "/preference_center/v1/{}") => (pc, String::new(), None),
         ("GET", "/scim/v2/Users") => ("", "filter=userName%20eq%20%22ada%40example.com%22".into(), None),
-        ("POST", "/scim/v2/Users") => ("", String::new(), Some(json!({
-            "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
-            "userName": EMAIL, "name": {"givenName": "Ada", "familyName": "Lovelace"}, "department": "finance"
-        }))),
+        ("POST", "/scim/v2/Users") => (
+            "",
+            String::new(),
+            Some(json!({
+                "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
+                "userName": EMAIL, "name": {"givenName": "Ada", "familyName": "Lovelace"}, "department": "finance"
+            })),
+        ),
         ("GET", "/scim/v2/Users/{}") | ("DELETE", "/scim/v2/Users/{}") => ("SCIM_USER_ID", String::new(), None),
-        ("PUT", "/scim/v2/Users/{}") => ("SCIM_USER_ID", String::new(), Some(json!({
-            "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
-            "name": {"givenName": "Ada", "familyName": "Byron"}, "department": "finance"
-        }))),
+        ("PUT", "/scim/v2/Users/{}") => (
+            "SCIM_USER_ID",
+            String::new(),
+            Some(json!({
+                "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
+                "name": {"givenName": "Ada", "familyName": "Byron"}, "department": "finance"
+            })),
+        ),
         ("GET", "/cdi/integrations") => ("", String::new(), None),
         ("GET", "/cdi/integrations/{}/job_sync_status") => ("INTEGRATION_ID", String::new(), None),
         _ => return None,

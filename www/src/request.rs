@@ -103,7 +103,10 @@ mod tests {
     #[test]
     fn header_lines_are_parsed_and_bad_ones_refused() {
         let h = parse_headers("Authorization: Bearer a:b\n\n content-type :application/json ").unwrap();
-        assert_eq!(h, vec![("Authorization".into(), "Bearer a:b".into()), ("content-type".into(), "application/json".into())]);
+        assert_eq!(
+            h,
+            vec![("Authorization".into(), "Bearer a:b".into()), ("content-type".into(), "application/json".into())]
+        );
         assert!(parse_headers("no colon").unwrap_err().contains("line 1"));
         assert!(parse_headers("ok: 1\nbad name: 2").unwrap_err().contains("line 2"));
     }
@@ -129,7 +132,10 @@ mod tests {
             "curl -sS -i -X POST 'http://127.0.0.1:8080/users/track?x=1' \\\n  -H 'Authorization: Bearer k' \\\n  --data-raw '{\"name\":\"it'\\''s\"}'"
         );
         let get = Draft::new("GET", "/cdi/integrations", "", "", "").unwrap();
-        assert_eq!(get.to_curl("https://api.example.com"), "curl -sS -i -X GET 'https://api.example.com/cdi/integrations'");
+        assert_eq!(
+            get.to_curl("https://api.example.com"),
+            "curl -sS -i -X GET 'https://api.example.com/cdi/integrations'"
+        );
     }
 
     #[test]

@@ -93,7 +93,10 @@ impl Session {
 
     /// The workspace's subscription groups.
     pub fn groups(&self) -> Vec<Group> {
-        block_on(provision::list_groups(self.engine.store(), &self.workspace)).ok().and_then(Result::ok).unwrap_or_default()
+        block_on(provision::list_groups(self.engine.store(), &self.workspace))
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default()
     }
 
     /// Handles one request exactly as a server would.
@@ -143,7 +146,8 @@ impl Session {
         let ws = WorkspaceName::parse(&snapshot.workspace).ok_or("the snapshot's workspace name is invalid")?;
         let mut docs = Vec::with_capacity(snapshot.documents.len());
         for d in snapshot.documents {
-            let table = Table::ALL.into_iter().find(|t| t.id() == d.table).ok_or(format!("unknown table {}", d.table))?;
+            let table =
+                Table::ALL.into_iter().find(|t| t.id() == d.table).ok_or(format!("unknown table {}", d.table))?;
             if d.version == 0 {
                 return Err(format!("document {} has version 0", d.key));
             }

@@ -41,7 +41,8 @@ fn send(pg: &Playground, method: &str, path: &str, body: Value) -> Reply {
 }
 
 fn track_blue(pg: &Playground) {
-    let r = send(pg, "POST", "/users/track", json!({"attributes": [{"external_id": "user-1", "favorite_color": "blue"}]}));
+    let r =
+        send(pg, "POST", "/users/track", json!({"attributes": [{"external_id": "user-1", "favorite_color": "blue"}]}));
     assert_eq!(r.status, 201);
     assert_eq!(r.body["message"], "success");
 }
@@ -116,7 +117,13 @@ fn routes_and_examples_cover_the_public_api() {
     assert!(text(&track, "headers").contains(&pg.key()));
     // The example request works as it is.
     let o = pg
-        .send(&text(&track, "method"), &text(&track, "path"), &text(&track, "query"), &text(&track, "headers"), &text(&track, "body"))
+        .send(
+            &text(&track, "method"),
+            &text(&track, "path"),
+            &text(&track, "query"),
+            &text(&track, "headers"),
+            &text(&track, "body"),
+        )
         .map_err(JsValue::from)
         .unwrap();
     assert_eq!(field(&o, "status").as_f64(), Some(201.0));

@@ -13,12 +13,12 @@ use crate::http::{Request, Response, Then};
 use crate::ids::WorkspaceName;
 use crate::input;
 use crate::permission::parse_permission_list;
+use crate::repo::codec::decode;
 use crate::routes::Operator;
 use crate::store::{Store, Table, MAX_SCAN};
 use crate::subscriptions::groups::{self, Channel};
 use crate::track::queue::SetAside;
-use crate::repo::codec::decode;
-use crate::Ctx;
+use crate::ctx::Ctx;
 
 /// Most set-aside jobs one listing returns.
 const SET_ASIDE_PAGE: usize = 100;
@@ -57,7 +57,8 @@ fn workspace_of(v: Option<&Value>) -> Result<WorkspaceName, ApiError> {
         Some(Value::String(s)) => s.as_str(),
         Some(_) => return Err(ApiError::bad("'workspace' must be a string")),
     };
-    WorkspaceName::parse(name).ok_or_else(|| ApiError::bad("'workspace' must be 1 to 64 of letters, digits, '-', '_', '.'"))
+    WorkspaceName::parse(name)
+        .ok_or_else(|| ApiError::bad("'workspace' must be 1 to 64 of letters, digits, '-', '_', '.'"))
 }
 
 /// POST /_engage/keys `{"workspace": "...", "permissions": "all" | [..]}` → `{"key": "..."}`.
@@ -69,7 +70,9 @@ async fn create_key<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Result<Resp
         Some(Value::String(s)) => parse_permission_list(s),
         Some(Value::Array(items)) => {
             let names: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
-            names.ok_or_else(|| "permissions must be strings".to_string()).and_then(|n| parse_permission_list(&n.join(",")))
+            names
+                .ok_or_else(|| "permissions must be strings".to_string())
+                .and_then(|n| parse_permission_list(&n.join(",")))
         }
         Some(_) => Err("'permissions' must be \"all\" or an array of strings".into()),
     }

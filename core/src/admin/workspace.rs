@@ -14,7 +14,7 @@ use crate::repo::Tx;
 use crate::store::{ChangeSet, Expect, Op, Store, Table};
 use crate::subscriptions::groups::{self, Channel, Group};
 use crate::users::profile::Profile;
-use crate::Ctx;
+use crate::ctx::Ctx;
 
 /// What is stored for a workspace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,11 +37,17 @@ pub async fn create_key<S: Store>(
     // shared with other ids.
     let h: String = ctx.seed.iter().map(|b| format!("{b:02x}")).collect();
     let secret = format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32]);
-    let record = KeyRecord { workspace: workspace.clone(), permissions, hint: secret[..8].to_string(), created_at: ctx.now.0 };
+    let record =
+        KeyRecord { workspace: workspace.clone(), permissions, hint: secret[..8].to_string(), created_at: ctx.now.0 };
     let ws = WorkspaceRecord { name: workspace.clone(), created_at: ctx.now.0 };
     let ops = vec![
         Op::Put { table: Table::ApiKey, key: key_hash(&secret), value: encode(&record)?, expect: Expect::Absent },
-        Op::Put { table: Table::Workspace, key: workspace.as_str().to_string(), value: encode(&ws)?, expect: Expect::Any },
+        Op::Put {
+            table: Table::Workspace,
+            key: workspace.as_str().to_string(),
+            value: encode(&ws)?,
+            expect: Expect::Any,
+        },
     ];
     store.commit(ChangeSet { ops, ack: None }).await?;
     Ok(secret)

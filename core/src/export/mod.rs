@@ -2,13 +2,13 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::ids::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::Response;
+use crate::ids::WorkspaceName;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
-use crate::users::profile::Profile;
 use crate::repo::Tx;
 use crate::store::Store;
+use crate::users::profile::Profile;
 
 /// Most `external_ids` plus `user_aliases` in one request.
 pub const MAX_IDS: usize = 50;
@@ -65,7 +65,10 @@ fn identifiers(body: &Map<String, Value>) -> Result<Vec<(Identifier, Value)>, Ap
         return Err(bad_ids());
     }
     for v in externals {
-        let x = v.as_str().and_then(ExternalId::parse).ok_or_else(|| ApiError::bad("'external_ids' must hold non-empty strings"))?;
+        let x = v
+            .as_str()
+            .and_then(ExternalId::parse)
+            .ok_or_else(|| ApiError::bad("'external_ids' must hold non-empty strings"))?;
         out.push((Identifier::External(x), v.clone()));
     }
     for v in aliases {
@@ -92,7 +95,8 @@ fn identifiers(body: &Map<String, Value>) -> Result<Vec<(Identifier, Value)>, Ap
         return Err(bad_ids());
     }
     for v in service_ids {
-        let id = v.as_str().and_then(ServiceId::parse).ok_or_else(|| ApiError::bad("'service_ids' must hold strings"))?;
+        let id =
+            v.as_str().and_then(ServiceId::parse).ok_or_else(|| ApiError::bad("'service_ids' must hold strings"))?;
         out.push((Identifier::Service(id), v.clone()));
     }
     if out.is_empty() {

@@ -14,16 +14,16 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::repo::transact;
-use crate::ids::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::Response;
+use crate::ids::WorkspaceName;
 use crate::ids::{ExternalId, IdGen, Identifier, UserAlias};
-use crate::users::profile::Profile;
+use crate::repo::transact::transact;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
-use crate::Ctx;
+use crate::users::profile::Profile;
+use crate::ctx::Ctx;
 
 /// Most entries per request.
 pub const MAX_ENTRIES: usize = 50;
@@ -102,7 +102,12 @@ pub fn parse_update(body: &[u8]) -> Result<Vec<AliasUpdate>, ApiError> {
 }
 
 /// Applies one new alias; true when it was added.
-pub async fn add<S: Store>(tx: &mut Tx<'_, S>, e: &NewAlias, now: Timestamp, ids: &mut IdGen) -> Result<bool, StoreError> {
+pub async fn add<S: Store>(
+    tx: &mut Tx<'_, S>,
+    e: &NewAlias,
+    now: Timestamp,
+    ids: &mut IdGen,
+) -> Result<bool, StoreError> {
     if !tx.resolve(&Identifier::Alias(e.alias.clone())).await?.is_empty() {
         return Ok(false);
     }
@@ -149,7 +154,12 @@ pub async fn alias_new<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx
 }
 
 /// POST /users/alias/update: `{"message": "success"}` (201).
-pub async fn alias_update<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
+pub async fn alias_update<S: Store>(
+    store: &S,
+    ws: &WorkspaceName,
+    body: &[u8],
+    ctx: Ctx,
+) -> Result<Response, ApiError> {
     let updates = parse_update(body)?;
     transact(store, ws, ctx.seed, async |tx, _| {
         for u in &updates {
@@ -182,7 +192,10 @@ mod tests {
         let kit = Kit::new();
         kit.track(json!({"attributes": [{"external_id": "u1"}]}));
         let add = |name: &str| {
-            kit.post("/users/alias/new", json!({"user_aliases": [{"external_id": "u1", "alias_name": name, "alias_label": "crm"}]}))
+            kit.post(
+                "/users/alias/new",
+                json!({"user_aliases": [{"external_id": "u1", "alias_name": name, "alias_label": "crm"}]}),
+            )
         };
         add("first");
         add("second");

@@ -11,14 +11,14 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::repo::transact;
-use crate::ids::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::Response;
+use crate::ids::WorkspaceName;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
-use crate::users::prioritization::{pick, Prioritization, Purpose};
+use crate::repo::transact::transact;
 use crate::store::Store;
-use crate::Ctx;
+use crate::users::prioritization::{pick, Prioritization, Purpose};
+use crate::ctx::Ctx;
 
 /// Most entries of all arrays together.
 pub const MAX_ENTRIES: usize = 50;
@@ -42,7 +42,9 @@ fn list<'a>(body: &'a Map<String, Value>, key: &str) -> Result<&'a [Value], ApiE
 
 fn shared(item: &Value, array: &str, key: &str, parse: fn(&str) -> Option<Identifier>) -> Result<Target, ApiError> {
     let what = if key == "email" { "a valid email address" } else { "a valid E.164 phone number" };
-    let shape = || ApiError::bad(format!("each entry of '{array}' must be an object with '{key}' ({what}) and 'prioritization'"));
+    let shape = || {
+        ApiError::bad(format!("each entry of '{array}' must be an object with '{key}' ({what}) and 'prioritization'"))
+    };
     let obj = item.as_object().ok_or_else(shape)?;
     let ident = obj.get(key).and_then(Value::as_str).and_then(parse).ok_or_else(shape)?;
     let prioritization = Prioritization::parse(obj.get("prioritization"), Purpose::Delete).map_err(ApiError::bad)?;
@@ -70,7 +72,10 @@ pub fn parse(body: &[u8]) -> Result<Vec<Target>, ApiError> {
     let mut out = Vec::with_capacity(total);
     let plain = |ident| Target { ident, prioritization: None };
     for v in externals {
-        let x = v.as_str().and_then(ExternalId::parse).ok_or_else(|| ApiError::bad("'external_ids' must hold non-empty strings"))?;
+        let x = v
+            .as_str()
+            .and_then(ExternalId::parse)
+            .ok_or_else(|| ApiError::bad("'external_ids' must hold non-empty strings"))?;
         out.push(plain(Identifier::External(x)));
     }
     for v in aliases {
@@ -79,7 +84,10 @@ pub fn parse(body: &[u8]) -> Result<Vec<Target>, ApiError> {
         out.push(plain(Identifier::Alias(a)));
     }
     for v in services {
-        let id = v.as_str().and_then(ServiceId::parse).ok_or_else(|| ApiError::bad("'service_ids' must hold non-empty strings"))?;
+        let id = v
+            .as_str()
+            .and_then(ServiceId::parse)
+            .ok_or_else(|| ApiError::bad("'service_ids' must hold non-empty strings"))?;
         out.push(plain(Identifier::Service(id)));
     }
     for v in emails {
@@ -119,7 +127,10 @@ mod tests {
         let err = |v: Value| parse(v.to_string().as_bytes()).unwrap_err();
         assert!(matches!(err(json!({})), ApiError::BadRequest(_)));
         let ids: Vec<String> = (0..51).map(|i| format!("u{i}")).collect();
-        assert_eq!(err(json!({"external_ids": ids})), ApiError::bad("a single request may not contain more than 50 users to delete"));
+        assert_eq!(
+            err(json!({"external_ids": ids})),
+            ApiError::bad("a single request may not contain more than 50 users to delete")
+        );
         assert_eq!(
             err(json!({"email_addresses": [{"email": "a@example.com", "prioritization": ["least_recently_updated"]}]})),
             ApiError::bad("'least_recently_updated' is not allowed in the prioritization of /users/delete")

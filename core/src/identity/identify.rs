@@ -15,17 +15,17 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::repo::transact;
-use crate::ids::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::Response;
-use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
 use crate::identity::merge::combine;
-use crate::users::prioritization::{pick, Prioritization, Purpose};
+use crate::ids::WorkspaceName;
+use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
+use crate::repo::transact::transact;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
-use crate::Ctx;
+use crate::users::prioritization::{pick, Prioritization, Purpose};
+use crate::ctx::Ctx;
 
 /// Most entries (aliases, emails and phones together) in one request.
 pub const MAX_ENTRIES: usize = 50;
@@ -54,11 +54,9 @@ pub struct Identify {
 }
 
 fn external_id(obj: &Map<String, Value>, array: &str) -> Result<ExternalId, ApiError> {
-    let x = obj
-        .get("external_id")
-        .and_then(Value::as_str)
-        .and_then(ExternalId::parse)
-        .ok_or_else(|| ApiError::bad(format!("each entry of '{array}' needs an 'external_id' that is a non-empty string")))?;
+    let x = obj.get("external_id").and_then(Value::as_str).and_then(ExternalId::parse).ok_or_else(|| {
+        ApiError::bad(format!("each entry of '{array}' needs an 'external_id' that is a non-empty string"))
+    })?;
     if x.is_blocked() {
         return Err(ApiError::bad("provided external_id is blacklisted and disallowed"));
     }
@@ -83,7 +81,9 @@ fn entry(array: &str, item: &Value) -> Result<Entry, ApiError> {
         }
         _ => {
             let p = obj.get("phone").and_then(Value::as_str).and_then(Phone::parse).ok_or_else(|| {
-                ApiError::bad("each entry of 'phone_numbers_to_identify' needs a 'phone' that is a valid E.164 phone number")
+                ApiError::bad(
+                    "each entry of 'phone_numbers_to_identify' needs a 'phone' that is a valid E.164 phone number",
+                )
             })?;
             Identifier::Phone(p)
         }
@@ -113,7 +113,9 @@ pub fn parse(body: &[u8]) -> Result<Identify, ApiError> {
         ));
     }
     if lists.iter().map(|(_, items)| items.len()).sum::<usize>() > MAX_ENTRIES {
-        return Err(ApiError::bad("a single request may not contain more than 50 aliases, emails or phone numbers to identify"));
+        return Err(ApiError::bad(
+            "a single request may not contain more than 50 aliases, emails or phone numbers to identify",
+        ));
     }
     let mut out = Identify { entries: Vec::new(), aliases: 0 };
     for (array, items) in lists {
@@ -217,7 +219,9 @@ mod tests {
         let err = |v: Value| parse(v.to_string().as_bytes()).unwrap_err();
         assert!(matches!(err(json!({})), ApiError::BadRequest(_)));
         assert_eq!(
-            err(json!({"aliases_to_identify": [{"external_id": "null", "user_alias": {"alias_name": "a", "alias_label": "l"}}]})),
+            err(
+                json!({"aliases_to_identify": [{"external_id": "null", "user_alias": {"alias_name": "a", "alias_label": "l"}}]})
+            ),
             ApiError::bad("provided external_id is blacklisted and disallowed")
         );
         assert_eq!(
@@ -232,7 +236,8 @@ mod tests {
     fn a_new_external_id_is_given_to_the_alias_profile() {
         let kit = Kit::new();
         alias_only(&kit, "anon-1", "device", json!({"color": "red"}));
-        let (status, body) = kit.post("/users/identify", json!({"aliases_to_identify": [alias_entry("u1", "anon-1", "device")]}));
+        let (status, body) =
+            kit.post("/users/identify", json!({"aliases_to_identify": [alias_entry("u1", "anon-1", "device")]}));
         assert_eq!((status, body), (201, json!({"aliases_processed": 1, "message": "success"})));
         let u = kit.user("u1");
         assert_eq!(u["custom_attributes"], json!({"color": "red"}));
@@ -245,7 +250,8 @@ mod tests {
         kit.track(json!({"attributes": [{"external_id": "u1", "color": "blue"}]}));
         alias_only(&kit, "anon-1", "device", json!({"color": "red", "size": 4}));
         kit.track(json!({"events": [{"user_alias": {"alias_name": "anon-1", "alias_label": "device"}, "name": "e", "time": "2024-01-01T00:00:00Z"}]}));
-        let (status, _) = kit.post("/users/identify", json!({"aliases_to_identify": [alias_entry("u1", "anon-1", "device")]}));
+        let (status, _) =
+            kit.post("/users/identify", json!({"aliases_to_identify": [alias_entry("u1", "anon-1", "device")]}));
         assert_eq!(status, 201);
         let u = kit.user("u1");
         assert_eq!(u["custom_attributes"], json!({"color": "blue", "size": 4}));
@@ -258,7 +264,10 @@ mod tests {
     fn a_label_conflict_leaves_both_profiles_alone() {
         let kit = Kit::new();
         kit.track(json!({"attributes": [{"external_id": "u1"}]}));
-        kit.post("/users/alias/new", json!({"user_aliases": [{"external_id": "u1", "alias_name": "mine", "alias_label": "device"}]}));
+        kit.post(
+            "/users/alias/new",
+            json!({"user_aliases": [{"external_id": "u1", "alias_name": "mine", "alias_label": "device"}]}),
+        );
         alias_only(&kit, "other", "device", json!({"size": 4}));
         kit.post("/users/identify", json!({"aliases_to_identify": [alias_entry("u1", "other", "device")]}));
         assert!(kit.user("u1").get("custom_attributes").is_none());

@@ -10,21 +10,20 @@
 //! after sees the result). Updates are applied in request order in one unit of work,
 //! so a chain inside one request (A into B, then B into C) ends with everything in C.
 
-
 use serde_json::{json, Map, Value};
 
-use crate::repo::transact;
-use crate::subscriptions::address::link_email;
-use crate::ids::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::Response;
+use crate::ids::WorkspaceName;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
-use crate::users::prioritization::{pick, Prioritization, Purpose};
-use crate::users::profile::Profile;
+use crate::repo::transact::transact;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
+use crate::subscriptions::address::link_email;
 use crate::time::Timestamp;
-use crate::Ctx;
+use crate::users::prioritization::{pick, Prioritization, Purpose};
+use crate::users::profile::Profile;
+use crate::ctx::Ctx;
 
 /// Most merge updates in one request.
 pub const MAX_UPDATES: usize = 50;
@@ -170,9 +169,9 @@ impl MergeIdentifier {
             _ => Identifier::Phone(Phone::parse(text()?).ok_or_else(bad)?),
         };
         let prioritization = match ident {
-            Identifier::Email(_) | Identifier::Phone(_) => {
-                Some(Prioritization::parse(obj.get("prioritization"), Purpose::IdentifyOrMerge).map_err(ApiError::bad)?)
-            }
+            Identifier::Email(_) | Identifier::Phone(_) => Some(
+                Prioritization::parse(obj.get("prioritization"), Purpose::IdentifyOrMerge).map_err(ApiError::bad)?,
+            ),
             _ => None,
         };
         Ok(MergeIdentifier { ident, prioritization })
@@ -237,9 +236,9 @@ pub async fn merge<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ct
 
 #[cfg(test)]
 mod tests {
-    use crate::testkit::Kit;
     use super::*;
     use crate::subscriptions::values::{GlobalState, GroupState};
+    use crate::testkit::Kit;
     use crate::users::profile::Summary;
     use serde_json::json;
 
@@ -337,10 +336,7 @@ mod tests {
         assert_eq!(bad(json!({"user_alias": "n"})), msg);
         assert_eq!(bad(json!({"external_id": "a", "extra": 1})), msg);
         assert_eq!(bad(json!("a")), msg);
-        assert_eq!(
-            bad(json!({"email": "a@example.com"})),
-            ApiError::bad(crate::users::prioritization::REQUIRED)
-        );
+        assert_eq!(bad(json!({"email": "a@example.com"})), ApiError::bad(crate::users::prioritization::REQUIRED));
         let ok = MergeIdentifier::parse(&json!({"phone": "+14155550100", "prioritization": ["identified"]})).unwrap();
         assert!(ok.prioritization.is_some());
     }

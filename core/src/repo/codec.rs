@@ -15,4 +15,3 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError> {
 pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
     serde_json::to_vec(value).map_err(|e| StoreError(format!("cannot encode a document: {e}")))
 }
-

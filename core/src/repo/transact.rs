@@ -36,4 +36,3 @@ pub async fn transact<'s, S: Store, T>(
     }
     Err(ApiError::Busy)
 }
-

@@ -9,6 +9,8 @@ use crate::routes::Scim;
 /// Answers a SCIM endpoint.
 pub fn handle(endpoint: Scim) -> Result<Response, ApiError> {
     match endpoint {
-        Scim::Search | Scim::Create | Scim::Get(_) | Scim::Replace(_) | Scim::Delete(_) => Err(ApiError::NotImplemented),
+        Scim::Search | Scim::Create | Scim::Get(_) | Scim::Replace(_) | Scim::Delete(_) => {
+            Err(ApiError::NotImplemented)
+        }
     }
 }

@@ -59,10 +59,17 @@ async fn deletes<S: Store>(s: &S) {
 
 /// Scans return exactly the keys under a prefix, in key order, up to the limit.
 async fn prefix_scans<S: Store>(s: &S) {
-    let keys = ["w\u{1f}e\u{1f}a@x.io\u{1f}2", "w\u{1f}e\u{1f}a@x.io\u{1f}1", "w\u{1f}e\u{1f}a@x.iox\u{1f}3", "w\u{1f}e\u{1f}b", "v\u{1f}e"];
+    let keys = [
+        "w\u{1f}e\u{1f}a@x.io\u{1f}2",
+        "w\u{1f}e\u{1f}a@x.io\u{1f}1",
+        "w\u{1f}e\u{1f}a@x.iox\u{1f}3",
+        "w\u{1f}e\u{1f}b",
+        "v\u{1f}e",
+    ];
     s.commit(cs(keys.iter().map(|k| put(Table::Ident, k, k, Expect::Absent)).collect())).await.unwrap();
     s.commit(cs(vec![put(Table::Profile, "w\u{1f}e\u{1f}a@x.io\u{1f}9", "p", Expect::Absent)])).await.unwrap();
-    let found: Vec<String> = s.scan(Table::Ident, "w\u{1f}e\u{1f}a@x.io\u{1f}", 10).await.unwrap().into_iter().map(|(k, _)| k).collect();
+    let found: Vec<String> =
+        s.scan(Table::Ident, "w\u{1f}e\u{1f}a@x.io\u{1f}", 10).await.unwrap().into_iter().map(|(k, _)| k).collect();
     assert_eq!(found, vec!["w\u{1f}e\u{1f}a@x.io\u{1f}1".to_string(), "w\u{1f}e\u{1f}a@x.io\u{1f}2".to_string()]);
     assert_eq!(s.scan(Table::Ident, "w\u{1f}", 2).await.unwrap().len(), 2);
     assert_eq!(s.scan(Table::Ident, "zzz", 10).await.unwrap().len(), 0);
@@ -105,11 +112,17 @@ async fn queue<S: Store>(s: &S) {
     assert!(s.queued(c, 10).await.unwrap().is_empty());
 
     // A failing expectation leaves the queue untouched.
-    let failing = ChangeSet { ops: vec![put(Table::Profile, "p", "1", Expect::Version(3))], ack: Some(QueueAck { through: b, count: 2 }) };
+    let failing = ChangeSet {
+        ops: vec![put(Table::Profile, "p", "1", Expect::Version(3))],
+        ack: Some(QueueAck { through: b, count: 2 }),
+    };
     assert_eq!(s.commit(failing).await, Err(CommitError::Conflict));
     assert_eq!(s.queued(0, 10).await.unwrap().len(), 3);
 
-    let ok = ChangeSet { ops: vec![put(Table::Profile, "p", "1", Expect::Absent)], ack: Some(QueueAck { through: b, count: 2 }) };
+    let ok = ChangeSet {
+        ops: vec![put(Table::Profile, "p", "1", Expect::Absent)],
+        ack: Some(QueueAck { through: b, count: 2 }),
+    };
     s.commit(ok).await.unwrap();
     assert_eq!(s.queued(0, 10).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![c]);
     assert_eq!(s.queued(a, 10).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![c]);

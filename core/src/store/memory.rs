@@ -4,9 +4,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 
-use super::{
-    expectation_holds, next_version, ChangeSet, CommitError, Entry, Op, QueuedJob, Store, StoreError, Table,
-};
+use super::{expectation_holds, next_version, ChangeSet, CommitError, Entry, Op, QueuedJob, Store, StoreError, Table};
 
 #[derive(Default, Clone)]
 struct Inner {

@@ -43,4 +43,3 @@ pub async fn link_email<S: Store>(tx: &mut Tx<'_, S>, id: &ServiceId, email: &Em
     }
     Ok(())
 }
-

@@ -7,16 +7,16 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use crate::repo::transact;
-use crate::ids::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::Email;
-use crate::subscriptions::values::GlobalState;
+use crate::ids::WorkspaceName;
+use crate::repo::transact::transact;
 use crate::store::Store;
 use crate::subscriptions::state::{self, EmailChange};
+use crate::subscriptions::values::GlobalState;
 use crate::subscriptions::{body_object, field, json_strings};
-use crate::Ctx;
+use crate::ctx::Ctx;
 
 /// The platform's message for a global email state outside the three values.
 pub const BAD_EMAIL_STATE: &str = "'subscription_state' must be 'subscribed', 'unsubscribed', or 'opted_in'";

@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ids::WorkspaceName;
 use crate::error::ApiError;
 use crate::ids::IdGen;
+use crate::ids::WorkspaceName;
 use crate::repo::codec::{decode, encode};
 use crate::repo::keys::{group_key, workspace_prefix};
 use crate::store::{ChangeSet, Expect, Op, Store, StoreError, Table, MAX_SCAN};
@@ -105,7 +105,8 @@ pub async fn create<S: Store>(
         return Err(ApiError::bad("a group name must be 1 to 255 characters"));
     }
     let group = Group { id: uuid(ids), name: name.to_string(), channel, created_at: now };
-    let op = Op::Put { table: Table::Group, key: group_key(ws, &group.id), value: encode(&group)?, expect: Expect::Absent };
+    let op =
+        Op::Put { table: Table::Group, key: group_key(ws, &group.id), value: encode(&group)?, expect: Expect::Absent };
     store.commit(ChangeSet { ops: vec![op], ack: None }).await?;
     Ok(group)
 }

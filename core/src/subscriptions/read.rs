@@ -6,13 +6,13 @@ use serde_json::{json, Map, Value};
 
 use super::state;
 use super::{check_channel, group_entries, group_of, parse_named, with_errors, Kind, Named, EMAIL_AND_PHONE};
-use crate::users::locate::pick_shared;
-use crate::ids::WorkspaceName;
 use crate::error::ApiError;
 use crate::http::{Request, Response};
+use crate::ids::WorkspaceName;
 use crate::ids::{Identifier, ServiceId};
 use crate::repo::Tx;
 use crate::store::Store;
+use crate::users::locate::pick_shared;
 
 /// Default and largest `limit` of `/subscription/user/status`.
 pub const MAX_LIMIT: usize = 100;

@@ -8,19 +8,19 @@ use serde_json::{json, Map, Value};
 
 use super::state;
 use super::{
-    body_object, check_channel, double_opt_in, field, group_of, json_strings, parse_named, with_errors,
-    Kind, Named, BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS,
+    body_object, check_channel, double_opt_in, field, group_of, json_strings, parse_named, with_errors, Kind, Named,
+    BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS,
 };
-use crate::repo::transact;
-use crate::ids::WorkspaceName;
 use crate::error::ApiError;
-use crate::subscriptions::groups::Group;
 use crate::http::Response;
+use crate::ids::WorkspaceName;
 use crate::ids::{Identifier, ServiceId};
-use crate::subscriptions::values::GroupState;
+use crate::repo::transact::transact;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
-use crate::Ctx;
+use crate::subscriptions::groups::Group;
+use crate::subscriptions::values::GroupState;
+use crate::ctx::Ctx;
 
 /// Most `subscription_groups` entries in one v2 request.
 pub const MAX_GROUP_ENTRIES: usize = 50;

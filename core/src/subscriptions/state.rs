@@ -13,16 +13,16 @@
 //! from every email group), and a global re-subscribe brings every email group back
 //! to its stored status.
 
-use crate::repo::keys::address_key;
-use crate::subscriptions::address::AddressState;
-use crate::users::locate::for_sharing;
-use crate::subscriptions::groups::Channel;
 use crate::ids::{Email, Identifier, ServiceId};
-use crate::subscriptions::values::{GlobalState, GroupState};
-use crate::users::profile::Profile;
+use crate::repo::keys::address_key;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError, Table};
+use crate::subscriptions::address::AddressState;
+use crate::subscriptions::groups::Channel;
+use crate::subscriptions::values::{GlobalState, GroupState};
 use crate::time::Timestamp;
+use crate::users::locate::for_sharing;
+use crate::users::profile::Profile;
 
 /// A group status as reads report it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -72,7 +72,9 @@ fn v2_with_one_bad_entry_writes_nothing() {
 fn line_groups_change_only_the_named_user() {
     let w = Kit::new();
     let g = w.group(Channel::Line);
-    w.track_attributes(json!([{"external_id": "u1", "phone": "+14155550100"}, {"external_id": "u2", "phone": "+14155550100"}]));
+    w.track_attributes(
+        json!([{"external_id": "u1", "phone": "+14155550100"}, {"external_id": "u2", "phone": "+14155550100"}]),
+    );
     let body = json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": ["u1"]});
     assert_eq!(w.post("/subscription/status/set", body).0, 201);
     assert_eq!(w.user("u1")["subscription_groups"][0]["status"], "Subscribed");

@@ -56,4 +56,3 @@ impl GroupState {
         }
     }
 }
-

@@ -7,13 +7,13 @@ use serde_json::Value;
 
 use super::parse::{object_error, AttrUpdate, InputArray, Lookup, NotLookedUp, Parsed, Target, TrackOp};
 use crate::ids::WorkspaceName;
-use crate::subscriptions::groups::{self, Channel};
-use crate::subscriptions::BAD_GROUP_ID;
 use crate::ids::{IdGen, Identifier, ServiceId};
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::subscriptions::address::link_email;
+use crate::subscriptions::groups::{self, Channel};
 use crate::subscriptions::state::{set_global_for, set_group_for};
+use crate::subscriptions::BAD_GROUP_ID;
 use crate::time::Timestamp;
 use crate::users::custom;
 use crate::users::locate::find;
@@ -52,7 +52,9 @@ pub async fn look_up_groups<S: Store>(
                     };
                     match channel {
                         Some(channel) => kept.push(AttrUpdate::Group { id, channel, state }),
-                        None => insert_error(&mut errors, index, object_error(InputArray::Attributes, index, BAD_GROUP_ID)),
+                        None => {
+                            insert_error(&mut errors, index, object_error(InputArray::Attributes, index, BAD_GROUP_ID))
+                        }
                     }
                 }
                 TrackOp::Attributes { target, merge_objects, updates: kept }
@@ -138,10 +140,11 @@ pub async fn apply_op<S: Store>(
         TrackOp::Purchase { product_id, price, quantity, time, .. } => {
             if let Some(p) = tx.profile_mut(&id).await? {
                 // The platform counts a purchase of quantity N as N purchases.
-                p.purchases
-                    .entry(product_id.clone())
-                    .and_modify(|s| s.record(*time, *quantity))
-                    .or_insert(Summary { first: *time, last: *time, count: *quantity });
+                p.purchases.entry(product_id.clone()).and_modify(|s| s.record(*time, *quantity)).or_insert(Summary {
+                    first: *time,
+                    last: *time,
+                    count: *quantity,
+                });
                 p.total_revenue = add_revenue(p.total_revenue, price * *quantity as f64);
             }
         }
@@ -188,9 +191,7 @@ async fn apply_update<S: Store>(
                 p.push_subscribe = Some(*s);
             }
         }
-        AttrUpdate::Group { id: gid, channel, state } => {
-            set_group_for(tx, id, gid, *channel, *state, at).await?
-        }
+        AttrUpdate::Group { id: gid, channel, state } => set_group_for(tx, id, gid, *channel, *state, at).await?,
         AttrUpdate::Custom(k, op) => {
             if let Some(p) = tx.profile_mut(id).await? {
                 custom::apply(&mut p.custom, k, op, merge_objects);

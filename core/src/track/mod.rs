@@ -17,7 +17,7 @@ use crate::http::{Response, Then};
 use crate::ids::WorkspaceName;
 use crate::repo::codec::encode;
 use crate::store::Store;
-use crate::Ctx;
+use crate::ctx::Ctx;
 
 /// POST /users/track: parse, look up the groups named, queue durably, answer 201;
 /// the host is asked to apply the queue soon.

@@ -133,7 +133,9 @@ impl<C> TrackOp<C> {
     /// The user the operation updates.
     pub fn target(&self) -> &Target {
         match self {
-            TrackOp::Attributes { target, .. } | TrackOp::Event { target, .. } | TrackOp::Purchase { target, .. } => target,
+            TrackOp::Attributes { target, .. } | TrackOp::Event { target, .. } | TrackOp::Purchase { target, .. } => {
+                target
+            }
         }
     }
 }
@@ -213,7 +215,10 @@ pub fn arrays(body: &Map<String, Value>, max: usize) -> Result<Vec<(InputArray, 
             Some(Value::Array(items)) => {
                 if items.len() > max {
                     return Err(fatal(
-                        format!("Max Input Length Exceeded: '{name}' holds {} objects; at most {max} are allowed", items.len()),
+                        format!(
+                            "Max Input Length Exceeded: '{name}' holds {} objects; at most {max} are allowed",
+                            items.len()
+                        ),
                         vec![],
                     ));
                 }
@@ -239,7 +244,9 @@ pub fn parse(arrays: &[(InputArray, &Vec<Value>)], now: Timestamp) -> Parsed {
             let result = match item.as_object() {
                 None => Err("each object must be a JSON object".to_string()),
                 Some(obj) => match kind {
-                    InputArray::Attributes => parse_attributes(obj, *kind, index, &mut parsed.errors, &mut nested_invalid),
+                    InputArray::Attributes => {
+                        parse_attributes(obj, *kind, index, &mut parsed.errors, &mut nested_invalid)
+                    }
                     InputArray::Events => parse_event(obj, now),
                     InputArray::Purchases => parse_purchase(obj, now),
                 },
@@ -276,10 +283,17 @@ fn identifier(obj: &Map<String, Value>, kind: InputArray) -> Result<Identifier, 
         ["external_id", "user_alias", "service_id", "braze_id"].into_iter().filter(|k| obj.contains_key(*k)).collect();
     let required = "one of 'external_id', 'user_alias', 'service_id', 'email' or 'phone' is required";
     if primary.len() > 1 {
-        return Err(format!("only one of 'external_id', 'user_alias', 'service_id' may be given, found {}", primary.join(", ")));
+        return Err(format!(
+            "only one of 'external_id', 'user_alias', 'service_id' may be given, found {}",
+            primary.join(", ")
+        ));
     }
-    if primary.len() == 1 && kind != InputArray::Attributes && (obj.contains_key("email") || obj.contains_key("phone")) {
-        return Err(format!("exactly one kind of identifier is allowed: {} and email/phone were both given", primary[0]));
+    if primary.len() == 1 && kind != InputArray::Attributes && (obj.contains_key("email") || obj.contains_key("phone"))
+    {
+        return Err(format!(
+            "exactly one kind of identifier is allowed: {} and email/phone were both given",
+            primary[0]
+        ));
     }
     match primary.first() {
         Some(&"external_id") => {
@@ -366,7 +380,9 @@ fn parse_attributes(
                 Value::Null => updates.push(AttrUpdate::Phone(None)),
                 v => match v.as_str().and_then(Phone::parse) {
                     Some(p) => updates.push(AttrUpdate::Phone(Some(p))),
-                    None => field_error("The value provided for the 'phone' field is not a valid E.164 phone number.".into()),
+                    None => field_error(
+                        "The value provided for the 'phone' field is not a valid E.164 phone number.".into(),
+                    ),
                 },
             },
             "email_subscribe" | "push_subscribe" => match value.as_str().and_then(GlobalState::parse) {
@@ -384,7 +400,8 @@ fn parse_attributes(
                     let state = item.get("subscription_state").and_then(Value::as_str);
                     let (Some(id), Some(state_text)) = (id, state) else {
                         field_error(
-                            "'subscription_groups' entries need 'subscription_group_id' and 'subscription_state'".into(),
+                            "'subscription_groups' entries need 'subscription_group_id' and 'subscription_state'"
+                                .into(),
                         );
                         continue;
                     };
@@ -412,7 +429,8 @@ fn parse_attributes(
 }
 
 fn time_field(obj: &Map<String, Value>, now: Timestamp) -> Result<Timestamp, String> {
-    let t = obj.get("time").and_then(Value::as_str).ok_or("'time' is required: an ISO 8601 time with an offset or Z")?;
+    let t =
+        obj.get("time").and_then(Value::as_str).ok_or("'time' is required: an ISO 8601 time with an offset or Z")?;
     let t = Timestamp::parse(t).ok_or("'time' must be an ISO 8601 time with an offset or Z")?;
     // The platform records future times as the current time.
     Ok(t.min(now))

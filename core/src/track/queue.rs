@@ -11,13 +11,44 @@ use serde::{Deserialize, Serialize};
 
 use super::apply::apply_op;
 use super::parse::TrackJob;
-use crate::engine::QueueRun;
 use crate::error::ApiError;
 use crate::ids::{IdGen, Identifier, WorkspaceName};
 use crate::repo::codec::{decode, encode};
 use crate::repo::transact::MAX_ATTEMPTS;
 use crate::repo::Tx;
 use crate::store::{ChangeSet, CommitError, Expect, Op, QueueAck, QueuedJob, Store, StoreError, Table};
+
+/// The outcome of one run of the queue applier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueRun {
+    /// Jobs applied.
+    pub applied: usize,
+    /// Jobs that could not be decoded: kept aside (readable at the operator route
+    /// `GET /_engage/queue/set-aside`) and acknowledged, so they no longer block the queue.
+    pub set_aside: usize,
+}
+
+impl QueueRun {
+    /// Both runs together.
+    pub fn plus(self, other: QueueRun) -> QueueRun {
+        QueueRun { applied: self.applied + other.applied, set_aside: self.set_aside + other.set_aside }
+    }
+
+    /// True when the run found the queue empty.
+    pub fn is_empty(&self) -> bool {
+        self.applied == 0 && self.set_aside == 0
+    }
+
+    /// What a host logs when jobs had to be set aside.
+    pub fn set_aside_note(&self) -> Option<String> {
+        (self.set_aside > 0).then(|| {
+            format!(
+                "{} queued job(s) could not be decoded: kept aside (operator route GET /_engage/queue/set-aside) and acknowledged",
+                self.set_aside
+            )
+        })
+    }
+}
 
 /// Jobs applied per commit by default.
 pub const DEFAULT_BATCH: usize = 64;
@@ -90,7 +121,12 @@ impl Batch {
                         Err(_) => (q.job.iter().map(|b| format!("{b:02x}")).collect(), true),
                     };
                     let record = SetAside { seq: q.seq, error: e.0, job, hex };
-                    let op = Op::Put { table: Table::SetAside, key: set_aside_key(q.seq), value: encode(&record)?, expect: Expect::Any };
+                    let op = Op::Put {
+                        table: Table::SetAside,
+                        key: set_aside_key(q.seq),
+                        value: encode(&record)?,
+                        expect: Expect::Any,
+                    };
                     batch.set_aside.push(op);
                 }
             }
@@ -208,9 +244,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::testkit::Kit;
     use crate::store::memory::MemoryStore;
     use crate::store::{Entry, Table};
+    use crate::testkit::Kit;
 
     /// Twelve requests in which each batch depends on the one before: one counter
     /// and one event on the same user everywhere, and a user created in each request
@@ -369,6 +405,10 @@ mod tests {
         pollster::block_on(kit.engine().store().enqueue(b"garbage".to_vec())).unwrap();
         let resp = kit.send(crate::http::Method::Post, "/users/export/ids", json!({"external_ids": ["x"]}));
         assert_eq!(resp.status, 200);
-        assert!(resp.internal.as_deref().is_some_and(|n| n.contains("1 queued job(s) could not be decoded")), "{:?}", resp.internal);
+        assert!(
+            resp.internal.as_deref().is_some_and(|n| n.contains("1 queued job(s) could not be decoded")),
+            "{:?}",
+            resp.internal
+        );
     }
 }

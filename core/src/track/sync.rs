@@ -9,10 +9,10 @@ use super::parse::{self, fatal, nothing_valid, AttrUpdate, TrackOp};
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::WorkspaceName;
-use crate::repo::transact;
+use crate::repo::transact::transact;
 use crate::store::Store;
 use crate::users::profile::{Profile, Summary};
-use crate::Ctx;
+use crate::ctx::Ctx;
 
 /// POST /users/track/sync: one object, applied before answering with the resulting
 /// summaries of what the request named.

@@ -45,7 +45,11 @@ impl CustomOp {
     pub fn is_nested(&self) -> bool {
         matches!(
             self,
-            CustomOp::Object(_) | CustomOp::Objects(_) | CustomOp::ObjectsAdd(_) | CustomOp::ObjectsRemove(_) | CustomOp::ObjectsUpdate(_)
+            CustomOp::Object(_)
+                | CustomOp::Objects(_)
+                | CustomOp::ObjectsAdd(_)
+                | CustomOp::ObjectsRemove(_)
+                | CustomOp::ObjectsUpdate(_)
         )
     }
 }
@@ -61,7 +65,11 @@ pub enum CustomError {
 
 /// Checks a custom attribute key.
 pub fn check_key(key: &str) -> Result<(), CustomError> {
-    if key.is_empty() || key.chars().count() > MAX_STRING_CHARS || key.starts_with('$') || key.chars().any(char::is_control) {
+    if key.is_empty()
+        || key.chars().count() > MAX_STRING_CHARS
+        || key.starts_with('$')
+        || key.chars().any(char::is_control)
+    {
         return Err(CustomError::Invalid(format!(
             "custom attribute key '{}' must be 1 to {MAX_STRING_CHARS} characters and must not start with '$'",
             truncate(key)
@@ -128,11 +136,17 @@ fn nested(key: &str, v: &Value, depth: usize) -> Result<Value, CustomError> {
         Value::Null => Err(bad("null is not allowed inside a nested attribute")),
         Value::String(s) if s.chars().count() > MAX_STRING_CHARS => Err(bad("string longer than 255 characters")),
         Value::String(_) | Value::Number(_) | Value::Bool(_) => Ok(v.clone()),
-        Value::Array(items) => items.iter().map(|i| nested(key, i, depth + 1)).collect::<Result<Vec<_>, _>>().map(Value::Array),
+        Value::Array(items) => {
+            items.iter().map(|i| nested(key, i, depth + 1)).collect::<Result<Vec<_>, _>>().map(Value::Array)
+        }
         Value::Object(o) => {
             if o.len() == 1 {
                 if let Some(t) = o.get("$time") {
-                    return t.as_str().and_then(normalise_time).map(Value::String).ok_or_else(|| bad("invalid '$time' value"));
+                    return t
+                        .as_str()
+                        .and_then(normalise_time)
+                        .map(Value::String)
+                        .ok_or_else(|| bad("invalid '$time' value"));
                 }
             }
             let mut out = Map::new();
@@ -226,7 +240,10 @@ pub fn parse(key: &str, v: &Value, merge_objects: bool) -> Result<CustomOp, Cust
         Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_object) => {
             let objs = object_list(key, v)?;
             if !nested_size_ok(v) {
-                return Err(CustomError::InvalidNested(format!("nested custom attribute '{}' exceeds 100 KB", truncate(key))));
+                return Err(CustomError::InvalidNested(format!(
+                    "nested custom attribute '{}' exceeds 100 KB",
+                    truncate(key)
+                )));
             }
             Ok(CustomOp::Objects(objs))
         }
@@ -252,7 +269,9 @@ pub fn parse(key: &str, v: &Value, merge_objects: bool) -> Result<CustomOp, Cust
                     match o.get(name) {
                         None => Ok(Vec::new()),
                         Some(Value::Array(items)) => scalar_array(key, items),
-                        Some(_) => Err(CustomError::Invalid(format!("'{name}' of '{}' must be an array", truncate(key)))),
+                        Some(_) => {
+                            Err(CustomError::Invalid(format!("'{name}' of '{}' must be an array", truncate(key))))
+                        }
                     }
                 };
                 return Ok(CustomOp::Array { add: list("add")?, remove: list("remove")? });
@@ -266,7 +285,10 @@ pub fn parse(key: &str, v: &Value, merge_objects: bool) -> Result<CustomOp, Cust
             if keys.len() == 1 && matches!(keys[0], "$add" | "$remove" | "$update") {
                 let arg = &o[keys[0]];
                 if !nested_size_ok(arg) {
-                    return Err(CustomError::InvalidNested(format!("nested custom attribute '{}' exceeds 100 KB", truncate(key))));
+                    return Err(CustomError::InvalidNested(format!(
+                        "nested custom attribute '{}' exceeds 100 KB",
+                        truncate(key)
+                    )));
                 }
                 return match keys[0] {
                     "$add" => Ok(CustomOp::ObjectsAdd(object_list(key, arg)?)),
@@ -282,7 +304,10 @@ pub fn parse(key: &str, v: &Value, merge_objects: bool) -> Result<CustomOp, Cust
             }
             let value = nested(key, v, 1)?;
             if !nested_size_ok(&value) {
-                return Err(CustomError::InvalidNested(format!("nested custom attribute '{}' exceeds 100 KB", truncate(key))));
+                return Err(CustomError::InvalidNested(format!(
+                    "nested custom attribute '{}' exceeds 100 KB",
+                    truncate(key)
+                )));
             }
             Ok(CustomOp::Object(value))
         }
@@ -435,7 +460,8 @@ mod tests {
             true,
         );
         assert_eq!(updated["pets"][1], json!({"id": 2, "type": "cat", "name": "Tom"}));
-        let removed = run(updated, "pets", json!({"$remove": [{"$identifier_key": "type", "$identifier_value": "dog"}]}), false);
+        let removed =
+            run(updated, "pets", json!({"$remove": [{"$identifier_key": "type", "$identifier_value": "dog"}]}), false);
         assert_eq!(removed, json!({"pets": [{"id": 2, "type": "cat", "name": "Tom"}]}));
         assert!(parse("pets", &json!({"$update": []}), false).is_err());
     }

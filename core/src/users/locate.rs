@@ -34,7 +34,11 @@ pub async fn find<S: Store>(tx: &mut Tx<'_, S>, ident: &Identifier) -> Result<Op
 }
 
 /// Every profile sharing the email (or phone) of `id`, including `id` itself.
-pub async fn sharing<S: Store>(tx: &mut Tx<'_, S>, id: &ServiceId, by_phone: bool) -> Result<Vec<ServiceId>, StoreError> {
+pub async fn sharing<S: Store>(
+    tx: &mut Tx<'_, S>,
+    id: &ServiceId,
+    by_phone: bool,
+) -> Result<Vec<ServiceId>, StoreError> {
     let ident = match tx.profile(id).await? {
         Some(p) if by_phone => p.phone.clone().map(Identifier::Phone),
         Some(p) => p.email.clone().map(Identifier::Email),
@@ -66,4 +70,3 @@ pub async fn for_sharing<S: Store>(
     }
     Ok(())
 }
-

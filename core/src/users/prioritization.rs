@@ -61,7 +61,9 @@ impl Prioritization {
     /// Parses the `prioritization` value of an email or phone entry.
     pub fn parse(v: Option<&Value>, purpose: Purpose) -> Result<Prioritization, String> {
         let allowed = match purpose {
-            Purpose::IdentifyOrMerge => "'identified', 'unidentified', 'most_recently_updated' or 'least_recently_updated'",
+            Purpose::IdentifyOrMerge => {
+                "'identified', 'unidentified', 'most_recently_updated' or 'least_recently_updated'"
+            }
             Purpose::Delete => "'identified', 'unidentified' or 'most_recently_updated'",
         };
         let shape = || format!("'prioritization' must be a non-empty array of {allowed}");

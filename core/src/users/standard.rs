@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use crate::users::custom::normalise_time;
 use crate::time::parse_date;
+use crate::users::custom::normalise_time;
 
 /// Keys of an attribute object that are identifiers or flags, never attributes.
 pub const RESERVED: &[&str] = &[
@@ -66,11 +66,15 @@ pub fn parse(key: &str, v: &Value) -> Option<Result<Value, String>> {
             None => Err("must be a date written YYYY-MM-DD".into()),
         }),
         "country" => checked(match v.as_str() {
-            Some(c) if c.len() == 2 && c.bytes().all(|b| b.is_ascii_alphabetic()) => Ok(Value::from(c.to_ascii_uppercase())),
+            Some(c) if c.len() == 2 && c.bytes().all(|b| b.is_ascii_alphabetic()) => {
+                Ok(Value::from(c.to_ascii_uppercase()))
+            }
             _ => Err("must be an ISO-3166-1 alpha-2 country code".into()),
         }),
         "language" => checked(match v.as_str() {
-            Some(c) if c.len() == 2 && c.bytes().all(|b| b.is_ascii_alphabetic()) => Ok(Value::from(c.to_ascii_lowercase())),
+            Some(c) if c.len() == 2 && c.bytes().all(|b| b.is_ascii_alphabetic()) => {
+                Ok(Value::from(c.to_ascii_lowercase()))
+            }
             _ => Err("must be an ISO-639-1 language code".into()),
         }),
         "time_zone" => checked(time_zone(v)),

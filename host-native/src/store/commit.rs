@@ -1,14 +1,11 @@
 //! Committing a change set in one SQLite transaction: every expectation checked,
 //! profiles updated by rowid where the document cache knows it.
 
-
-use engage_core::store::{
-    expectation_holds, next_version, ChangeSet, CommitError, Expect, Op,
-};
+use engage_core::store::{expectation_holds, next_version, ChangeSet, CommitError, Expect, Op};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
-use super::sqlite::{err, APPLY_SYNC_INTERVAL, Shared};
 use super::queue::QueueMsg;
+use super::sqlite::{err, Shared, APPLY_SYNC_INTERVAL};
 
 pub(super) const UPDATE_BY_ROWID: &str =
     "UPDATE docs SET version = ?1, value = ?2 WHERE rowid = ?3 AND +tbl = ?4 AND +key = ?5 AND version = ?6";
@@ -24,7 +21,11 @@ pub(super) enum Applied {
 impl Shared {
     /// Applies `op`; `rowid` is where the document it updates was last seen (a hint:
     /// see [`crate::store::doc_cache`]).
-    pub(super) fn apply_op(tx: &rusqlite::Transaction<'_>, op: &Op, rowid: Option<i64>) -> Result<Applied, rusqlite::Error> {
+    pub(super) fn apply_op(
+        tx: &rusqlite::Transaction<'_>,
+        op: &Op,
+        rowid: Option<i64>,
+    ) -> Result<Applied, rusqlite::Error> {
         match op {
             Op::Put { table, key, value, expect } => match expect {
                 Expect::Version(v) => {
@@ -173,9 +174,11 @@ mod rowid_hints {
     }
 
     fn value(c: &Connection, key: &str) -> (i64, String) {
-        c.query_row("SELECT version, CAST(value AS TEXT) FROM docs WHERE tbl = ?1 AND key = ?2", params![Table::Profile.id(), key], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
+        c.query_row(
+            "SELECT version, CAST(value AS TEXT) FROM docs WHERE tbl = ?1 AND key = ?2",
+            params![Table::Profile.id(), key],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
         .unwrap()
     }
 
@@ -211,4 +214,3 @@ mod rowid_hints {
         assert!(plan[0].contains("INTEGER PRIMARY KEY (rowid=?)"), "{plan:?}");
     }
 }
-

@@ -4,9 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use engage_core::store::{
-    StoreError,
-};
+use engage_core::store::StoreError;
 use rusqlite::{Connection, TransactionBehavior};
 
 use super::sqlite::{err, Shared};
@@ -127,4 +125,3 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64).map_err(err)?;
     tx.commit().map_err(err)
 }
-

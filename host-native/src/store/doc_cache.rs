@@ -205,7 +205,10 @@ mod tests {
         assert_eq!(c.get(Table::Profile, "a"), None);
         assert_eq!(c.rowids(&next)[0], None);
         // Tables applying does not read are never held.
-        c.committed(vec![(Op::Put { table: Table::ApiKey, key: "k".into(), value: vec![1], expect: Expect::Absent }, Some(1))]);
+        c.committed(vec![(
+            Op::Put { table: Table::ApiKey, key: "k".into(), value: vec![1], expect: Expect::Absent },
+            Some(1),
+        )]);
         assert_eq!(c.get(Table::ApiKey, "k"), None);
     }
 

@@ -4,9 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use engage_core::store::{
-    StoreError,
-};
+use engage_core::store::StoreError;
 use rusqlite::{params, Connection};
 
 use super::queue_log::QueueLog;
@@ -91,9 +89,8 @@ pub(super) fn import_sqlite_queue(db: &Path, applied: u64, log: &QueueLog) -> Re
             .map_err(err)?;
         if tables > 0 {
             let mut st = c.prepare("SELECT seq, job FROM queue WHERE seq > ?1 ORDER BY seq").map_err(err)?;
-            let rows = st
-                .query_map(params![applied as i64], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))
-                .map_err(err)?;
+            let rows =
+                st.query_map(params![applied as i64], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?))).map_err(err)?;
             rows.collect::<Result<_, _>>().map_err(err)?
         } else {
             Vec::new()
@@ -112,4 +109,3 @@ pub(super) fn import_sqlite_queue(db: &Path, applied: u64, log: &QueueLog) -> Re
     }
     Ok(())
 }
-

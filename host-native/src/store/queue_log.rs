@@ -147,7 +147,12 @@ impl QueueLog {
                     break;
                 }
                 if seq > applied {
-                    state.index.push_back(Slot { seq, segment_first_seq: first, offset: (at + HEADER) as u64, len: len as u32 });
+                    state.index.push_back(Slot {
+                        seq,
+                        segment_first_seq: first,
+                        offset: (at + HEADER) as u64,
+                        len: len as u32,
+                    });
                 }
                 state.tail = state.tail.max(seq);
                 next = seq + 1;
@@ -338,7 +343,10 @@ mod tests {
         drop(f);
         let log = QueueLog::open(&db, 1).unwrap().unwrap();
         let jobs = log.read_after(1, 10).unwrap();
-        assert_eq!(jobs.iter().map(|j| (j.seq, j.job.clone())).collect::<Vec<_>>(), vec![(2, b"bb".to_vec()), (3, b"ccc".to_vec())]);
+        assert_eq!(
+            jobs.iter().map(|j| (j.seq, j.job.clone())).collect::<Vec<_>>(),
+            vec![(2, b"bb".to_vec()), (3, b"ccc".to_vec())]
+        );
         assert_eq!(log.tail(), 3);
         assert_eq!(log.append(&[b"d".to_vec()]).unwrap(), vec![4]);
         assert_eq!(log.read_after(3, 10).unwrap()[0].job, b"d".to_vec());
@@ -368,8 +376,10 @@ mod tests {
     }
 
     fn names(db: &Path) -> Vec<String> {
-        let mut names: Vec<String> =
-            std::fs::read_dir(db.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        let mut names: Vec<String> = std::fs::read_dir(db.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
         names.sort();
         names
     }
@@ -416,7 +426,8 @@ mod tests {
         );
         fill(&log);
         log.append(&[b"5".to_vec()]).unwrap();
-        let all = |log: &QueueLog| log.read_after(2, 10).unwrap().into_iter().map(|j| (j.seq, j.job)).collect::<Vec<_>>();
+        let all =
+            |log: &QueueLog| log.read_after(2, 10).unwrap().into_iter().map(|j| (j.seq, j.job)).collect::<Vec<_>>();
         let want = vec![(3, b"3".to_vec()), (4, b"4".to_vec()), (5, b"5".to_vec())];
         assert_eq!(all(&log), want);
         drop(log);
@@ -481,7 +492,10 @@ mod tests {
         assert_eq!(names(&db).iter().filter(|n| n.ends_with(".spare")).count(), 0, "the segment was reused");
         assert!(matches!(log.read(picked).unwrap(), Read::Retired(1)));
         let jobs = log.read_after(0, 10).unwrap();
-        assert_eq!(jobs.iter().map(|j| (j.seq, j.job.clone())).collect::<Vec<_>>(), vec![(2, b"2".to_vec()), (3, b"3".to_vec())]);
+        assert_eq!(
+            jobs.iter().map(|j| (j.seq, j.job.clone())).collect::<Vec<_>>(),
+            vec![(2, b"2".to_vec()), (3, b"3".to_vec())]
+        );
     }
 
     #[test]

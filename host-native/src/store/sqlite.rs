@@ -9,15 +9,13 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use engage_core::store::{
-    ChangeSet, CommitError, Entry, KeyRange, QueuedJob, Store, StoreError, Table,
-};
+use engage_core::store::{ChangeSet, CommitError, Entry, KeyRange, QueuedJob, Store, StoreError, Table};
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::connection::{migrate, open, open_reader, spawn_checkpointer, INITIAL_READERS, MAIN_PAGE_SIZE, READ_ONE};
 use super::doc_cache::{self, DocCache};
+use super::queue::{import_sqlite_queue, spawn_appender, Queue, QueueMsg};
 use super::queue_log::QueueLog;
-use super::connection::{MAIN_PAGE_SIZE, open, spawn_checkpointer, open_reader, READ_ONE, INITIAL_READERS, migrate};
-use super::queue::{Queue, QueueMsg, spawn_appender, import_sqlite_queue};
 
 pub(super) fn err(e: rusqlite::Error) -> StoreError {
     StoreError(e.to_string())
@@ -151,9 +149,7 @@ impl SqliteStore {
         let conn = self.readers.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let conn = match conn {
             Some(c) => c,
-            None => {
-                open_reader(&self.path)?
-            }
+            None => open_reader(&self.path)?,
         };
         let out = f(&conn).map_err(err);
         let mut pool = self.readers.lock().unwrap_or_else(|e| e.into_inner());
@@ -165,9 +161,7 @@ impl SqliteStore {
 
     fn read_one(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
         self.with_reader(|c| {
-            c.prepare_cached(READ_ONE)?
-                .query_row(params![table.id(), key], |r| entry_at(r, 0))
-                .optional()
+            c.prepare_cached(READ_ONE)?.query_row(params![table.id(), key], |r| entry_at(r, 0)).optional()
         })
     }
 
@@ -247,7 +241,8 @@ impl Store for SqliteStore {
             return Ok(keys.iter().map(|k| found.get(k).map(|(entry, _)| entry.clone())).collect());
         };
         let mut out = cache.get_many(table, keys);
-        let missing: Vec<String> = keys.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(k, _)| k.clone()).collect();
+        let missing: Vec<String> =
+            keys.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(k, _)| k.clone()).collect();
         if missing.is_empty() {
             return Ok(out);
         }

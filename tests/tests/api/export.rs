@@ -27,7 +27,8 @@ async fn more_than_50_ids_are_rejected() {
 async fn fields_to_export_restricts_the_fields() {
     let api = Api::new().await;
     api.track(json!({"attributes": [{"external_id": "u1", "first_name": "A", "x": 1}]})).await;
-    let users = api.users(json!({"external_ids": ["u1"], "fields_to_export": ["first_name", "custom_attributes"]})).await;
+    let users =
+        api.users(json!({"external_ids": ["u1"], "fields_to_export": ["first_name", "custom_attributes"]})).await;
     assert_eq!(users, vec![json!({"first_name": "A", "custom_attributes": {"x": 1}})]);
     let r = api.post("/users/export/ids", json!({"external_ids": ["u1"], "fields_to_export": ["shoe_size"]})).await;
     assert_eq!(r.status, 400);
@@ -64,7 +65,9 @@ async fn export_by_service_id_finds_the_profile() {
 #[tokio::test]
 async fn bad_export_bodies_are_400s() {
     let api = Api::new().await;
-    for body in [json!({}), json!({"external_ids": "u1"}), json!({"external_ids": [1]}), json!({"phone": "123"}), json!([])] {
+    for body in
+        [json!({}), json!({"external_ids": "u1"}), json!({"external_ids": [1]}), json!({"phone": "123"}), json!([])]
+    {
         let r = api.post("/users/export/ids", body.clone()).await;
         assert_eq!(r.status, 400, "{body}");
         assert!(r.body["message"].is_string());

@@ -115,17 +115,22 @@ async fn inc_and_array_operations_apply_in_order() {
 #[tokio::test]
 async fn arrays_of_objects_support_add_update_and_remove() {
     let api = Api::new().await;
-    api.track(json!({"attributes": [{"external_id": "u1", "pets": [{"id": 1, "type": "dog"}, {"id": 2, "type": "cat"}]}]}))
-        .await;
+    api.track(
+        json!({"attributes": [{"external_id": "u1", "pets": [{"id": 1, "type": "dog"}, {"id": 2, "type": "cat"}]}]}),
+    )
+    .await;
     api.track(json!({"attributes": [{"external_id": "u1", "_merge_objects": true,
         "pets": {"$update": [{"$identifier_key": "id", "$identifier_value": 2, "$new_object": {"name": "Tom"}}]}}]}))
-    .await;
+        .await;
     api.track(json!({"attributes": [{"external_id": "u1",
         "pets": {"$remove": [{"$identifier_key": "type", "$identifier_value": "dog"}]}}]}))
-    .await;
+        .await;
     api.track(json!({"attributes": [{"external_id": "u1", "pets": {"$add": [{"id": 3, "type": "fish"}]}}]})).await;
     let u = api.user("u1").await;
-    assert_eq!(u["custom_attributes"]["pets"], json!([{"id": 2, "type": "cat", "name": "Tom"}, {"id": 3, "type": "fish"}]));
+    assert_eq!(
+        u["custom_attributes"]["pets"],
+        json!([{"id": 2, "type": "cat", "name": "Tom"}, {"id": 3, "type": "fish"}])
+    );
 }
 
 #[tokio::test]
@@ -232,9 +237,8 @@ async fn email_and_phone_together_identify_by_email() {
 #[tokio::test]
 async fn phone_identifiers_must_be_e164() {
     let api = Api::new().await;
-    let r = api
-        .track(json!({"attributes": [{"phone": "4155550100", "x": 1}, {"phone": "+14155550100", "x": 2}]}))
-        .await;
+    let r =
+        api.track(json!({"attributes": [{"phone": "4155550100", "x": 1}, {"phone": "+14155550100", "x": 2}]})).await;
     assert_eq!(r.body["attributes_processed"], json!(1));
     assert_eq!(r.body["errors"][0]["index"], json!(0));
     assert_eq!(r.body["errors"][0]["input_array"], json!("attributes"));
@@ -380,7 +384,10 @@ async fn a_request_with_nothing_valid_is_a_fatal_error() {
     for body in [json!({}), json!({"attributes": [{"first_name": "x"}]}), json!({"events": []})] {
         let r = api.post("/users/track", body).await;
         assert_eq!(r.status, 400);
-        assert_eq!(r.body["message"], json!("Valid data must be provided in the 'attributes', 'events', or 'purchases' fields."));
+        assert_eq!(
+            r.body["message"],
+            json!("Valid data must be provided in the 'attributes', 'events', or 'purchases' fields.")
+        );
         assert!(r.body["errors"].is_array());
     }
 }
@@ -407,10 +414,10 @@ async fn subscription_states_in_attributes_reach_every_user_sharing_the_email() 
     .await;
     let r = api
         .track(json!({"attributes": [{"external_id": "a", "email_subscribe": "unsubscribed",
-            "subscription_groups": [
-                {"subscription_group_id": group, "subscription_state": "subscribed"},
-                {"subscription_group_id": "no-such-group", "subscription_state": "subscribed"}
-            ]}]}))
+        "subscription_groups": [
+            {"subscription_group_id": group, "subscription_state": "subscribed"},
+            {"subscription_group_id": "no-such-group", "subscription_state": "subscribed"}
+        ]}]}))
         .await;
     assert_eq!(r.body["errors"][0]["type"], json!("'subscription_group_id' must be a valid subscription group UUID"));
     assert_eq!(r.body["errors"][0]["index"], json!(0));

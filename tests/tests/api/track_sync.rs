@@ -7,7 +7,8 @@ use serde_json::json;
 async fn sync_attributes_return_only_the_requested_custom_attributes() {
     let api = Api::new().await;
     api.track(json!({"attributes": [{"external_id": "u1", "other": 1, "n": 1}]})).await;
-    let r = api.post("/users/track/sync", json!({"attributes": [{"external_id": "u1", "n": {"inc": 2}, "s": "x"}]})).await;
+    let r =
+        api.post("/users/track/sync", json!({"attributes": [{"external_id": "u1", "n": {"inc": 2}, "s": "x"}]})).await;
     assert_eq!(r.status, 201);
     insta::assert_json_snapshot!(r.body, @r#"
     {
@@ -75,7 +76,10 @@ async fn sync_purchases_return_the_purchase_summary() {
 async fn sync_for_a_missing_user_with_update_existing_only_returns_no_users() {
     let api = Api::new().await;
     let r = api
-        .post("/users/track/sync", json!({"attributes": [{"external_id": "nobody", "_update_existing_only": true, "a": 1}]}))
+        .post(
+            "/users/track/sync",
+            json!({"attributes": [{"external_id": "nobody", "_update_existing_only": true, "a": 1}]}),
+        )
         .await;
     assert_eq!(r.status, 201);
     assert_eq!(r.body, json!({"message": "success", "users": []}));
