@@ -11,4 +11,3 @@ pub struct Ctx {
     /// Fresh random bytes (ids are derived from them).
     pub seed: [u8; 16],
 }
-

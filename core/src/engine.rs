@@ -5,13 +5,13 @@
 
 use crate::admin;
 use crate::auth::{self, KeyRecord};
+use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Request, Response, Then};
 use crate::ids::WorkspaceName;
 use crate::ratelimit::{Decision, RateLimiter};
 use crate::routes::{self, Api, Auth, Endpoint, Public};
 use crate::store::Store;
-use crate::ctx::Ctx;
 use crate::track::queue::QueueRun;
 use crate::{cdi, export, identity, input, preference_center, scim, subscriptions, track};
 

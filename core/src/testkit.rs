@@ -8,14 +8,14 @@ use std::cell::Cell;
 use serde_json::{json, Value};
 
 use crate::admin::workspace;
+use crate::ctx::Ctx;
+use crate::engine::{Config, Engine};
 use crate::http::{Method, Request, Response};
 use crate::ids::WorkspaceName;
 use crate::permission::Permission;
 use crate::store::memory::MemoryStore;
 use crate::subscriptions::groups::Channel;
 use crate::time::Timestamp;
-use crate::ctx::Ctx;
-use crate::engine::{Config, Engine};
 
 /// The admin token of every kit.
 pub(crate) const ADMIN_TOKEN: &str = "kit-admin-token";

@@ -8,6 +8,7 @@ pub mod workspace;
 use serde_json::{json, Map, Value};
 
 use crate::auth::{bearer_token, key_hash};
+use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Request, Response, Then};
 use crate::ids::WorkspaceName;
@@ -18,7 +19,6 @@ use crate::routes::Operator;
 use crate::store::{Store, Table, MAX_SCAN};
 use crate::subscriptions::groups::{self, Channel};
 use crate::track::queue::SetAside;
-use crate::ctx::Ctx;
 
 /// Most set-aside jobs one listing returns.
 const SET_ASIDE_PAGE: usize = 100;

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::auth::{key_hash, KeyRecord};
+use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::ids::{ExternalId, IdGen, WorkspaceName};
 use crate::permission::Permission;
@@ -14,7 +15,6 @@ use crate::repo::Tx;
 use crate::store::{ChangeSet, Expect, Op, Store, Table};
 use crate::subscriptions::groups::{self, Channel, Group};
 use crate::users::profile::Profile;
-use crate::ctx::Ctx;
 
 /// What is stored for a workspace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

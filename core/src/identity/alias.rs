@@ -14,6 +14,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::WorkspaceName;
@@ -23,7 +24,6 @@ use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 use crate::users::profile::Profile;
-use crate::ctx::Ctx;
 
 /// Most entries per request.
 pub const MAX_ENTRIES: usize = 50;

@@ -11,6 +11,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::WorkspaceName;
@@ -18,7 +19,6 @@ use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
 use crate::repo::transact::transact;
 use crate::store::Store;
 use crate::users::prioritization::{pick, Prioritization, Purpose};
-use crate::ctx::Ctx;
 
 /// Most entries of all arrays together.
 pub const MAX_ENTRIES: usize = 50;

@@ -15,6 +15,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::identity::merge::combine;
@@ -25,7 +26,6 @@ use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 use crate::users::prioritization::{pick, Prioritization, Purpose};
-use crate::ctx::Ctx;
 
 /// Most entries (aliases, emails and phones together) in one request.
 pub const MAX_ENTRIES: usize = 50;

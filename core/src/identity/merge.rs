@@ -12,6 +12,7 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::WorkspaceName;
@@ -23,7 +24,6 @@ use crate::subscriptions::address::link_email;
 use crate::time::Timestamp;
 use crate::users::prioritization::{pick, Prioritization, Purpose};
 use crate::users::profile::Profile;
-use crate::ctx::Ctx;
 
 /// Most merge updates in one request.
 pub const MAX_UPDATES: usize = 50;

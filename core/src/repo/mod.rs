@@ -20,7 +20,6 @@ use crate::ids::{Identifier, ServiceId, WorkspaceName};
 use crate::store::{next_version, ChangeSet, Expect, Op, Store, StoreError, Table};
 use crate::users::profile::Profile;
 
-
 /// Most documents a scan of one shared identifier returns (users sharing an email).
 pub const MAX_SHARED: usize = 1000;
 

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
+use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::Email;
@@ -16,7 +17,6 @@ use crate::store::Store;
 use crate::subscriptions::state::{self, EmailChange};
 use crate::subscriptions::values::GlobalState;
 use crate::subscriptions::{body_object, field, json_strings};
-use crate::ctx::Ctx;
 
 /// The platform's message for a global email state outside the three values.
 pub const BAD_EMAIL_STATE: &str = "'subscription_state' must be 'subscribed', 'unsubscribed', or 'opted_in'";

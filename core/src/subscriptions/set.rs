@@ -11,6 +11,7 @@ use super::{
     body_object, check_channel, double_opt_in, field, group_of, json_strings, parse_named, with_errors, Kind, Named,
     BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS,
 };
+use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::WorkspaceName;
@@ -20,7 +21,6 @@ use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::subscriptions::groups::Group;
 use crate::subscriptions::values::GroupState;
-use crate::ctx::Ctx;
 
 /// Most `subscription_groups` entries in one v2 request.
 pub const MAX_GROUP_ENTRIES: usize = 50;

@@ -12,12 +12,12 @@ pub use sync::track_sync;
 
 use self::apply::look_up_groups;
 use self::parse::{nothing_valid, TrackJob};
+use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Response, Then};
 use crate::ids::WorkspaceName;
 use crate::repo::codec::encode;
 use crate::store::Store;
-use crate::ctx::Ctx;
 
 /// POST /users/track: parse, look up the groups named, queue durably, answer 201;
 /// the host is asked to apply the queue soon.

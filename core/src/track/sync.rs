@@ -6,13 +6,13 @@ use serde_json::{json, Map, Value};
 
 use super::apply::{apply_op, look_up_groups};
 use super::parse::{self, fatal, nothing_valid, AttrUpdate, TrackOp};
+use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::WorkspaceName;
 use crate::repo::transact::transact;
 use crate::store::Store;
 use crate::users::profile::{Profile, Summary};
-use crate::ctx::Ctx;
 
 /// POST /users/track/sync: one object, applied before answering with the resulting
 /// summaries of what the request named.

@@ -3,11 +3,11 @@
 //! Every result is read back through /users/export/ids. One file per operation;
 //! the helpers they share are here.
 
-mod prioritization;
+mod aliases;
+mod delete;
 mod identify;
 mod merge;
-mod delete;
-mod aliases;
+mod prioritization;
 
 pub(super) use engage_tests::{redact, tick, Api, Reply};
 pub(super) use serde_json::{json, Value};
@@ -19,7 +19,8 @@ pub(super) const T3: &str = "2024-03-30T00:00:00Z";
 pub(super) const MERGE_NOT_ARRAY: &str = "'merge_updates' must be an array of objects";
 pub(super) const MERGE_TOO_MANY: &str = "a single request may not contain more than 50 merge updates";
 pub(super) const MERGE_BAD_IDENTIFIER: &str = "identifiers must be objects with an 'external_id' property that is a string, 'user_alias' property that is an object, 'email' property that is a string, or 'phone' property that is a string";
-pub(super) const MERGE_EXTRA_KEYS: &str = "'merge_updates' must only have 'identifier_to_merge' and 'identifier_to_keep'";
+pub(super) const MERGE_EXTRA_KEYS: &str =
+    "'merge_updates' must only have 'identifier_to_merge' and 'identifier_to_keep'";
 
 pub(super) fn alias(name: &str, label: &str) -> Value {
     json!({"alias_name": name, "alias_label": label})
@@ -60,4 +61,3 @@ pub(super) fn identify_alias(x: &str, name: &str, label: &str) -> Value {
 pub(super) fn custom(u: &Value) -> Value {
     u.get("custom_attributes").cloned().unwrap_or(Value::Null)
 }
-
