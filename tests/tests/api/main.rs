@@ -4,6 +4,7 @@
 mod auth;
 mod export;
 mod identity;
+mod shapes;
 mod subscriptions;
 mod track;
 mod track_sync;

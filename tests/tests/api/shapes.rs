@@ -1,0 +1,162 @@
+//! The response shapes of every endpoint, success and error, as reviewed snapshots
+//! (`snapshots/`): a change of shape shows up as a snapshot diff. Values that differ
+//! between runs (ids, times, group ids) are redacted. The same snapshots must hold
+//! on every host.
+
+use engage_tests::{redact, send, Api, Reply};
+use serde_json::{json, Value};
+
+/// Status and redacted body (plus the `Allow` header where there is one).
+fn shape(r: &Reply) -> Value {
+    let mut v = json!({"status": r.status, "body": redact(r.body.clone())});
+    if let Some(allow) = r.header("allow") {
+        v["allow"] = json!(allow);
+    }
+    v
+}
+
+/// Replaces a group id wherever it appears in a body.
+fn without(v: Value, id: &str) -> Value {
+    serde_json::from_str(&v.to_string().replace(id, "[group]")).unwrap_or(v)
+}
+
+#[tokio::test]
+async fn track_shapes() {
+    let api = Api::new().await;
+    let ok = api
+        .post("/users/track", json!({
+            "attributes": [{"external_id": "s1", "first_name": "Ann"}, {"first_name": "no identifier"}],
+            "events": [{"external_id": "s1", "name": "e", "time": "2024-01-01T00:00:00Z"}],
+            "purchases": [{"external_id": "s1", "product_id": "p", "currency": "USD", "price": 1, "time": "2024-01-01T00:00:00Z"}]
+        }))
+        .await;
+    let fatal = api.post("/users/track", json!({"attributes": "nope"})).await;
+    let nothing = api.post("/users/track", json!({"attributes": [{"first_name": "x"}]})).await;
+    let bad_json = api.call("POST", "/users/track", Some(b"{".to_vec())).await;
+    insta::assert_json_snapshot!(
+        "track",
+        json!({"success": shape(&ok), "fatal": shape(&fatal), "nothing_valid": shape(&nothing), "bad_json": shape(&bad_json)})
+    );
+}
+
+#[tokio::test]
+async fn track_sync_shapes() {
+    let api = Api::new().await;
+    let ok = api.post("/users/track/sync", json!({"attributes": [{"external_id": "s1", "color": "blue"}]})).await;
+    let event = api
+        .post("/users/track/sync", json!({"events": [{"external_id": "s1", "name": "e", "time": "2024-01-01T00:00:00Z"}]}))
+        .await;
+    let two = api.post("/users/track/sync", json!({"attributes": [{"external_id": "a"}, {"external_id": "b"}]})).await;
+    insta::assert_json_snapshot!(
+        "track_sync",
+        json!({"attribute": shape(&ok), "event": shape(&event), "two_objects": shape(&two)})
+    );
+}
+
+#[tokio::test]
+async fn export_shapes() {
+    let api = Api::new().await;
+    api.track(json!({"attributes": [{"external_id": "s1", "first_name": "Ann", "email": "s1@example.com", "n": 1}]})).await;
+    let ok = api.post("/users/export/ids", json!({"external_ids": ["s1", "missing"]})).await;
+    let bad = api.post("/users/export/ids", json!({"external_ids": "s1"})).await;
+    insta::assert_json_snapshot!("export", json!({"success": shape(&ok), "error": shape(&bad)}));
+}
+
+#[tokio::test]
+async fn identity_shapes() {
+    let api = Api::new().await;
+    let alias = json!({"alias_name": "a1", "alias_label": "web"});
+    api.track(json!({"attributes": [{"user_alias": alias, "_update_existing_only": false, "n": 1}]})).await;
+    let identify = api.post("/users/identify", json!({"aliases_to_identify": [{"external_id": "s1", "user_alias": alias}]})).await;
+    let identify_bad = api.post("/users/identify", json!({"aliases_to_identify": "x"})).await;
+    api.track(json!({"attributes": [{"external_id": "s2"}]})).await;
+    let merge = api
+        .post("/users/merge", json!({"merge_updates": [{"identifier_to_merge": {"external_id": "s2"}, "identifier_to_keep": {"external_id": "s1"}}]}))
+        .await;
+    let merge_bad = api.post("/users/merge", json!({"merge_updates": [{"identifier_to_merge": {"x": 1}, "identifier_to_keep": {}}]})).await;
+    let alias_new = api
+        .post("/users/alias/new", json!({"user_aliases": [{"external_id": "s1", "alias_name": "b1", "alias_label": "app"}]}))
+        .await;
+    let alias_update = api
+        .post("/users/alias/update", json!({"alias_updates": [{"alias_label": "app", "old_alias_name": "b1", "new_alias_name": "b2"}]}))
+        .await;
+    let alias_bad = api.post("/users/alias/new", json!({"user_aliases": [{}]})).await;
+    let delete = api.post("/users/delete", json!({"external_ids": ["s1", "missing"]})).await;
+    let delete_bad = api.post("/users/delete", json!({"external_ids": [1]})).await;
+    insta::assert_json_snapshot!(
+        "identity",
+        json!({
+            "identify": shape(&identify), "identify_error": shape(&identify_bad),
+            "merge": shape(&merge), "merge_error": shape(&merge_bad),
+            "alias_new": shape(&alias_new), "alias_update": shape(&alias_update), "alias_error": shape(&alias_bad),
+            "delete": shape(&delete), "delete_error": shape(&delete_bad)
+        })
+    );
+}
+
+#[tokio::test]
+async fn subscription_shapes() {
+    let api = Api::new().await;
+    let g = api.group("News", "email").await;
+    api.track(json!({"attributes": [{"external_id": "s1", "email": "s1@example.com"}]})).await;
+    let set_v1 = api
+        .post("/subscription/status/set", json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": ["s1", "missing"]}))
+        .await;
+    let set_v1_bad = api
+        .post("/subscription/status/set", json!({"subscription_group_id": g, "subscription_state": "subscribed", "email": "a@b.co", "phone": "+14155550100"}))
+        .await;
+    let set_v2 = api
+        .post("/v2/subscription/status/set", json!({"subscription_groups": [{"subscription_group_id": g, "subscription_state": "unsubscribed", "emails": ["s1@example.com"]}]}))
+        .await;
+    let set_v2_bad = api.post("/v2/subscription/status/set", json!({"subscription_groups": []})).await;
+    let user_status = api.get("/subscription/user/status?external_id[]=s1").await;
+    let user_status_bad = api.get("/subscription/user/status?limit=1").await;
+    let status_get = api.get(&format!("/subscription/status/get?subscription_group_id={g}&external_id=s1")).await;
+    let status_get_bad = api.get("/subscription/status/get?external_id=s1").await;
+    let email_status = api.post("/email/status", json!({"email": "s1@example.com", "subscription_state": "opted_in"})).await;
+    let email_status_bad = api.post("/email/status", json!({"email": "s1@example.com", "subscription_state": "maybe"})).await;
+    let blocklist = api.post("/email/blocklist", json!({"email": ["s1@example.com"]})).await;
+    let blacklist_bad = api.post("/email/blacklist", json!({"email": "not an address"})).await;
+    let all = json!({
+        "set_v1": shape(&set_v1), "set_v1_error": shape(&set_v1_bad),
+        "set_v2": shape(&set_v2), "set_v2_error": shape(&set_v2_bad),
+        "user_status": shape(&user_status), "user_status_error": shape(&user_status_bad),
+        "status_get": shape(&status_get), "status_get_error": shape(&status_get_bad),
+        "email_status": shape(&email_status), "email_status_error": shape(&email_status_bad),
+        "blocklist": shape(&blocklist), "blacklist_error": shape(&blacklist_bad)
+    });
+    insta::assert_json_snapshot!("subscriptions", without(all, &g));
+}
+
+#[tokio::test]
+async fn unbuilt_families_answer_501_in_the_platform_shape() {
+    let api = Api::new().await;
+    let pc_create = api.post("/preference_center/v1", json!({})).await;
+    let pc_list = api.get("/preference_center/v1/list").await;
+    let cdi = api.get("/cdi/integrations").await;
+    let scim = send("GET", "/scim/v2/Users/x", &[], None).await;
+    insta::assert_json_snapshot!(
+        "unbuilt",
+        json!({"preference_center_create": shape(&pc_create), "preference_center_list": shape(&pc_list), "cdi": shape(&cdi), "scim": shape(&scim)})
+    );
+}
+
+#[tokio::test]
+async fn routing_and_credential_error_shapes() {
+    let api = Api::new().await;
+    let limited = Api::with_permissions(json!(["users.track"])).await;
+    let not_found = api.get("/users/nope").await;
+    let wrong_method = api.get("/users/track").await;
+    let no_key = send("POST", "/users/track", &[], Some(b"{}".to_vec())).await;
+    let bad_key = send("POST", "/users/track", &[("Authorization", "Bearer nope")], Some(b"{}".to_vec())).await;
+    let forbidden = limited.post("/users/export/ids", json!({"external_ids": ["x"]})).await;
+    let too_large = api.call("POST", "/users/track", Some(vec![b' '; 4 * 1024 * 1024 + 1])).await;
+    insta::assert_json_snapshot!(
+        "routing_and_credentials",
+        json!({
+            "not_found": shape(&not_found), "method_not_allowed": shape(&wrong_method),
+            "missing_key": shape(&no_key), "invalid_key": shape(&bad_key),
+            "missing_permission": shape(&forbidden), "payload_too_large": shape(&too_large)
+        })
+    );
+}
