@@ -44,7 +44,10 @@ async fn track_sync_shapes() {
     let api = Api::new().await;
     let ok = api.post("/users/track/sync", json!({"attributes": [{"external_id": "s1", "color": "blue"}]})).await;
     let event = api
-        .post("/users/track/sync", json!({"events": [{"external_id": "s1", "name": "e", "time": "2024-01-01T00:00:00Z"}]}))
+        .post(
+            "/users/track/sync",
+            json!({"events": [{"external_id": "s1", "name": "e", "time": "2024-01-01T00:00:00Z"}]}),
+        )
         .await;
     let two = api.post("/users/track/sync", json!({"attributes": [{"external_id": "a"}, {"external_id": "b"}]})).await;
     insta::assert_json_snapshot!(
@@ -56,7 +59,8 @@ async fn track_sync_shapes() {
 #[tokio::test]
 async fn export_shapes() {
     let api = Api::new().await;
-    api.track(json!({"attributes": [{"external_id": "s1", "first_name": "Ann", "email": "s1@example.com", "n": 1}]})).await;
+    api.track(json!({"attributes": [{"external_id": "s1", "first_name": "Ann", "email": "s1@example.com", "n": 1}]}))
+        .await;
     let ok = api.post("/users/export/ids", json!({"external_ids": ["s1", "missing"]})).await;
     let bad = api.post("/users/export/ids", json!({"external_ids": "s1"})).await;
     insta::assert_json_snapshot!("export", json!({"success": shape(&ok), "error": shape(&bad)}));
@@ -67,18 +71,27 @@ async fn identity_shapes() {
     let api = Api::new().await;
     let alias = json!({"alias_name": "a1", "alias_label": "web"});
     api.track(json!({"attributes": [{"user_alias": alias, "_update_existing_only": false, "n": 1}]})).await;
-    let identify = api.post("/users/identify", json!({"aliases_to_identify": [{"external_id": "s1", "user_alias": alias}]})).await;
+    let identify =
+        api.post("/users/identify", json!({"aliases_to_identify": [{"external_id": "s1", "user_alias": alias}]})).await;
     let identify_bad = api.post("/users/identify", json!({"aliases_to_identify": "x"})).await;
     api.track(json!({"attributes": [{"external_id": "s2"}]})).await;
     let merge = api
         .post("/users/merge", json!({"merge_updates": [{"identifier_to_merge": {"external_id": "s2"}, "identifier_to_keep": {"external_id": "s1"}}]}))
         .await;
-    let merge_bad = api.post("/users/merge", json!({"merge_updates": [{"identifier_to_merge": {"x": 1}, "identifier_to_keep": {}}]})).await;
+    let merge_bad = api
+        .post("/users/merge", json!({"merge_updates": [{"identifier_to_merge": {"x": 1}, "identifier_to_keep": {}}]}))
+        .await;
     let alias_new = api
-        .post("/users/alias/new", json!({"user_aliases": [{"external_id": "s1", "alias_name": "b1", "alias_label": "app"}]}))
+        .post(
+            "/users/alias/new",
+            json!({"user_aliases": [{"external_id": "s1", "alias_name": "b1", "alias_label": "app"}]}),
+        )
         .await;
     let alias_update = api
-        .post("/users/alias/update", json!({"alias_updates": [{"alias_label": "app", "old_alias_name": "b1", "new_alias_name": "b2"}]}))
+        .post(
+            "/users/alias/update",
+            json!({"alias_updates": [{"alias_label": "app", "old_alias_name": "b1", "new_alias_name": "b2"}]}),
+        )
         .await;
     let alias_bad = api.post("/users/alias/new", json!({"user_aliases": [{}]})).await;
     let delete = api.post("/users/delete", json!({"external_ids": ["s1", "missing"]})).await;
@@ -100,7 +113,10 @@ async fn subscription_shapes() {
     let g = api.group("News", "email").await;
     api.track(json!({"attributes": [{"external_id": "s1", "email": "s1@example.com"}]})).await;
     let set_v1 = api
-        .post("/subscription/status/set", json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": ["s1", "missing"]}))
+        .post(
+            "/subscription/status/set",
+            json!({"subscription_group_id": g, "subscription_state": "subscribed", "external_id": ["s1", "missing"]}),
+        )
         .await;
     let set_v1_bad = api
         .post("/subscription/status/set", json!({"subscription_group_id": g, "subscription_state": "subscribed", "email": "a@b.co", "phone": "+14155550100"}))
@@ -113,8 +129,10 @@ async fn subscription_shapes() {
     let user_status_bad = api.get("/subscription/user/status?limit=1").await;
     let status_get = api.get(&format!("/subscription/status/get?subscription_group_id={g}&external_id=s1")).await;
     let status_get_bad = api.get("/subscription/status/get?external_id=s1").await;
-    let email_status = api.post("/email/status", json!({"email": "s1@example.com", "subscription_state": "opted_in"})).await;
-    let email_status_bad = api.post("/email/status", json!({"email": "s1@example.com", "subscription_state": "maybe"})).await;
+    let email_status =
+        api.post("/email/status", json!({"email": "s1@example.com", "subscription_state": "opted_in"})).await;
+    let email_status_bad =
+        api.post("/email/status", json!({"email": "s1@example.com", "subscription_state": "maybe"})).await;
     let blocklist = api.post("/email/blocklist", json!({"email": ["s1@example.com"]})).await;
     let blacklist_bad = api.post("/email/blacklist", json!({"email": "not an address"})).await;
     let all = json!({
