@@ -9,6 +9,8 @@ use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Request, Response, Then};
 use crate::ids::WorkspaceName;
+use crate::preference_center::link::LinkConfig;
+use crate::preference_center::page::PageOp;
 use crate::ratelimit::{Decision, RateLimiter};
 use crate::routes::{self, Api, Auth, Endpoint, Public};
 use crate::store::Store;
@@ -26,6 +28,11 @@ pub struct Config {
     pub apply_batch: usize,
     /// Operator token enabling the `/_engage/` routes; `None` hides them.
     pub admin_token: Option<String>,
+    /// The server's public address, the base of preference-center links; `None`:
+    /// the origin the request arrived at.
+    pub public_url: Option<String>,
+    /// How long a preference-center link stays valid, in seconds.
+    pub link_ttl_secs: u64,
 }
 
 impl std::fmt::Debug for Config {
@@ -36,6 +43,8 @@ impl std::fmt::Debug for Config {
             .field("rate_limits", &self.rate_limits)
             .field("apply_batch", &self.apply_batch)
             .field("admin_token", &self.admin_token.as_ref().map(|_| "<set>"))
+            .field("public_url", &self.public_url)
+            .field("link_ttl_secs", &self.link_ttl_secs)
             .finish()
     }
 }
@@ -47,6 +56,8 @@ impl Default for Config {
             rate_limits: true,
             apply_batch: track::queue::DEFAULT_BATCH,
             admin_token: None,
+            public_url: None,
+            link_ttl_secs: preference_center::link::DEFAULT_LINK_TTL_SECS,
         }
     }
 }
@@ -123,6 +134,8 @@ impl<S: Store> Engine<S> {
         let (route, endpoint) = routes::find(req.method, &req.path)?;
         input::check_body_len(req.body.len(), self.config.max_body_bytes)?;
         match endpoint {
+            Endpoint::Public(Public::PreferencePage(token)) => Ok(self.page(&token, PageOp::Show, &req, ctx).await),
+            Endpoint::Public(Public::PreferenceSubmit(token)) => Ok(self.page(&token, PageOp::Submit, &req, ctx).await),
             Endpoint::Public(public) => Ok(public_route(public)),
             Endpoint::Operator(op) => {
                 admin::authorize(&req, self.admin_token_hash.as_deref())?;
@@ -151,6 +164,20 @@ impl<S: Store> Engine<S> {
                 })
             }
         }
+    }
+
+    /// A preference center's page: it reads and changes profiles, so it catches up
+    /// with the queue first, as API reads do.
+    async fn page(&self, token: &str, op: PageOp, req: &Request, ctx: Ctx) -> Response {
+        if let Err(e) = track::queue::catch_up(&self.store, ctx.seed, self.config.apply_batch).await {
+            return e.into_response();
+        }
+        let links = self.links(req);
+        preference_center::page::page(&self.store, &self.limiter, token, op, req, &links, ctx).await
+    }
+
+    fn links(&self, req: &Request) -> LinkConfig {
+        LinkConfig::new(self.config.public_url.as_deref(), req, self.config.link_ttl_secs)
     }
 
     async fn authenticate(&self, req: &Request) -> Result<KeyRecord, ApiError> {
@@ -188,7 +215,9 @@ impl<S: Store> Engine<S> {
             Api::SubscriptionStatusGet => subscriptions::read::status_get(store, ws, req).await,
             Api::EmailStatus => subscriptions::email::status(store, ws, body, ctx).await,
             Api::EmailBlocklist => subscriptions::email::blocklist(store, ws, body, ctx).await,
-            Api::PreferenceCenter(endpoint) => preference_center::handle(endpoint),
+            Api::PreferenceCenter(endpoint) => {
+                preference_center::handle(store, endpoint, ws, body, &self.links(req), ctx).await
+            }
             Api::Cdi(endpoint) => cdi::handle(endpoint),
         }
     }
@@ -210,6 +239,8 @@ fn public_route(public: Public) -> Response {
     match public {
         // Relative asset URLs in the page need the trailing slash.
         Public::PlaygroundRoot => Response::empty(301).with_header("Location", "/playground/"),
+        // Routed to `Engine::page` before this.
+        Public::PreferencePage(_) | Public::PreferenceSubmit(_) => ApiError::RouteNotFound.into_response(),
         Public::PlaygroundFile(raw) => {
             let not_found = ApiError::RouteNotFound.into_response();
             match crate::http::AssetPath::parse(&raw) {

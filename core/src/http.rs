@@ -68,6 +68,9 @@ pub struct Request {
     pub headers: Vec<(String, String)>,
     /// The body bytes, already bounded by the host to [`crate::Config::max_body_bytes`].
     pub body: Vec<u8>,
+    /// The origin the host saw the request addressed to (`https://host[:port]`), if it
+    /// knows it: links default to it when no public URL is configured.
+    pub origin: Option<String>,
 }
 
 impl Request {
@@ -77,7 +80,7 @@ impl Request {
             Some((p, q)) => (p.to_string(), q.to_string()),
             None => (path_and_query.to_string(), String::new()),
         };
-        Request { method, path, query, headers: Vec::new(), body: Vec::new() }
+        Request { method, path, query, headers: Vec::new(), body: Vec::new(), origin: None }
     }
 
     /// Adds a header.
@@ -272,6 +275,12 @@ impl Response {
             internal: None,
             then: Then::Nothing,
         }
+    }
+
+    /// Sets the body.
+    pub fn with_body(mut self, body: Vec<u8>) -> Response {
+        self.body = body;
+        self
     }
 
     /// Asks the host to do something besides writing the response.

@@ -232,6 +232,12 @@ impl IdGen {
         ServiceId(format!("{:016x}{:08x}", a, b as u32))
     }
 
+    /// A fresh random (version 4 layout) UUID.
+    pub fn uuid(&mut self) -> String {
+        let h = self.token(16);
+        format!("{}-{}-4{}-a{}-{}", &h[0..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
+    }
+
     /// A fresh opaque token of `bytes` random bytes, hex encoded.
     pub fn token(&mut self, bytes: usize) -> String {
         let mut s = String::with_capacity(bytes * 2);

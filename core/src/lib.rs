@@ -49,6 +49,7 @@ pub use ctx::Ctx;
 pub use engine::{BodyPlan, Config, Engine};
 pub use error::ApiError;
 pub use http::{AssetPath, Method, Request, Response, Then};
+pub use preference_center::link::DEFAULT_LINK_TTL_SECS;
 pub use store::Store;
 pub use time::Timestamp;
 pub use track::queue::QueueRun;

@@ -50,6 +50,7 @@ permissions! {
     PreferenceCenterUpdate => "preference_center.update",
     PreferenceCenterList => "preference_center.list",
     PreferenceCenterGet => "preference_center.get",
+    PreferenceCenterUserGet => "preference_center.user.get",
     CdiIntegrationList => "cdi.integration_list",
     CdiIntegrationJobStatus => "cdi.integration_job_status",
     Scim => "scim",

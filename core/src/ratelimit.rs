@@ -26,6 +26,10 @@ pub enum Bucket {
     PreferenceWrite,
     /// preference center list and get: 1,000 per minute.
     PreferenceRead,
+    /// preference center user links: 1,000 per minute.
+    PreferenceUrl,
+    /// preference page form submissions, per link: 20 per minute.
+    PreferenceSubmit,
     /// SCIM: 5,000 per day.
     Scim,
     /// `/cdi/integrations`: 50 per minute.
@@ -48,6 +52,8 @@ impl Bucket {
             Bucket::EmailAndStatus => (250_000, 3_600),
             Bucket::PreferenceWrite => (10, 60),
             Bucket::PreferenceRead => (1_000, 60),
+            Bucket::PreferenceUrl => (1_000, 60),
+            Bucket::PreferenceSubmit => (20, 60),
             Bucket::Scim => (5_000, 86_400),
             Bucket::CdiList => (50, 60),
             Bucket::CdiJobs => (100, 60),

@@ -60,6 +60,8 @@ pub enum PreferenceCenter {
     List,
     /// GET /preference_center/v1/{id}
     Get(String),
+    /// GET /preference_center/v1/{id}/url/{external_id}
+    UserUrl(String, String),
 }
 
 /// A warehouse-sync (CDI) endpoint (API key).
@@ -108,6 +110,10 @@ pub enum Public {
     PlaygroundRoot,
     /// GET /playground/{..}: a file of the built playground.
     PlaygroundFile(String),
+    /// GET /preferences/{token}: a preference center's page for the user the token names.
+    PreferencePage(String),
+    /// POST /preferences/{token}: its form.
+    PreferenceSubmit(String),
 }
 
 /// Every endpoint, by how it authenticates.
@@ -131,6 +137,8 @@ impl Endpoint {
         match self {
             Endpoint::Api(Api::Track) => false,
             Endpoint::Api(_) => true,
+            // The page shows, and its form changes, subscription states.
+            Endpoint::Public(Public::PreferencePage(_) | Public::PreferenceSubmit(_)) => true,
             Endpoint::Scim(_) | Endpoint::Operator(_) | Endpoint::Public(_) => false,
         }
     }
@@ -198,6 +206,11 @@ impl Route {
 
 fn param(mut v: Params) -> String {
     v.pop().unwrap_or_default()
+}
+
+fn two(mut v: Params) -> (String, String) {
+    let second = v.pop().unwrap_or_default();
+    (v.pop().unwrap_or_default(), second)
 }
 
 macro_rules! api {
@@ -270,6 +283,12 @@ pub static ROUTES: &[Route] = &[
     api!(Get "/preference_center/v1/list", PreferenceCenterList, PreferenceRead, PreferenceCenter, |_| Api::PreferenceCenter(PreferenceCenter::List)),
     api!(Get "/preference_center/v1/{}", PreferenceCenterGet, PreferenceRead, PreferenceCenter, |v| Api::PreferenceCenter(PreferenceCenter::Get(param(v)))),
     api!(Put "/preference_center/v1/{}", PreferenceCenterUpdate, PreferenceWrite, PreferenceCenter, |v| Api::PreferenceCenter(PreferenceCenter::Update(param(v)))),
+    api!(Get "/preference_center/v1/{}/url/{}", PreferenceCenterUserGet, PreferenceUrl, PreferenceCenter, |v| {
+        let (center, user) = two(v);
+        Api::PreferenceCenter(PreferenceCenter::UserUrl(center, user))
+    }),
+    public!(Get "/preferences/{}", PreferenceCenter, |v| Public::PreferencePage(param(v))),
+    public!(Post "/preferences/{}", PreferenceCenter, |v| Public::PreferenceSubmit(param(v))),
     scim!(Get "/scim/v2/Users", |_| Scim::Search),
     scim!(Post "/scim/v2/Users", |_| Scim::Create),
     scim!(Get "/scim/v2/Users/{}", |v| Scim::Get(param(v))),

@@ -24,6 +24,15 @@ impl Timestamp {
         }
     }
 
+    /// RFC 3339 in UTC to the second, e.g. `2024-05-01T10:00:00Z` (as the platform
+    /// writes preference-center times).
+    pub fn to_rfc3339_seconds(self) -> String {
+        match Utc.timestamp_millis_opt(self.0).single() {
+            Some(dt) => dt.to_rfc3339_opts(SecondsFormat::Secs, true),
+            None => String::from("1970-01-01T00:00:00Z"),
+        }
+    }
+
     /// Whole seconds since the epoch.
     pub fn seconds(self) -> i64 {
         self.0.div_euclid(1000)

@@ -79,7 +79,14 @@ fn isolate(env: &Env) -> worker::Result<Rc<Isolate>> {
         .and_then(|v| v.to_string().parse().ok())
         .filter(|n| *n > 0)
         .unwrap_or(DEFAULT_APPLY_BATCH);
-    let config = Config { rate_limits, admin_token, apply_batch, ..Config::default() };
+    // Links point at ENGAGE_PUBLIC_URL, else at the origin each request arrived at.
+    let public_url = env.var("ENGAGE_PUBLIC_URL").ok().map(|v| v.to_string()).filter(|v| !v.is_empty());
+    let link_ttl_secs = env
+        .var("ENGAGE_LINK_TTL_SECS")
+        .ok()
+        .and_then(|v| v.to_string().parse().ok())
+        .unwrap_or(engage_core::DEFAULT_LINK_TTL_SECS);
+    let config = Config { rate_limits, admin_token, apply_batch, public_url, link_ttl_secs, ..Config::default() };
     let i = Rc::new(Isolate {
         engine: Engine::new(D1Store::new(db, keys), config),
         drain_pending: Cell::new(false),
@@ -248,6 +255,7 @@ async fn translate(req: &mut worker::Request, engine: &Engine<D1Store>) -> worke
         query: url.query().unwrap_or("").to_string(),
         headers,
         body,
+        origin: Some(url.origin().ascii_serialization()),
     }))
 }
 

@@ -48,6 +48,13 @@ pub struct ServeArgs {
     /// Stop when standard input closes (lets a test harness own the server's lifetime).
     #[arg(long, hide = true)]
     pub exit_on_stdin_eof: bool,
+    /// The server's public address, the base of preference-center links (e.g.
+    /// https://prefs.example.com). Default: http:// and the address listened on.
+    #[arg(long, env = "ENGAGE_PUBLIC_URL", value_parser = parse_public_url)]
+    pub public_url: Option<String>,
+    /// How long a preference-center link stays valid, in seconds (default: 30 days).
+    #[arg(long, default_value_t = engage_core::DEFAULT_LINK_TTL_SECS)]
+    pub link_ttl_secs: u64,
     /// Directory of the built playground (www/build.sh), served at /playground/.
     /// Default: www/dist under the current directory, when it exists.
     #[arg(long)]
@@ -66,20 +73,23 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
     let options = crate::store::Options { cache_bytes: args.cache_mib.saturating_mul(1 << 20) };
     let store =
         SqliteStore::open_with(&args.db, options).map_err(|e| format!("cannot open {}: {e}", args.db.display()))?;
-    let config = Config {
-        max_body_bytes: args.max_body_bytes,
-        rate_limits: !args.no_rate_limits,
-        apply_batch: args.apply_batch,
-        admin_token: args.admin_token.clone(),
-    };
     if let Some(dir) = crate::playground::init(args.playground_dir.clone())? {
         tracing::info!("serving the playground from {} at /playground/", dir.display());
     }
-    let engine: SharedEngine = Arc::new(Engine::new(store, config));
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
         let listener =
             TcpListener::bind(&args.listen).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        let config = Config {
+            max_body_bytes: args.max_body_bytes,
+            rate_limits: !args.no_rate_limits,
+            apply_batch: args.apply_batch,
+            admin_token: args.admin_token.clone(),
+            public_url: Some(args.public_url.clone().unwrap_or_else(|| format!("http://{bound}"))),
+            link_ttl_secs: args.link_ttl_secs,
+        };
+        let engine: SharedEngine = Arc::new(Engine::new(store, config));
         let exit_on_stdin_eof = args.exit_on_stdin_eof;
         run(engine, listener, async move {
             if exit_on_stdin_eof {
@@ -90,6 +100,15 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         })
         .await
     })
+}
+
+fn parse_public_url(text: &str) -> Result<String, String> {
+    let ok = (text.starts_with("http://") || text.starts_with("https://")) && !text.contains(['?', '#', ' ']);
+    if ok {
+        Ok(text.trim_end_matches('/').to_string())
+    } else {
+        Err("expected an http:// or https:// URL without query or fragment".into())
+    }
 }
 
 async fn stdin_closed() {
@@ -264,6 +283,8 @@ async fn handle(
         query: parts.uri.query().unwrap_or("").to_string(),
         headers,
         body,
+        // Links use the configured public URL (`--public-url`, else the listen address).
+        origin: None,
     };
     let method = request.method;
     let path = request.path.clone();

@@ -1,15 +1,43 @@
-//! Preference centers (`/preference_center/v1`): not built yet. Every route is in
-//! the table and authenticated; this family's own arm answers 501 until it exists.
+//! Preference centers (`/preference_center/v1`): hosted pages where a person manages
+//! their email subscriptions.
+//!
+//! - `write.rs`: create and update. Both templates are parsed and checked when
+//!   stored (unknown tags, filters, variables and subscription groups are 400s with
+//!   a line and column), so a stored center always renders.
+//! - `read.rs`: list and detail.
+//! - `link.rs`: a user's link, carrying a token signed under the workspace's secret.
+//! - `page.rs`: the page itself (`/preferences/{token}`): shown with the user's
+//!   states, its form applied through the subscription state model.
+//! - `liquid/`: the template engine; `center.rs`: the stored center and its options.
 
+pub mod center;
+pub mod link;
+pub mod liquid;
+pub mod page;
+pub mod read;
+pub mod write;
+
+use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::Response;
+use crate::ids::WorkspaceName;
 use crate::routes::PreferenceCenter;
+use crate::store::Store;
 
-/// Answers a preference-center endpoint.
-pub fn handle(endpoint: PreferenceCenter) -> Result<Response, ApiError> {
+/// Answers a preference-center API endpoint.
+pub async fn handle<S: Store>(
+    store: &S,
+    endpoint: PreferenceCenter,
+    ws: &WorkspaceName,
+    body: &[u8],
+    links: &link::LinkConfig,
+    ctx: Ctx,
+) -> Result<Response, ApiError> {
     match endpoint {
-        PreferenceCenter::Create | PreferenceCenter::Update(_) | PreferenceCenter::List | PreferenceCenter::Get(_) => {
-            Err(ApiError::NotImplemented)
-        }
+        PreferenceCenter::Create => write::create(store, ws, body, ctx).await,
+        PreferenceCenter::Update(id) => write::update(store, ws, &id, body, ctx).await,
+        PreferenceCenter::List => read::list(store, ws).await,
+        PreferenceCenter::Get(id) => read::get(store, ws, &id).await,
+        PreferenceCenter::UserUrl(id, user) => link::user_url(store, ws, &id, &user, links, ctx).await,
     }
 }

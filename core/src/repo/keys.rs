@@ -40,6 +40,16 @@ pub fn group_key(ws: &WorkspaceName, id: &str) -> String {
     format!("{}{SEP}{id}", ws.as_str())
 }
 
+/// The store key of a preference center.
+pub fn center_key(ws: &WorkspaceName, api_id: &str) -> String {
+    format!("{}{SEP}{api_id}", ws.as_str())
+}
+
+/// The store key of a preference center's name (unique per workspace).
+pub fn center_name_key(ws: &WorkspaceName, name: &str) -> String {
+    format!("{}{SEP}{name}", ws.as_str())
+}
+
 /// The key prefix of every document of a workspace in a per-workspace table.
 pub fn workspace_prefix(ws: &WorkspaceName) -> String {
     format!("{}{SEP}", ws.as_str())

@@ -31,6 +31,14 @@ pub enum Table {
     /// Zero-padded queue sequence number → a queued job that could not be decoded,
     /// kept for an operator instead of being dropped.
     SetAside = 7,
+    /// `workspace/api_id` → preference center.
+    PreferenceCenter = 8,
+    /// `workspace/name` → the api id of the preference center with that name (names
+    /// are unique per workspace).
+    PreferenceCenterName = 9,
+    /// Workspace name → the workspace's secret for signing preference-center links.
+    /// Never returned by any API.
+    LinkSecret = 10,
 }
 
 impl Table {
@@ -40,8 +48,18 @@ impl Table {
     }
 
     /// Every table, for backends that enumerate them.
-    pub const ALL: [Table; 7] =
-        [Table::Workspace, Table::ApiKey, Table::Profile, Table::Ident, Table::Group, Table::Address, Table::SetAside];
+    pub const ALL: [Table; 10] = [
+        Table::Workspace,
+        Table::ApiKey,
+        Table::Profile,
+        Table::Ident,
+        Table::Group,
+        Table::Address,
+        Table::SetAside,
+        Table::PreferenceCenter,
+        Table::PreferenceCenterName,
+        Table::LinkSecret,
+    ];
 }
 
 /// A stored document with its version (starting at 1, incremented by every write).

@@ -86,11 +86,6 @@ pub async fn list<S: Store>(store: &S, ws: &WorkspaceName) -> Result<Vec<Group>,
     store.scan(Table::Group, &workspace_prefix(ws), MAX_SCAN).await?.iter().map(|(_, e)| decode(&e.value)).collect()
 }
 
-fn uuid(ids: &mut IdGen) -> String {
-    let h = ids.token(16);
-    format!("{}-{}-4{}-a{}-{}", &h[0..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
-}
-
 /// Creates a group and returns it.
 pub async fn create<S: Store>(
     store: &S,
@@ -104,7 +99,7 @@ pub async fn create<S: Store>(
     if name.is_empty() || name.len() > 255 {
         return Err(ApiError::bad("a group name must be 1 to 255 characters"));
     }
-    let group = Group { id: uuid(ids), name: name.to_string(), channel, created_at: now };
+    let group = Group { id: ids.uuid(), name: name.to_string(), channel, created_at: now };
     let op =
         Op::Put { table: Table::Group, key: group_key(ws, &group.id), value: encode(&group)?, expect: Expect::Absent };
     store.commit(ChangeSet { ops: vec![op], ack: None }).await?;

@@ -1,0 +1,217 @@
+//! A small Liquid engine for preference-center pages, written for this one use (see
+//! docs/decisions.md: the platform's tags, `${...}` inside a variable path, are not
+//! Liquid syntax a general engine parses, and validation needs the syntax tree).
+//!
+//! What it understands: text; `{{ expression | filter: arg }}`; the tags `if` /
+//! `elsif` / `else` / `endif`, `unless`, `capture`, `assign`, `comment`, `raw`,
+//! `{% # inline comments %}`, and the platform's `form_field_name`; comparisons
+//! (`==`, `!=`, `<>`, `<`, `>`, `<=`, `>=`, `contains`) joined by `and` / `or`;
+//! the filters `default`, `append`, `prepend`, `upcase`, `downcase`, `capitalize`,
+//! `strip`, `escape`, `size`; whitespace control (`{{-`, `-%}`).
+//!
+//! Everything a page can name is checked when the template is parsed (unknown tags,
+//! filters, variables and attributes are errors with a line and column), so a
+//! stored template always renders. Every value from user data is HTML-escaped on
+//! output; only what `capture` rendered (already escaped) is output as markup. The
+//! size of any rendering is bounded when the template is parsed ([`MAX_OUTPUT_BYTES`]),
+//! since `capture` can double a value each time.
+
+mod lex;
+mod parse;
+mod render;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+/// Deepest nesting of blocks (`if`, `unless`, `capture`).
+pub const MAX_DEPTH: usize = 32;
+/// Largest page a template may render, whatever the user's data.
+pub const MAX_OUTPUT_BYTES: u64 = 8 << 20;
+/// Most bytes a value from user data has (identifiers and string attributes are at
+/// most 255 characters; external ids at most 987 bytes).
+pub const USER_VALUE_BYTES: u64 = 1024;
+
+/// A place in a template: line and column, from 1, in characters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pos {
+    /// Line.
+    pub line: u32,
+    /// Column.
+    pub column: u32,
+}
+
+/// Why a template does not parse, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TemplateError {
+    /// Where.
+    pub pos: Pos,
+    /// What.
+    pub message: String,
+}
+
+impl fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {}, column {}: {}", self.pos.line, self.pos.column, self.message)
+    }
+}
+
+/// A user attribute a page can show as `{{${name}}}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attr {
+    /// `${email_address}`
+    EmailAddress,
+    /// `${first_name}`
+    FirstName,
+    /// `${last_name}`
+    LastName,
+    /// `${user_id}`: the external id.
+    UserId,
+    /// `${city}`
+    City,
+    /// `${country}`
+    Country,
+    /// `${language}`
+    Language,
+    /// `${gender}`
+    Gender,
+    /// `${date_of_birth}`
+    DateOfBirth,
+    /// `${phone_number}`
+    PhoneNumber,
+    /// `${time_zone}`
+    TimeZone,
+}
+
+impl Attr {
+    /// Every attribute with its tag name.
+    pub const ALL: [(&'static str, Attr); 11] = [
+        ("email_address", Attr::EmailAddress),
+        ("first_name", Attr::FirstName),
+        ("last_name", Attr::LastName),
+        ("user_id", Attr::UserId),
+        ("city", Attr::City),
+        ("country", Attr::Country),
+        ("language", Attr::Language),
+        ("gender", Attr::Gender),
+        ("date_of_birth", Attr::DateOfBirth),
+        ("phone_number", Attr::PhoneNumber),
+        ("time_zone", Attr::TimeZone),
+    ];
+
+    fn parse(name: &str) -> Option<Attr> {
+        Attr::ALL.iter().find(|(n, _)| *n == name).map(|(_, a)| *a)
+    }
+}
+
+/// What a variable names (checked when parsed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Var {
+    /// `subscribed_state.${email_global}`
+    EmailGlobal,
+    /// `subscribed_state.${<group id>}`
+    GroupState(String),
+    /// `preference_center_submit_url`
+    SubmitUrl,
+    /// `${first_name}` and the other attributes.
+    Attr(Attr),
+    /// `custom_attribute.${name}`
+    Custom(String),
+    /// A variable set by `capture` or `assign` in the template.
+    Local(String),
+}
+
+/// A form input marked by `{% form_field_name ... %}`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FieldRef {
+    /// `:email_global_state`
+    EmailGlobal,
+    /// `:subscription_group <id>`
+    Group(String),
+}
+
+impl FieldRef {
+    /// The input's `name` as rendered and as submitted.
+    pub fn name(&self) -> String {
+        match self {
+            FieldRef::EmailGlobal => "email_global_state".into(),
+            FieldRef::Group(id) => format!("subscription_group_{id}"),
+        }
+    }
+}
+
+/// A value while rendering.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// Nothing (an attribute the user lacks).
+    Nil,
+    /// `true` / `false`.
+    Bool(bool),
+    /// A number.
+    Num(f64),
+    /// Text, escaped when output.
+    Text(String),
+    /// Markup rendered by `capture` (already escaped), output as is.
+    Markup(String),
+}
+
+/// The data a page renders with; the template asks only for what it names.
+pub trait Data {
+    /// The value of any variable but [`Var::Local`].
+    fn get(&self, var: &Var) -> Value;
+}
+
+/// A parsed, checked template.
+#[derive(Clone, Debug)]
+pub struct Template {
+    nodes: Vec<parse::Node>,
+    groups: Vec<(String, Pos)>,
+}
+
+/// A rendered page and the form inputs it marked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rendered {
+    /// The HTML.
+    pub html: String,
+    /// The inputs marked by `form_field_name`, each once, in order of appearance.
+    pub fields: Vec<FieldRef>,
+}
+
+impl Template {
+    /// Parses and checks a template.
+    pub fn parse(src: &str) -> Result<Template, TemplateError> {
+        let (nodes, groups) = parse::parse(src)?;
+        let cost = render::cost(&nodes);
+        if cost > MAX_OUTPUT_BYTES {
+            let message = format!("the page could render more than {MAX_OUTPUT_BYTES} bytes (captures grow too much)");
+            return Err(TemplateError { pos: Pos { line: 1, column: 1 }, message });
+        }
+        Ok(Template { nodes, groups })
+    }
+
+    /// The subscription groups the template names, each with where it first does.
+    pub fn group_refs(&self) -> &[(String, Pos)] {
+        &self.groups
+    }
+
+    /// Renders the template.
+    pub fn render(&self, data: &dyn Data) -> Rendered {
+        render::render(&self.nodes, data)
+    }
+}
+
+/// Escapes text for HTML text and quoted attribute values.
+pub fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}

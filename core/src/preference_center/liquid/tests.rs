@@ -1,0 +1,189 @@
+use proptest::prelude::*;
+
+use super::*;
+
+/// User data for tests: every attribute set to `value`, the global state
+/// `opted_in`, group `g1` subscribed, others unsubscribed.
+struct Fixed {
+    value: String,
+}
+
+impl Data for Fixed {
+    fn get(&self, var: &Var) -> Value {
+        match var {
+            Var::EmailGlobal => Value::Text("opted_in".into()),
+            Var::GroupState(g) if g == "g1" => Value::Text("subscribed".into()),
+            Var::GroupState(_) => Value::Text("unsubscribed".into()),
+            Var::SubmitUrl => Value::Text("https://x.test/preferences/t?a=1&b=2".into()),
+            Var::Attr(Attr::LastName) | Var::Custom(_) => Value::Nil,
+            Var::Attr(_) => Value::Text(self.value.clone()),
+            Var::Local(_) => Value::Nil,
+        }
+    }
+}
+
+fn render_with(src: &str, value: &str) -> String {
+    Template::parse(src).unwrap_or_else(|e| panic!("{src}: {e}")).render(&Fixed { value: value.into() }).html
+}
+
+fn render(src: &str) -> String {
+    render_with(src, "Ann")
+}
+
+fn error(src: &str) -> String {
+    Template::parse(src).err().unwrap_or_else(|| panic!("{src} parsed")).to_string()
+}
+
+#[test]
+fn the_platform_tags_render_the_users_states_and_fields() {
+    assert_eq!(render("{{subscribed_state.${email_global}}}"), "opted_in");
+    assert_eq!(render("{{ subscribed_state.${g1} }}/{{subscribed_state.${g2}}}"), "subscribed/unsubscribed");
+    assert_eq!(
+        render("<a href=\"{{preference_center_submit_url}}\">"),
+        "<a href=\"https://x.test/preferences/t?a=1&amp;b=2\">"
+    );
+    assert_eq!(render("{{${email_address}}} {{${first_name}}}"), "Ann Ann");
+    let t = Template::parse("<input name=\"{% form_field_name :email_global_state %}\">{% form_field_name :subscription_group g1 %}{% form_field_name :subscription_group ${g2} %}{% form_field_name :subscription_group g1 %}").unwrap();
+    let r = t.render(&Fixed { value: String::new() });
+    assert_eq!(
+        r.html,
+        "<input name=\"email_global_state\">subscription_group_g1subscription_group_g2subscription_group_g1"
+    );
+    assert_eq!(r.fields, vec![FieldRef::EmailGlobal, FieldRef::Group("g1".into()), FieldRef::Group("g2".into())]);
+    let refs: Vec<&str> = t.group_refs().iter().map(|(g, _)| g.as_str()).collect();
+    assert_eq!(refs, ["g1", "g2", "g1"]);
+}
+
+#[test]
+fn user_values_are_escaped_and_captured_markup_is_not_escaped_twice() {
+    assert_eq!(render_with("<p>{{${first_name}}}</p>", "<b>&'\""), "<p>&lt;b&gt;&amp;&#39;&quot;</p>");
+    assert_eq!(
+        render_with("{% capture n %}<i>{{${first_name}}}</i>{% endcapture %}{{ n }}|{{ n | escape }}", "<b>"),
+        "<i>&lt;b&gt;</i>|&lt;i&gt;&amp;lt;b&amp;gt;&lt;/i&gt;"
+    );
+    assert_eq!(
+        render_with("{% capture n %}<i>x</i>{% endcapture %}{{ n | append: ${first_name} }}", "<b>"),
+        "<i>x</i>&lt;b&gt;"
+    );
+}
+
+#[test]
+fn conditions_compare_join_and_branch() {
+    let page = "{% if subscribed_state.${email_global} == 'unsubscribed' %}off{% elsif subscribed_state.${email_global} == \"opted_in\" %}in{% else %}on{% endif %}";
+    assert_eq!(render(page), "in");
+    assert_eq!(render("{% if subscribed_state.${g1} != 'subscribed' or 1 < 2 and 3 >= 3 %}y{% endif %}"), "y");
+    assert_eq!(render("{% if ${last_name} %}has{% else %}none{% endif %}"), "none");
+    assert_eq!(render("{% unless ${last_name} %}none{% endunless %}"), "none");
+    assert_eq!(render("{% if ${first_name} contains 'nn' %}c{% endif %}"), "c");
+    assert_eq!(render("{% if ${last_name} == blank %}b{% endif %}{% if '' == empty %}e{% endif %}"), "be");
+    assert_eq!(render("{% if 2 > 10 %}x{% endif %}{% if 'b' > 'a' %}s{% endif %}"), "s");
+    assert_eq!(render("{% if true and false %}x{% else %}f{% endif %}"), "f");
+}
+
+#[test]
+fn filters_captures_comments_and_whitespace_control() {
+    assert_eq!(render("Hi {{ ${last_name} | default: 'there' }}!"), "Hi there!");
+    assert_eq!(render("{{ ${first_name} | default: 'x' | upcase | append: '!' | prepend: '¡' }}"), "¡ANN!");
+    assert_eq!(render("{{ '  MiXed ' | strip | downcase | capitalize }} {{ 'abc' | size }}"), "Mixed 3");
+    assert_eq!(render("{% capture g %}Hello {{${first_name}}}{% endcapture %}[{{g}}]"), "[Hello Ann]");
+    assert_eq!(render("{% assign n = 4 %}{% if n >= 4 %}{{ n }}{% endif %}"), "4");
+    assert_eq!(render("a{% comment %} {% if %} {{ nope }} {% endcomment %}b{% # note %}c"), "abc");
+    assert_eq!(render("{% raw %}{{ kept }}{% endraw %}"), "{{ kept }}");
+    assert_eq!(render("a  {{- 'b' -}}  c {%- if true -%} d {%- endif %}"), "abcd");
+    assert_eq!(render("{{ custom_attribute.${plan} | default: 'free' }}"), "free");
+}
+
+#[test]
+fn bad_templates_are_errors_with_line_and_column() {
+    assert_eq!(error("ok\n  {% frobnicate %}"), "line 2, column 3: unknown tag 'frobnicate'");
+    assert_eq!(error("{{ ${first_name} | shout }}"), "line 1, column 1: unknown filter 'shout'");
+    assert_eq!(error("x {{ nobody }}"), "line 1, column 3: unknown variable 'nobody'");
+    assert_eq!(error("{{${shoe_size}}}"), "line 1, column 1: unknown attribute '${shoe_size}'");
+    assert_eq!(error("\n\n {% if true %}x"), "line 3, column 2: '{% if %}' is not closed");
+    assert_eq!(error("{% if true %}{% capture a %}{% endif %}"), "line 1, column 14: '{% capture %}' is not closed");
+    assert_eq!(error("a {% endif %}"), "line 1, column 3: '{% endif %}' without its opening tag");
+    assert_eq!(error("é {{ x"), "line 1, column 3: an output '{{' is not closed with '}}'");
+    assert!(error("{% form_field_name :everything %}").contains("form_field_name takes"));
+    assert_eq!(error("{% if a %}{% else %}{% else %}{% endif %}"), "line 1, column 1: unknown variable 'a'");
+    assert_eq!(
+        error("{% if 1 %}{% else %}{% else %}{% endif %}"),
+        "line 1, column 21: '{% else %}' after '{% else %}'"
+    );
+    assert_eq!(error("{% comment %} x"), "line 1, column 1: '{% comment %}' is not closed with '{% endcomment %}'");
+    assert_eq!(error("{{ 'a' 'b' }}"), "line 1, column 1: unexpected string 'b' in the output");
+    assert_eq!(error("{{ subscribed_state.email_global }}"), "line 1, column 1: write 'subscribed_state.${name}'");
+    assert!(error("{% assign preference_center_submit_url = 1 %}").contains("cannot be a variable name"));
+}
+
+#[test]
+fn nesting_and_output_size_are_bounded() {
+    let deep = "{% if true %}".repeat(MAX_DEPTH + 1) + &"{% endif %}".repeat(MAX_DEPTH + 1);
+    assert!(error(&deep).contains("nested more than"));
+    let ok = "{% if true %}".repeat(MAX_DEPTH) + "x" + &"{% endif %}".repeat(MAX_DEPTH);
+    assert_eq!(render(&ok), "x");
+    // Each capture doubles the last: 2^30 copies of a user value would be gigabytes.
+    let mut doubling = String::from("{% capture v0 %}{{${first_name}}}{% endcapture %}");
+    for i in 1..30 {
+        doubling.push_str(&format!("{{% capture v{i} %}}{{{{v{p}}}}}{{{{v{p}}}}}{{% endcapture %}}", p = i - 1));
+    }
+    doubling.push_str("{{v29}}");
+    assert!(error(&doubling).contains("could render more than"));
+}
+
+/// Pieces of well-formed templates that use user values every way the engine allows.
+fn piece() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "<p>",
+        "</p>",
+        "{{${first_name}}}",
+        "{{ ${email_address} | upcase }}",
+        "{{ ${city} | default: ${first_name} }}",
+        "{{ ${first_name} | append: ${user_id} | capitalize }}",
+        "{% capture c %}<b>{{${first_name}}}</b>{% endcapture %}",
+        "{{ c }}",
+        "{{ c | append: ${first_name} }}",
+        "{{ ${first_name} | prepend: c }}",
+        "{{ c | escape }}",
+        "{% assign a = ${first_name} | strip %}{{ a }}",
+        "{% if ${first_name} contains '<' %}lt{% else %}{{${first_name}}}{% endif %}",
+        "<a href=\"{{preference_center_submit_url}}\">",
+        "{{subscribed_state.${g1}}}",
+        "{% form_field_name :subscription_group g1 %}",
+    ])
+    .prop_map(str::to_string)
+}
+
+proptest! {
+    // No regression files in the source tree: a failure prints its minimal case.
+    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Any text at all: parsing answers (a template or an error), never panics.
+    #[test]
+    fn parsing_never_panics(src in ".{0,200}") {
+        let _ = Template::parse(&src);
+    }
+
+    /// Text made of the syntax's own pieces, which reaches far deeper than random text.
+    #[test]
+    fn parsing_syntax_soup_never_panics(parts in prop::collection::vec(prop::sample::select(vec![
+        "{{", "}}", "{%", "%}", "-", "${", "}", "'", "\"", "if", "elsif", "else", "endif", "capture",
+        "endcapture", "comment", "endcomment", "raw", "endraw", "x", " ", "\n", "|", ":", "default", "==",
+        "and", "or", "1", "é", "subscribed_state", ".", "form_field_name", ":email_global_state", "#",
+    ]), 0..60)) {
+        let src: String = parts.concat();
+        if let Ok(t) = Template::parse(&src) {
+            let _ = t.render(&Fixed { value: "v".into() });
+        }
+    }
+
+    /// Whatever a valid page does with user values, none reaches the page unescaped.
+    #[test]
+    fn no_user_value_is_output_unescaped(parts in prop::collection::vec(piece(), 1..12), evil in "[a-z]{0,3}") {
+        let src = format!("{{% capture c %}}<i>{{{{${{first_name}}}}}}</i>{{% endcapture %}}{}", parts.concat());
+        let t = Template::parse(&src).unwrap_or_else(|e| panic!("{src}: {e}"));
+        let value = format!("<x-evil {evil}'\"&>");
+        let html = t.render(&Fixed { value }).html;
+        prop_assert!(!html.contains("<x-evil"), "{}", html);
+        prop_assert!(!html.contains("'\"&>"), "{}", html);
+    }
+}

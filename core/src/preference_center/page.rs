@@ -1,0 +1,361 @@
+//! The hosted page: `GET /preferences/{token}` shows a center's page for the user
+//! the token names; `POST` (an ordinary urlencoded form) applies the choices through
+//! the subscription state model and shows the confirmation page. Every answer is an
+//! HTML page, failures included.
+
+use serde_json::Value as Json;
+
+use super::center::{self, Center, CenterState, Options};
+use super::link::{self, LinkConfig, TokenError};
+use super::liquid::{escape_html, Attr, Data, FieldRef, Template, Value, Var};
+use crate::ctx::Ctx;
+use crate::error::ApiError;
+use crate::http::{percent_decode, Request, Response};
+use crate::ids::{Identifier, ServiceId};
+use crate::ratelimit::{Bucket, Decision, RateLimiter};
+use crate::repo::transact::transact;
+use crate::repo::Tx;
+use crate::store::Store;
+use crate::subscriptions::groups;
+use crate::subscriptions::state::{self, Status};
+use crate::subscriptions::values::{GlobalState, GroupState};
+use crate::users::profile::Profile;
+
+/// Show the page, or submit its form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageOp {
+    /// GET
+    Show,
+    /// POST
+    Submit,
+}
+
+/// A failure, shown as a page.
+struct Refusal {
+    status: u16,
+    title: &'static str,
+    detail: String,
+    retry_after: Option<u64>,
+}
+
+fn refuse(status: u16, title: &'static str, detail: impl Into<String>) -> Refusal {
+    Refusal { status, title, detail: detail.into(), retry_after: None }
+}
+
+impl From<ApiError> for Refusal {
+    fn from(e: ApiError) -> Refusal {
+        let status = e.status();
+        let detail = match &e {
+            ApiError::BadRequest(m) | ApiError::NotFound(m) => m.clone(),
+            _ => "Please try again in a moment.".into(),
+        };
+        Refusal { status, title: "This page is not available", detail, retry_after: None }
+    }
+}
+
+impl From<crate::store::StoreError> for Refusal {
+    fn from(e: crate::store::StoreError) -> Refusal {
+        ApiError::Store(e).into()
+    }
+}
+
+/// Answers a page request; never anything but an HTML page.
+pub async fn page<S: Store>(
+    store: &S,
+    limiter: &RateLimiter,
+    token: &str,
+    op: PageOp,
+    req: &Request,
+    links: &LinkConfig,
+    ctx: Ctx,
+) -> Response {
+    match serve(store, limiter, token, op, req, links, ctx).await {
+        Ok(html) => html_response(200, html),
+        Err(r) => {
+            let body = format!(
+                "<!doctype html><html><head><meta charset=\"utf-8\"><title>{t}</title></head>\
+                 <body><h1>{t}</h1><p>{d}</p></body></html>",
+                t = escape_html(r.title),
+                d = escape_html(&r.detail)
+            );
+            let mut resp = html_response(r.status, body);
+            if let Some(s) = r.retry_after {
+                resp = resp.with_header("X-Ratelimit-Retry-After", s.to_string());
+            }
+            resp
+        }
+    }
+}
+
+fn html_response(status: u16, body: String) -> Response {
+    Response::empty(status)
+        .with_header("Content-Type", "text/html; charset=utf-8")
+        .with_header("Cache-Control", "no-store")
+        // The URL is the user's credential: never send it on to linked sites.
+        .with_header("Referrer-Policy", "no-referrer")
+        .with_header("X-Content-Type-Options", "nosniff")
+        .with_body(body.into_bytes())
+}
+
+async fn serve<S: Store>(
+    store: &S,
+    limiter: &RateLimiter,
+    token: &str,
+    op: PageOp,
+    req: &Request,
+    links: &LinkConfig,
+    ctx: Ctx,
+) -> Result<String, Refusal> {
+    let claims = match link::verify(store, token, ctx.now).await? {
+        Ok(c) => c,
+        Err(TokenError::Invalid) => {
+            return Err(refuse(403, "This link is not valid", "Please use the link from your latest email."))
+        }
+        Err(TokenError::Expired) => {
+            return Err(refuse(403, "This link has expired", "Please use the link from your latest email."))
+        }
+    };
+    let unavailable =
+        || refuse(404, "This page is not available", "This preference center does not exist or is not published.");
+    let center = match center::get(store, &claims.ws, &claims.center).await? {
+        Some(c) if c.state == CenterState::Active => c,
+        _ => return Err(unavailable()),
+    };
+    let page = parse_stored(&center.page_html)?;
+    let confirmation = parse_stored(&center.confirmation_html)?;
+    let submit_url = links.url(token);
+    let user = Identifier::External(claims.external_id.clone());
+    let no_user = || refuse(404, "This page is not available", "This user no longer exists.");
+    match op {
+        PageOp::Show => {
+            let mut tx = Tx::new(store, claims.ws.clone());
+            let id = tx.resolve_one(&user).await?.ok_or_else(no_user)?;
+            let profile = tx.profile(&id).await?.ok_or_else(no_user)?.clone();
+            Ok(finish(&center, &page, &profile, &submit_url))
+        }
+        PageOp::Submit => {
+            let form_type = req.header_value("Content-Type").unwrap_or("");
+            if !form_type.to_ascii_lowercase().starts_with("application/x-www-form-urlencoded") {
+                return Err(refuse(
+                    415,
+                    "The form could not be saved",
+                    "Send the form as application/x-www-form-urlencoded.",
+                ));
+            }
+            // Per token, after it is known good: forged tokens cannot fill the table.
+            let limit_key = format!("\u{1f}link\u{1f}{token}");
+            if let Decision::Limited { retry_after } = limiter.check(&limit_key, Bucket::PreferenceSubmit, ctx.now) {
+                let mut r = refuse(429, "Too many submissions", "Please wait a minute and try again.");
+                r.retry_after = Some(retry_after);
+                return Err(r);
+            }
+            let profile = transact(store, &claims.ws, ctx.seed, async |tx, _| {
+                let id = tx
+                    .resolve_one(&user)
+                    .await?
+                    .ok_or_else(|| ApiError::NotFound("This user no longer exists.".into()))?;
+                let profile =
+                    tx.profile(&id).await?.ok_or_else(|| ApiError::NotFound("This user no longer exists.".into()))?;
+                // The fields the page shows this user now: one it showed and the form
+                // lacks is an unticked checkbox.
+                let shown = page.render(&PageData { profile, submit_url: &submit_url }).fields;
+                let choices = read_form(&req.body, &shown).map_err(ApiError::BadRequest)?;
+                apply(tx, &id, choices, ctx).await?;
+                tx.profile(&id).await?.cloned().ok_or_else(|| ApiError::NotFound("This user no longer exists.".into()))
+            })
+            .await
+            .map_err(|e| match e {
+                ApiError::BadRequest(m) => refuse(400, "The form could not be saved", m),
+                other => other.into(),
+            })?;
+            Ok(finish(&center, &confirmation, &profile, &submit_url))
+        }
+    }
+}
+
+fn parse_stored(src: &str) -> Result<Template, Refusal> {
+    // Stored templates were checked when written; one that no longer parses (a
+    // template stored by another version) is not served half-rendered.
+    Template::parse(src).map_err(|e| Refusal::from(ApiError::NotFound(format!("This page cannot be shown ({e})."))))
+}
+
+fn finish(center: &Center, t: &Template, profile: &Profile, submit_url: &str) -> String {
+    let html = t.render(&PageData { profile, submit_url }).html;
+    with_head(&html, center.title(), &center.options)
+}
+
+/// One choice of the form.
+#[derive(Debug, PartialEq, Eq)]
+enum Choice {
+    Global(GlobalState),
+    Group(String, GroupState),
+}
+
+/// Reads the submitted form against the fields the page showed: each known, each
+/// value allowed; a shown field left out (an unticked checkbox) is `unsubscribed`;
+/// a field sent twice (a hidden input before its checkbox) takes the last value.
+fn read_form(body: &[u8], shown: &[FieldRef]) -> Result<Vec<Choice>, String> {
+    let text = std::str::from_utf8(body).map_err(|_| "The form is not valid UTF-8.".to_string())?;
+    let mut values: Vec<Option<String>> = vec![None; shown.len()];
+    for pair in text.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let (k, v) = (percent_decode(k), percent_decode(v));
+        let i = shown.iter().position(|f| f.name() == k).ok_or_else(|| format!("Unknown form field '{k}'."))?;
+        values[i] = Some(v);
+    }
+    shown
+        .iter()
+        .zip(values)
+        .map(|(f, v)| {
+            let v = v.unwrap_or_else(|| "unsubscribed".into());
+            match f {
+                FieldRef::EmailGlobal => GlobalState::parse(&v).map(Choice::Global).ok_or_else(|| {
+                    format!("'{v}' is not an email subscription state (opted_in, subscribed or unsubscribed).")
+                }),
+                FieldRef::Group(id) => GroupState::parse(&v)
+                    .map(|s| Choice::Group(id.clone(), s))
+                    .ok_or_else(|| format!("'{v}' is not a subscription group state (subscribed or unsubscribed).")),
+            }
+        })
+        .collect()
+}
+
+/// Applies the choices as the API would: to every user sharing the address, the
+/// hard-bounce flag kept.
+async fn apply<S: Store>(tx: &mut Tx<'_, S>, id: &ServiceId, choices: Vec<Choice>, ctx: Ctx) -> Result<(), ApiError> {
+    for c in choices {
+        match c {
+            Choice::Global(s) => state::set_global_for(tx, id, s, ctx.now).await?,
+            Choice::Group(g, s) => {
+                let group = groups::get(tx.store(), tx.workspace(), &g)
+                    .await?
+                    .ok_or_else(|| ApiError::BadRequest(format!("The subscription group '{g}' no longer exists.")))?;
+                state::set_group_for(tx, id, &g, group.channel, s, ctx.now).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a page shows of one user.
+struct PageData<'a> {
+    profile: &'a Profile,
+    submit_url: &'a str,
+}
+
+fn json_value(v: Option<&Json>) -> Value {
+    match v {
+        Some(Json::String(s)) => Value::Text(s.clone()),
+        Some(Json::Number(n)) => n.as_f64().map_or(Value::Nil, Value::Num),
+        Some(Json::Bool(b)) => Value::Bool(*b),
+        _ => Value::Nil,
+    }
+}
+
+impl Data for PageData<'_> {
+    fn get(&self, var: &Var) -> Value {
+        let p = self.profile;
+        let text = |s: Option<&str>| s.map_or(Value::Nil, |s| Value::Text(s.to_string()));
+        match var {
+            // A user whose state was never set is subscribed (the platform's default).
+            Var::EmailGlobal => Value::Text(p.email_subscribe.unwrap_or(GlobalState::Subscribed).as_str().into()),
+            Var::GroupState(g) => Value::Text(
+                match state::stored(p, g) {
+                    Status::Subscribed => "subscribed",
+                    Status::Unsubscribed | Status::Unknown => "unsubscribed",
+                }
+                .into(),
+            ),
+            Var::SubmitUrl => Value::Text(self.submit_url.to_string()),
+            Var::Custom(name) => json_value(p.custom.get(name)),
+            Var::Local(_) => Value::Nil,
+            Var::Attr(a) => match a {
+                Attr::EmailAddress => text(p.email.as_ref().map(|e| e.as_str())),
+                Attr::UserId => text(p.external_id.as_ref().map(|x| x.as_str())),
+                Attr::PhoneNumber => text(p.phone.as_ref().map(|x| x.as_str())),
+                Attr::FirstName => json_value(p.standard.get("first_name")),
+                Attr::LastName => json_value(p.standard.get("last_name")),
+                Attr::City => json_value(p.standard.get("home_city")),
+                Attr::Country => json_value(p.standard.get("country")),
+                Attr::Language => json_value(p.standard.get("language")),
+                Attr::Gender => json_value(p.standard.get("gender")),
+                Attr::DateOfBirth => json_value(p.standard.get("dob")),
+                Attr::TimeZone => json_value(p.standard.get("time_zone")),
+            },
+        }
+    }
+}
+
+/// Adds the title (unless the page has its own) and the options' tags to the head.
+pub fn with_head(html: &str, title: &str, options: &Options) -> String {
+    let lower = html.to_ascii_lowercase();
+    let mut tags = String::new();
+    if !lower.contains("<title") {
+        tags.push_str(&format!("<title>{}</title>", escape_html(title)));
+    }
+    tags.push_str(&options.head_tags());
+    let tag_end = |name: &str| {
+        let mut from = 0;
+        while let Some(i) = lower[from..].find(name) {
+            let at = from + i + name.len();
+            if lower[at..].starts_with(|c: char| c == '>' || c.is_ascii_whitespace()) {
+                return lower[at..].find('>').map(|j| at + j + 1);
+            }
+            from = at;
+        }
+        None
+    };
+    let (at, insert) = if let Some(at) = tag_end("<head") {
+        (at, tags)
+    } else if let Some(at) = tag_end("<html") {
+        (at, format!("<head>{tags}</head>"))
+    } else {
+        (tag_end("<!doctype").unwrap_or(0), tags)
+    };
+    format!("{}{insert}{}", &html[..at], &html[at..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_head_gets_the_title_and_tags_wherever_the_page_starts_it() {
+        let o = Options { viewport: Some("width=device-width".into()), links: vec![] };
+        let meta = "<meta name=\"viewport\" content=\"width=device-width\">";
+        assert_eq!(
+            with_head("<html><HEAD class=x><b>", "T<", &o),
+            format!("<html><HEAD class=x><title>T&lt;</title>{meta}<b>")
+        );
+        assert_eq!(
+            with_head("<html lang=en><body>", "T", &o),
+            format!("<html lang=en><head><title>T</title>{meta}</head><body>")
+        );
+        assert_eq!(with_head("<!DOCTYPE html><p>", "T", &Options::default()), "<!DOCTYPE html><title>T</title><p>");
+        assert_eq!(with_head("<header>x", "T", &Options::default()), "<title>T</title><header>x");
+        assert_eq!(
+            with_head("<head><title>Mine</title></head>", "T", &Options::default()),
+            "<head><title>Mine</title></head>"
+        );
+    }
+
+    #[test]
+    fn a_form_is_read_against_the_fields_shown() {
+        let shown = vec![FieldRef::EmailGlobal, FieldRef::Group("g1".into()), FieldRef::Group("g2".into())];
+        assert_eq!(
+            read_form(
+                b"subscription_group_g1=unsubscribed&subscription_group_g1=subscribed&email_global_state=opted_in",
+                &shown
+            ),
+            Ok(vec![
+                Choice::Global(GlobalState::OptedIn),
+                Choice::Group("g1".into(), GroupState::Subscribed),
+                Choice::Group("g2".into(), GroupState::Unsubscribed),
+            ])
+        );
+        assert!(read_form(b"other=1", &shown).unwrap_err().contains("Unknown form field 'other'"));
+        assert!(read_form(b"email_global_state=maybe", &shown).is_err());
+        assert!(read_form(b"subscription_group_g2=opted_in", &shown).is_err());
+        assert!(read_form(&[0xff], &shown).is_err());
+    }
+}
