@@ -216,7 +216,7 @@ impl<S: Store> Engine<S> {
             Api::EmailStatus => subscriptions::email::status(store, ws, body, ctx).await,
             Api::EmailBlocklist => subscriptions::email::blocklist(store, ws, body, ctx).await,
             Api::PreferenceCenter(endpoint) => {
-                preference_center::handle(store, endpoint, ws, body, &self.links(req), ctx).await
+                preference_center::handle(store, endpoint, ws, req, &self.links(req), ctx).await
             }
             Api::Cdi(endpoint) => cdi::handle(endpoint),
         }

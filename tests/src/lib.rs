@@ -112,6 +112,11 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// The body as text (pages are HTML).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.raw).into_owned()
+    }
+
     /// A header value.
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
@@ -223,6 +228,11 @@ impl Api {
         self.call("POST", path, Some(body.to_string().into_bytes())).await
     }
 
+    /// PUT with a JSON body.
+    pub async fn put(&self, path: &str, body: Value) -> Reply {
+        self.call("PUT", path, Some(body.to_string().into_bytes())).await
+    }
+
     /// GET.
     pub async fn get(&self, path: &str) -> Reply {
         self.call("GET", path, None).await
@@ -248,6 +258,24 @@ impl Api {
         assert_eq!(r.status, 200, "export failed: {}", r.body);
         r.body["users"].as_array().cloned().unwrap_or_default()
     }
+}
+
+/// The path of a preference-center link, checked to point at the host under test.
+pub fn link_path(url: &str) -> String {
+    let prefix = format!("{}/preferences/", host().base);
+    let token = url.strip_prefix(&prefix).unwrap_or_else(|| panic!("{url} does not start with {prefix}"));
+    format!("/preferences/{token}")
+}
+
+/// Opens a page, as a browser would (no credentials).
+pub async fn open_page(path: &str) -> Reply {
+    send("GET", path, &[], None).await
+}
+
+/// Submits a form to a page, as a browser would.
+pub async fn submit_form(path: &str, form: &str) -> Reply {
+    let headers = [("Content-Type", "application/x-www-form-urlencoded")];
+    send("POST", path, &headers, Some(form.as_bytes().to_vec())).await
 }
 
 /// Removes fields that differ between runs (ids, times of creation) for snapshots.

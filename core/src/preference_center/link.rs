@@ -154,15 +154,32 @@ pub async fn verify<S: Store>(
     Ok(Ok(claims))
 }
 
+/// The link's lifetime: the configured one, or a shorter `expires_in` (seconds; an
+/// Engage extension for senders whose links should not outlive one message).
+fn lifetime(req: &Request, links: &LinkConfig) -> Result<u64, ApiError> {
+    let mut ttl = links.ttl_secs;
+    for (k, v) in req.query_pairs() {
+        if k != "expires_in" {
+            return Err(ApiError::bad(format!("unknown query parameter '{k}'")));
+        }
+        ttl = v.parse().ok().filter(|n| (1..=links.ttl_secs).contains(n)).ok_or_else(|| {
+            ApiError::bad(format!("'expires_in' must be a whole number of seconds from 1 to {}", links.ttl_secs))
+        })?;
+    }
+    Ok(ttl)
+}
+
 /// GET /preference_center/v1/{id}/url/{external_id}: the user's link.
 pub async fn user_url<S: Store>(
     store: &S,
     ws: &WorkspaceName,
     center_id: &str,
     user: &str,
+    req: &Request,
     links: &LinkConfig,
     ctx: Ctx,
 ) -> Result<Response, ApiError> {
+    let ttl = lifetime(req, links)?;
     if center::get(store, ws, center_id).await?.is_none() {
         return Err(ApiError::NotFound(NOT_FOUND.into()));
     }
@@ -183,7 +200,7 @@ pub async fn user_url<S: Store>(
         Ok(s.key)
     })
     .await?;
-    let expires = ctx.now.seconds().saturating_add(i64::try_from(links.ttl_secs).unwrap_or(i64::MAX));
+    let expires = ctx.now.seconds().saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX));
     let claims = Claims { ws: ws.clone(), center: center_id.to_string(), external_id, expires };
     Ok(Response::json(200, &json!({"preference_center_url": links.url(&sign(&key, &claims))})))
 }

@@ -19,7 +19,7 @@ pub mod write;
 
 use crate::ctx::Ctx;
 use crate::error::ApiError;
-use crate::http::Response;
+use crate::http::{Request, Response};
 use crate::ids::WorkspaceName;
 use crate::routes::PreferenceCenter;
 use crate::store::Store;
@@ -29,15 +29,18 @@ pub async fn handle<S: Store>(
     store: &S,
     endpoint: PreferenceCenter,
     ws: &WorkspaceName,
-    body: &[u8],
+    req: &Request,
     links: &link::LinkConfig,
     ctx: Ctx,
 ) -> Result<Response, ApiError> {
     match endpoint {
-        PreferenceCenter::Create => write::create(store, ws, body, ctx).await,
-        PreferenceCenter::Update(id) => write::update(store, ws, &id, body, ctx).await,
+        PreferenceCenter::Create => write::create(store, ws, &req.body, ctx).await,
+        PreferenceCenter::Update(id) => write::update(store, ws, &id, &req.body, ctx).await,
         PreferenceCenter::List => read::list(store, ws).await,
         PreferenceCenter::Get(id) => read::get(store, ws, &id).await,
-        PreferenceCenter::UserUrl(id, user) => link::user_url(store, ws, &id, &user, links, ctx).await,
+        PreferenceCenter::UserUrl(id, user) => link::user_url(store, ws, &id, &user, req, links, ctx).await,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -286,7 +286,9 @@ impl Data for PageData<'_> {
     }
 }
 
-/// Adds the title (unless the page has its own) and the options' tags to the head.
+/// Adds the title (unless the page has its own) and the options' tags to the head:
+/// before `</head>`, else after `<head>`, else in a head made after `<html>`, else
+/// after the doctype.
 pub fn with_head(html: &str, title: &str, options: &Options) -> String {
     let lower = html.to_ascii_lowercase();
     let mut tags = String::new();
@@ -305,7 +307,10 @@ pub fn with_head(html: &str, title: &str, options: &Options) -> String {
         }
         None
     };
-    let (at, insert) = if let Some(at) = tag_end("<head") {
+    // At the end of the head, after the author's own `<meta charset>`.
+    let (at, insert) = if let Some(at) = lower.find("</head") {
+        (at, tags)
+    } else if let Some(at) = tag_end("<head") {
         (at, tags)
     } else if let Some(at) = tag_end("<html") {
         (at, format!("<head>{tags}</head>"))
@@ -326,6 +331,10 @@ mod tests {
         assert_eq!(
             with_head("<html><HEAD class=x><b>", "T<", &o),
             format!("<html><HEAD class=x><title>T&lt;</title>{meta}<b>")
+        );
+        assert_eq!(
+            with_head("<head><meta charset=utf-8></HEAD><body>", "T", &o),
+            format!("<head><meta charset=utf-8><title>T</title>{meta}</HEAD><body>")
         );
         assert_eq!(
             with_head("<html lang=en><body>", "T", &o),

@@ -4,6 +4,7 @@
 mod auth;
 mod export;
 mod identity;
+mod preference_center;
 mod shapes;
 mod subscriptions;
 mod track;

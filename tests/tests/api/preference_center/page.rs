@@ -1,0 +1,253 @@
+//! The hosted page: shown with the user's states, its form applied, and every way a
+//! link or a form can be refused.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use base64::Engine as _;
+use engage_tests::{open_page, submit_form, Api};
+use serde_json::{json, Value};
+
+use super::{create, link};
+
+/// A realistic page: every tag of the platform, the Liquid a real page uses, and
+/// every option.
+fn realistic(news: &str, offers: &str, tips: &str) -> Value {
+    let page = format!(
+        r#"<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><style>body {{ font-family: sans-serif; }}</style></head>
+<body>
+{{% comment %}} Greeting: first name, else a default {{% endcomment %}}
+{{% capture greeting %}}Hello {{{{ ${{first_name}} | default: "friend" }}}}{{% endcapture %}}
+<h1>{{{{ greeting }}}}</h1>
+<p>Preferences for {{{{${{email_address}}}}}} ({{{{ ${{last_name}} | default: "no last name" | upcase }}}})</p>
+<form method="post" action="{{{{preference_center_submit_url}}}}">
+  {{% if subscribed_state.${{email_global}} == "unsubscribed" %}}
+  <p>You are unsubscribed from all email.</p>
+  {{% elsif subscribed_state.${{email_global}} == "opted_in" %}}
+  <p>You opted in.</p>
+  {{% else %}}
+  <p>You are subscribed.</p>
+  {{% endif %}}
+  <input type="hidden" name="{{% form_field_name :email_global_state %}}" value="unsubscribed">
+  <label><input type="checkbox" name="{{% form_field_name :email_global_state %}}" value="opted_in" {{% unless subscribed_state.${{email_global}} == "unsubscribed" %}}checked{{% endunless %}}> All email</label>
+  <label><input type="checkbox" name="{{% form_field_name :subscription_group {news} %}}" value="subscribed" {{% if subscribed_state.${{{news}}} == "subscribed" %}}checked{{% endif %}}> News ({{{{subscribed_state.${{{news}}}}}}})</label>
+  <label><input type="checkbox" name="{{% form_field_name :subscription_group {offers} %}}" value="subscribed" {{% if subscribed_state.${{{offers}}} == "subscribed" %}}checked{{% endif %}}> Offers ({{{{subscribed_state.${{{offers}}}}}}})</label>
+  <label><input type="checkbox" name="{{% form_field_name :subscription_group {tips} %}}" value="subscribed" {{% if subscribed_state.${{{tips}}} == "subscribed" %}}checked{{% endif %}}> Tips ({{{{subscribed_state.${{{tips}}}}}}})</label>
+  <button type="submit">Save</button>
+</form>
+</body>
+</html>"#
+    );
+    let confirmation = format!(
+        "<html><body><p>Thanks {{{{ ${{first_name}} | default: 'friend' }}}}: email {{{{subscribed_state.${{email_global}}}}}}, \
+         news {{{{subscribed_state.${{{news}}}}}}}, offers {{{{subscribed_state.${{{offers}}}}}}}.</p></body></html>"
+    );
+    json!({
+        "name": "realistic",
+        "preference_center_title": "Manage <your> email",
+        "preference_center_page_html": page,
+        "confirmation_page_html": confirmation,
+        "options": {
+            "meta-viewport-content": "width=device-width, initial-scale=1",
+            "links-tags": [
+                {"rel": "icon", "href": "https://cdn.x.test/icon.png?a=1&b=2", "type": "image/png", "sizes": "32x32"},
+                {"rel": "apple-touch-icon", "href": "/touch.png"},
+                {"rel": "shortcut icon", "href": "/mask.svg", "type": "mask-icon", "color": "#5bbad5"}
+            ]
+        }
+    })
+}
+
+struct World {
+    api: Api,
+    news: String,
+    offers: String,
+    tips: String,
+    center: String,
+}
+
+async fn world() -> World {
+    let api = Api::new().await;
+    let news = api.group("News", "email").await;
+    let offers = api.group("Offers", "email").await;
+    let tips = api.group("Tips", "email").await;
+    api.track(json!({"attributes": [
+        {"external_id": "zoe", "email": "zoe@x.test", "first_name": "Zoë <Z>", "email_subscribe": "subscribed",
+         "subscription_groups": [
+            {"subscription_group_id": news, "subscription_state": "subscribed"},
+            {"subscription_group_id": offers, "subscription_state": "unsubscribed"}]},
+        {"external_id": "zoe-work", "email": "zoe@x.test"}
+    ]}))
+    .await;
+    let center = create(&api, realistic(&news, &offers, &tips)).await;
+    World { api, news, offers, tips, center }
+}
+
+impl World {
+    fn redact(&self, html: &str, path: &str) -> String {
+        html.replace(path, "/preferences/[token]")
+            .replace(&engage_tests::host().base, "[base]")
+            .replace(&self.news, "[news]")
+            .replace(&self.offers, "[offers]")
+            .replace(&self.tips, "[tips]")
+    }
+
+    async fn group_statuses(&self, user: &str) -> Value {
+        let r = self.api.get(&format!("/subscription/user/status?external_id={user}")).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let mut out = json!({});
+        for g in r.body["users"][0]["subscription_groups"].as_array().cloned().unwrap_or_default() {
+            let name = g["name"].as_str().unwrap_or("").to_string();
+            out[name] = g["status"].clone();
+        }
+        out
+    }
+}
+
+#[tokio::test]
+async fn the_page_renders_every_tag_and_option_for_a_user_with_mixed_states() {
+    let w = world().await;
+    let path = link(&w.api, &w.center, "zoe").await;
+    let page = open_page(&path).await;
+    assert_eq!(page.status, 200);
+    assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(page.header("referrer-policy"), Some("no-referrer"));
+    assert_eq!(page.header("cache-control"), Some("no-store"));
+    insta::assert_snapshot!("realistic_page", w.redact(&page.text(), &path));
+}
+
+#[tokio::test]
+async fn a_submitted_form_changes_the_states_and_shows_the_confirmation() {
+    let w = world().await;
+    let path = link(&w.api, &w.center, "zoe").await;
+    // As a browser sends it: the hidden global input, then the ticked boxes (news
+    // unticked, offers ticked, tips left out: unsubscribed).
+    let form = format!(
+        "email_global_state=unsubscribed&email_global_state=opted_in&subscription_group_{}=subscribed",
+        w.offers
+    );
+    let done = submit_form(&path, &form).await;
+    assert_eq!(done.status, 200, "{}", done.text());
+    insta::assert_snapshot!("realistic_confirmation", w.redact(&done.text(), &path));
+
+    assert_eq!(
+        w.group_statuses("zoe").await,
+        json!({"News": "Unsubscribed", "Offers": "Subscribed", "Tips": "Unsubscribed"})
+    );
+    assert_eq!(w.api.user("zoe").await["email_subscribe"], "opted_in");
+    assert_eq!(w.api.user("zoe-work").await["email_subscribe"], "opted_in", "the same address follows");
+    assert_eq!(
+        w.group_statuses("zoe-work").await["News"],
+        "Unsubscribed",
+        "an email group's state goes to every user with the address"
+    );
+    // The page now shows the new states.
+    let again = open_page(&path).await.text();
+    assert!(again.contains("You opted in."), "{again}");
+}
+
+#[tokio::test]
+async fn a_bad_form_is_a_400_page_and_changes_nothing() {
+    let w = world().await;
+    let path = link(&w.api, &w.center, "zoe").await;
+    let before = (w.group_statuses("zoe").await, w.api.user("zoe").await["email_subscribe"].clone());
+    let news = format!("subscription_group_{}", w.news);
+    for form in [
+        "email_global_state=opted_in&hacker=1".to_string(),
+        "email_global_state=sometimes".to_string(),
+        format!("{news}=opted_in"),
+        format!("subscription_group_{}=subscribed", "not-on-the-page"),
+    ] {
+        let r = submit_form(&path, &form).await;
+        assert_eq!(r.status, 400, "{form}: {}", r.text());
+        assert!(r.text().contains("The form could not be saved"), "{}", r.text());
+        assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    }
+    let json = engage_tests::send("POST", &path, &[("Content-Type", "application/json")], Some(b"{}".to_vec())).await;
+    assert_eq!(json.status, 415);
+    assert_eq!((w.group_statuses("zoe").await, w.api.user("zoe").await["email_subscribe"].clone()), before);
+}
+
+fn forge(token: &str, edit: impl Fn(&str) -> String) -> String {
+    let (payload, sig) = token.split_once('.').expect("a token");
+    let text = String::from_utf8(B64.decode(payload).expect("base64")).expect("utf-8");
+    format!("{}.{sig}", B64.encode(edit(&text)))
+}
+
+#[tokio::test]
+async fn tampered_foreign_and_expired_links_get_a_403_page_and_change_nothing() {
+    let w = world().await;
+    let path = link(&w.api, &w.center, "zoe").await;
+    let token = path.strip_prefix("/preferences/").expect("token");
+    let other = Api::new().await;
+    other.track(json!({"attributes": [{"external_id": "zoe"}]})).await;
+    let theirs = create(&other, super::body("theirs")).await;
+    link(&other, &theirs, "zoe").await; // the other workspace has a secret too
+
+    let forged = [
+        forge(token, |t| t.replace(&w.api.workspace, &other.workspace)),
+        forge(token, |t| t.replace(&w.center, &theirs)),
+        forge(token, |t| t.replace("zoe", "zoe-work")),
+        forge(token, |t| {
+            let (head, _) = t.rsplit_once('\u{1f}').expect("expiry");
+            format!("{head}\u{1f}99999999999")
+        }),
+        format!("{token}x"),
+        "not-a-token".to_string(),
+    ];
+    for f in &forged {
+        let path = format!("/preferences/{f}");
+        let r = open_page(&path).await;
+        assert_eq!(r.status, 403, "{f}");
+        assert!(r.text().contains("This link is not valid"), "{}", r.text());
+        let r = submit_form(&path, "email_global_state=unsubscribed").await;
+        assert_eq!(r.status, 403);
+    }
+    assert_eq!(w.api.user("zoe").await["email_subscribe"], "subscribed");
+
+    let r = w.api.get(&format!("/preference_center/v1/{}/url/zoe?expires_in=1", w.center)).await;
+    let short = engage_tests::link_path(r.body["preference_center_url"].as_str().expect("url"));
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let r = open_page(&short).await;
+    assert_eq!(r.status, 403);
+    assert!(r.text().contains("This link has expired"));
+    assert_eq!(submit_form(&short, "email_global_state=unsubscribed").await.status, 403);
+    assert_eq!(w.api.user("zoe").await["email_subscribe"], "subscribed");
+}
+
+#[tokio::test]
+async fn a_draft_center_or_a_deleted_user_is_not_served() {
+    let w = world().await;
+    let path = link(&w.api, &w.center, "zoe").await;
+    let update = json!({"state": "draft", "preference_center_page_html": "x", "confirmation_page_html": "y"});
+    assert_eq!(w.api.put(&format!("/preference_center/v1/{}", w.center), update).await.status, 200);
+    let r = open_page(&path).await;
+    assert_eq!(r.status, 404);
+    assert!(r.text().contains("not published"));
+    assert_eq!(submit_form(&path, "").await.status, 404);
+
+    let back = json!({"state": "active", "preference_center_page_html": "hi", "confirmation_page_html": "y"});
+    w.api.put(&format!("/preference_center/v1/{}", w.center), back).await;
+    assert_eq!(open_page(&path).await.status, 200);
+    assert_eq!(w.api.post("/users/delete", json!({"external_ids": ["zoe"]})).await.status, 201);
+    let r = open_page(&path).await;
+    assert_eq!(r.status, 404);
+    assert!(r.text().contains("no longer exists"));
+}
+
+#[tokio::test]
+async fn submissions_are_limited_per_link() {
+    let w = world().await;
+    let path = link(&w.api, &w.center, "zoe").await;
+    let other = link(&w.api, &w.center, "zoe-work").await;
+    let form = "email_global_state=opted_in";
+    let mut statuses = Vec::new();
+    for _ in 0..21 {
+        statuses.push(submit_form(&path, form).await.status);
+    }
+    assert!(statuses[..20].iter().all(|s| *s == 200), "{statuses:?}");
+    let limited = submit_form(&path, form).await;
+    assert_eq!(limited.status, 429, "{statuses:?}");
+    assert!(limited.header("x-ratelimit-retry-after").is_some());
+    assert_eq!(submit_form(&other, form).await.status, 200, "another link has its own limit");
+}
