@@ -215,3 +215,98 @@ test("engage serve hosts the playground, and its curl commands work against the 
     await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.on("exit", resolve)));
   }
 });
+
+test("a preference page opens inside the playground and its form is sent to the in-page core", async () => {
+  const server = await staticServer(dist);
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  try {
+    await open(page, `http://127.0.0.1:${server.address().port}/`);
+    await pick(page, "POST /users/track");
+    assert.equal((await send(page)).status, 201);
+    await pick(page, "POST /preference_center/v1");
+    const created = await send(page);
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    await pick(page, "GET /preference_center/v1/{}/url/{}");
+    await page.fill("#path", `/preference_center/v1/${created.body.preference_center_api_id}/url/user-1`);
+    const url = await send(page);
+    assert.equal(url.status, 200, JSON.stringify(url.body));
+    await page.click("#open-page");
+    const frame = page.frameLocator("#page-frame");
+    await frame.locator("text=Hello Ada").waitFor();
+    const group = frame.locator('input[name^="subscription_group_"]');
+    await group.check();
+    await frame.locator("button[type=submit]").click();
+    await frame.locator("text=Saved. Email: opted_in.").waitFor();
+    assert.equal(await page.textContent("#page-status"), "200");
+
+    await pick(page, "GET /subscription/user/status");
+    const status = await send(page);
+    assert.equal(status.body.users[0].subscription_groups[0].status, "Subscribed", JSON.stringify(status.body));
+    assert.deepEqual(errors, []);
+  } finally {
+    await page.close();
+    server.close();
+  }
+});
+
+test("a person manages their subscriptions on the page engage serve hosts", { skip: !process.env.ENGAGE_BIN && "ENGAGE_BIN is not set" }, async () => {
+  const bin = process.env.ENGAGE_BIN;
+  const db = path.join(tmp, "preferences.db");
+  const key = (await run(bin, ["keys", "create", "--db", db])).stdout.trim();
+  const news = (await run(bin, ["groups", "create", "--db", db, "--name", "News", "--channel", "email"])).stdout.trim();
+  const offers = (await run(bin, ["groups", "create", "--db", db, "--name", "Offers", "--channel", "email"])).stdout.trim();
+  const { child, base } = await startEngage(bin, db);
+  const api = async (method, p, body) => {
+    const r = await fetch(`${base}${p}`, {
+      method,
+      headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+      body: body && JSON.stringify(body),
+    });
+    return { status: r.status, body: await r.json() };
+  };
+  const box = (g, label) =>
+    `<label><input type="checkbox" name="{% form_field_name :subscription_group ${g} %}" value="subscribed"` +
+    ` {% if subscribed_state.\${${g}} == "subscribed" %}checked{% endif %}> ${label}</label>`;
+  const option = (v) => `<option value="${v}" {% if subscribed_state.\${email_global} == "${v}" %}selected{% endif %}>${v}</option>`;
+  const page = await context.newPage();
+  try {
+    assert.equal((await api("POST", "/users/track", { attributes: [{ external_id: "ana", email: "ana@x.test", first_name: "Ana",
+      email_subscribe: "subscribed", subscription_groups: [
+        { subscription_group_id: news, subscription_state: "subscribed" },
+        { subscription_group_id: offers, subscription_state: "subscribed" }] }] })).status, 201);
+    const created = await api("POST", "/preference_center/v1", {
+      name: "e2e",
+      preference_center_title: "Your email",
+      preference_center_page_html: `<html><body><h1>Hi {{\${first_name}}}</h1><form method="post" action="{{preference_center_submit_url}}">
+        <select name="{% form_field_name :email_global_state %}">${["subscribed", "opted_in", "unsubscribed"].map(option).join("")}</select>
+        ${box(news, "News")} ${box(offers, "Offers")}<button type="submit">Save</button></form></body></html>`,
+      confirmation_page_html: "<html><body><p id=done>Saved for {{${email_address}}}</p></body></html>",
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const url = await api("GET", `/preference_center/v1/${created.body.preference_center_api_id}/url/ana`);
+    assert.equal(url.status, 200, JSON.stringify(url.body));
+    assert.ok(url.body.preference_center_url.startsWith(`${base}/preferences/`), url.body.preference_center_url);
+
+    await page.goto(url.body.preference_center_url);
+    assert.equal(await page.title(), "Your email");
+    await page.locator("text=Hi Ana").waitFor();
+    assert.ok(await page.isChecked(`input[name="subscription_group_${news}"]`));
+    await page.uncheck(`input[name="subscription_group_${news}"]`);
+    await page.selectOption('select[name="email_global_state"]', "opted_in");
+    await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+    assert.equal(await page.textContent("#done"), "Saved for ana@x.test");
+    await page.screenshot({ path: path.join(here, "screenshot-preference-confirmation.png"), fullPage: true });
+
+    const status = await api("GET", "/subscription/user/status?external_id=ana");
+    const groups = Object.fromEntries(status.body.users[0].subscription_groups.map((g) => [g.name, g.status]));
+    assert.deepEqual(groups, { News: "Unsubscribed", Offers: "Subscribed" });
+    const exported = await api("POST", "/users/export/ids", { external_ids: ["ana"] });
+    assert.equal(exported.body.users[0].email_subscribe, "opted_in", JSON.stringify(exported.body));
+  } finally {
+    await page.close();
+    child.stdin.end();
+    await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.on("exit", resolve)));
+  }
+});

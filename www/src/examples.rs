@@ -154,22 +154,24 @@ fn specific(method: &str, pattern: &str, group_id: &str) -> Option<(&'static str
             Some(json!({
                 "name": "newsletter_preferences",
                 "preference_center_title": "Your email preferences",
-                "preference_center_page_html": "<html><body><form action=\"{{preference_center_submit_url}}\"></form></body></html>",
-                "confirmation_page_html": "<html><body>Saved.</body></html>",
-                "state": "active"
+                "preference_center_page_html": page_html(group_id),
+                "confirmation_page_html": "<html><body><p>Saved. Email: {{subscribed_state.${email_global}}}.</p></body></html>",
+                "state": "active",
+                "options": {"meta-viewport-content": "width=device-width, initial-scale=1"}
             })),
         ),
         ("PUT", "/preference_center/v1/{}") => (
             pc,
             String::new(),
             Some(json!({
-                "preference_center_page_html": "<html><body><form action=\"{{preference_center_submit_url}}\"></form></body></html>",
-                "confirmation_page_html": "<html><body>Saved again.</body></html>",
+                "preference_center_page_html": page_html(group_id),
+                "confirmation_page_html": "<html><body><p>Saved again.</p></body></html>",
                 "state": "draft"
             })),
         ),
         ("GET", "/preference_center/v1/list") => ("", String::new(), None),
         ("GET", "/preference_center/v1/{}") => (pc, String::new(), None),
+        ("GET", "/preference_center/v1/{}/url/{}") => ("PREFERENCE_CENTER_API_ID|user-1", String::new(), None),
         ("GET", "/scim/v2/Users") => ("", "filter=userName%20eq%20%22ada%40example.com%22".into(), None),
         ("POST", "/scim/v2/Users") => (
             "",
@@ -194,6 +196,20 @@ fn specific(method: &str, pattern: &str, group_id: &str) -> Option<(&'static str
     })
 }
 
+/// A preference page that shows the global email state and the example group, as
+/// checkboxes of one form.
+fn page_html(group_id: &str) -> String {
+    format!(
+        "<html><body><h1>Hello {{{{ ${{first_name}} | default: 'there' }}}}</h1>\n\
+         <form method=\"post\" action=\"{{{{preference_center_submit_url}}}}\">\n\
+         <label><input type=\"checkbox\" name=\"{{% form_field_name :email_global_state %}}\" value=\"opted_in\" \
+         {{% if subscribed_state.${{email_global}} != 'unsubscribed' %}}checked{{% endif %}}> All email</label>\n\
+         <label><input type=\"checkbox\" name=\"{{% form_field_name :subscription_group {group_id} %}}\" value=\"subscribed\" \
+         {{% if subscribed_state.${{{group_id}}} == 'subscribed' %}}checked{{% endif %}}> Newsletter</label>\n\
+         <button type=\"submit\">Save</button>\n</form></body></html>"
+    )
+}
+
 /// A ready request for every public route, authorised with `key` (SCIM routes get
 /// placeholders: SCIM uses its own token). `group_id` fills the subscription examples.
 pub fn examples(key: &str, group_id: &str) -> Vec<Example> {
@@ -204,7 +220,12 @@ pub fn examples(key: &str, group_id: &str) -> Vec<Example> {
                 let body = matches!(route.method, "POST" | "PUT" | "PATCH").then(|| json!({}));
                 ("ID", String::new(), body)
             });
-            let path = route.pattern.replace("{}", param);
+            // `a|b` fills a route's parameters in turn; one value fills them all.
+            let path = if param.contains('|') {
+                param.split('|').fold(route.pattern.to_string(), |p, v| p.replacen("{}", v, 1))
+            } else {
+                route.pattern.replace("{}", param)
+            };
             let mut headers = Vec::new();
             if route.permission == Permission::Scim.as_str() {
                 headers.push(("Authorization".to_string(), "Bearer SCIM_TOKEN".to_string()));

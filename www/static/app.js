@@ -150,6 +150,45 @@ function renderResponse(res, ms) {
     // Not JSON: shown as is.
   }
   $("response-body").innerHTML = text ? highlight(text) : '<span class="hint">(empty body)</span>';
+  // A user's preference-center link: offer to open the page here.
+  let link = null;
+  try {
+    link = JSON.parse(res.body).preference_center_url || null;
+  } catch {
+    // Not JSON.
+  }
+  pageLink = link;
+  $("page-actions").hidden = !link;
+}
+
+let pageLink = null;
+
+// Shows a page the in-page core rendered, and sends its form back to the core as a
+// browser would (urlencoded), showing the answer (the confirmation page).
+function showPage(path, res) {
+  $("page-view").hidden = false;
+  $("page-status").textContent = `${res.status}`;
+  const frame = $("page-frame");
+  frame.onload = () => {
+    const doc = frame.contentDocument;
+    if (!doc) return;
+    for (const form of doc.querySelectorAll("form")) {
+      form.addEventListener("submit", (e) => {
+        e.preventDefault();
+        const body = new URLSearchParams(new FormData(form)).toString();
+        const answer = pg.send("POST", path, "", "Content-Type: application/x-www-form-urlencoded", body);
+        persist();
+        showPage(path, answer);
+      });
+    }
+  };
+  frame.srcdoc = res.body;
+}
+
+function openPage() {
+  if (!pageLink) return;
+  const path = new URL(pageLink).pathname;
+  showPage(path, pg.send("GET", path, "", "", ""));
 }
 
 function send(event) {
@@ -219,6 +258,7 @@ async function main() {
   $("request").addEventListener("submit", send);
   $("copy-curl").addEventListener("click", () => copyCurl(editorRequest()));
   $("reset").addEventListener("click", reset);
+  $("open-page").addEventListener("click", openPage);
   $("clear-history").addEventListener("click", () => {
     history = [];
     persist();
