@@ -10,7 +10,7 @@ use crate::error::ApiError;
 use crate::http::{Request, Response, Then};
 use crate::ids::WorkspaceName;
 use crate::preference_center::link::LinkConfig;
-use crate::preference_center::page::PageOp;
+use crate::preference_center::page::{PageOp, Visit};
 use crate::ratelimit::{Decision, RateLimiter};
 use crate::routes::{self, Api, Auth, Endpoint, Public};
 use crate::store::Store;
@@ -173,7 +173,8 @@ impl<S: Store> Engine<S> {
             return e.into_response();
         }
         let links = self.links(req);
-        preference_center::page::page(&self.store, &self.limiter, token, op, req, &links, ctx).await
+        let visit = Visit { token, op, req, links: &links, ctx };
+        preference_center::page::page(&self.store, &self.limiter, &visit).await
     }
 
     fn links(&self, req: &Request) -> LinkConfig {

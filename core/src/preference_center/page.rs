@@ -59,17 +59,23 @@ impl From<crate::store::StoreError> for Refusal {
     }
 }
 
+/// One visit of a page: the link's token, what to do, the request and its context.
+pub struct Visit<'a> {
+    /// The token from the path.
+    pub token: &'a str,
+    /// Show or submit.
+    pub op: PageOp,
+    /// The request (the form's body and type).
+    pub req: &'a Request,
+    /// Where links point.
+    pub links: &'a LinkConfig,
+    /// Time and randomness.
+    pub ctx: Ctx,
+}
+
 /// Answers a page request; never anything but an HTML page.
-pub async fn page<S: Store>(
-    store: &S,
-    limiter: &RateLimiter,
-    token: &str,
-    op: PageOp,
-    req: &Request,
-    links: &LinkConfig,
-    ctx: Ctx,
-) -> Response {
-    match serve(store, limiter, token, op, req, links, ctx).await {
+pub async fn page<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) -> Response {
+    match serve(store, limiter, visit).await {
         Ok(html) => html_response(200, html),
         Err(r) => {
             let body = format!(
@@ -97,15 +103,8 @@ fn html_response(status: u16, body: String) -> Response {
         .with_body(body.into_bytes())
 }
 
-async fn serve<S: Store>(
-    store: &S,
-    limiter: &RateLimiter,
-    token: &str,
-    op: PageOp,
-    req: &Request,
-    links: &LinkConfig,
-    ctx: Ctx,
-) -> Result<String, Refusal> {
+async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) -> Result<String, Refusal> {
+    let Visit { token, op, req, links, ctx } = *visit;
     let claims = match link::verify(store, token, ctx.now).await? {
         Ok(c) => c,
         Err(TokenError::Invalid) => {
