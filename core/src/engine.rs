@@ -134,9 +134,7 @@ impl<S: Store> Engine<S> {
         let (route, endpoint) = routes::find(req.method, &req.path)?;
         input::check_body_len(req.body.len(), self.config.max_body_bytes)?;
         match endpoint {
-            Endpoint::Public(Public::PreferencePage(token)) => Ok(self.page(&token, PageOp::Show, &req, ctx).await),
-            Endpoint::Public(Public::PreferenceSubmit(token)) => Ok(self.page(&token, PageOp::Submit, &req, ctx).await),
-            Endpoint::Public(public) => Ok(public_route(public)),
+            Endpoint::Public(public) => Ok(self.public(public, &req, ctx).await),
             Endpoint::Operator(op) => {
                 admin::authorize(&req, self.admin_token_hash.as_deref())?;
                 admin::handle(&self.store, op, &req, ctx).await
@@ -163,6 +161,16 @@ impl<S: Store> Engine<S> {
                     _ => resp,
                 })
             }
+        }
+    }
+
+    /// The routes without credentials: the playground's files and the preference pages.
+    async fn public(&self, public: Public, req: &Request, ctx: Ctx) -> Response {
+        match public {
+            Public::PreferencePage(token) => self.page(&token, PageOp::Show, req, ctx).await,
+            Public::PreferenceSubmit(token) => self.page(&token, PageOp::Submit, req, ctx).await,
+            Public::PlaygroundRoot => playground_root(),
+            Public::PlaygroundFile(raw) => playground_file(&raw),
         }
     }
 
@@ -235,19 +243,16 @@ impl<S: Store> Engine<S> {
     }
 }
 
-/// The playground's routes: the host serves the file, the core checks the path.
-fn public_route(public: Public) -> Response {
-    match public {
-        // Relative asset URLs in the page need the trailing slash.
-        Public::PlaygroundRoot => Response::empty(301).with_header("Location", "/playground/"),
-        // Routed to `Engine::page` before this.
-        Public::PreferencePage(_) | Public::PreferenceSubmit(_) => ApiError::RouteNotFound.into_response(),
-        Public::PlaygroundFile(raw) => {
-            let not_found = ApiError::RouteNotFound.into_response();
-            match crate::http::AssetPath::parse(&raw) {
-                Some(path) => not_found.then(Then::ServeAsset(path)),
-                None => not_found,
-            }
-        }
+/// `/playground`: relative asset URLs in the page need the trailing slash.
+fn playground_root() -> Response {
+    Response::empty(301).with_header("Location", "/playground/")
+}
+
+/// A playground file: the host serves it, the core checks the path.
+fn playground_file(raw: &str) -> Response {
+    let not_found = ApiError::RouteNotFound.into_response();
+    match crate::http::AssetPath::parse(raw) {
+        Some(path) => not_found.then(Then::ServeAsset(path)),
+        None => not_found,
     }
 }

@@ -121,7 +121,6 @@ async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) ->
         _ => return Err(unavailable()),
     };
     let page = parse_stored(&center.page_html)?;
-    let confirmation = parse_stored(&center.confirmation_html)?;
     let submit_url = links.url(token);
     let user = Identifier::External(claims.external_id.clone());
     let no_user = || refuse(404, "This page is not available", "This user no longer exists.");
@@ -167,7 +166,7 @@ async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) ->
                 ApiError::BadRequest(m) => refuse(400, "The form could not be saved", m),
                 other => other.into(),
             })?;
-            Ok(finish(&center, &confirmation, &profile, &submit_url))
+            Ok(finish(&center, &parse_stored(&center.confirmation_html)?, &profile, &submit_url))
         }
     }
 }
