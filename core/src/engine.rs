@@ -124,8 +124,12 @@ impl<S: Store> Engine<S> {
 
     /// Handles one request. Never panics on input; failures are responses.
     pub async fn handle(&self, req: Request, ctx: Ctx) -> Response {
+        // SCIM clients expect SCIM's error shape on any path of theirs, even one
+        // that no route has.
+        let scim_path = scim::owns(&req.path);
         match self.route(req, ctx).await {
             Ok(resp) => resp,
+            Err(e) if scim_path => scim::error_response(e),
             Err(e) => e.into_response(),
         }
     }
@@ -139,7 +143,10 @@ impl<S: Store> Engine<S> {
                 admin::authorize(&req, self.admin_token_hash.as_deref())?;
                 admin::handle(&self.store, op, &req, ctx).await
             }
-            Endpoint::Scim(endpoint) => scim::handle(endpoint),
+            Endpoint::Scim(endpoint) => {
+                let base = req.public_base(self.config.public_url.as_deref());
+                Ok(scim::handle(&self.store, &self.limiter, endpoint, &req, &base, ctx).await)
+            }
             Endpoint::Api(api) => {
                 // Rows with an API endpoint are built with a key (see `routes`); a
                 // mismatch could only be a broken table, and it fails closed.

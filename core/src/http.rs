@@ -100,6 +100,18 @@ impl Request {
         first_header(&self.headers, name)
     }
 
+    /// The address this server is reached at, without a trailing `/`: the
+    /// configured public URL, else the origin the host saw, else `http://` and the
+    /// `Host` header. Links and `Location`s are built on it.
+    pub fn public_base(&self, public_url: Option<&str>) -> String {
+        let base = public_url
+            .map(str::to_string)
+            .or_else(|| self.origin.clone())
+            .or_else(|| self.header_value("Host").map(|h| format!("http://{h}")))
+            .unwrap_or_else(|| "http://localhost".into());
+        base.trim_end_matches('/').to_string()
+    }
+
     /// Decoded query pairs in order, with `key[]` normalised to `key`.
     pub fn query_pairs(&self) -> Vec<(String, String)> {
         self.query

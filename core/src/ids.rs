@@ -34,6 +34,13 @@ impl WorkspaceName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The empty name, which [`WorkspaceName::parse`] never yields: the scope of a
+    /// unit of work over company-wide documents (SCIM's dashboard users), which
+    /// belong to no workspace and can never be mistaken for one's.
+    pub(crate) fn company() -> WorkspaceName {
+        WorkspaceName(String::new())
+    }
 }
 
 /// A client-chosen external user id.

@@ -78,6 +78,10 @@ pub enum Cdi {
 pub enum Scim {
     /// GET /scim/v2/Users?filter=...
     Search,
+    /// POST /scim/v2/Users/.search
+    SearchPost,
+    /// POST /scim/v2/.search (every resource type: here, users)
+    SearchRoot,
     /// POST /scim/v2/Users
     Create,
     /// GET /scim/v2/Users/{id}
@@ -86,6 +90,40 @@ pub enum Scim {
     Replace(String),
     /// DELETE /scim/v2/Users/{id}
     Delete(String),
+    /// PATCH /scim/v2/Users/{id} (answered 501: not offered)
+    Patch(String),
+    /// GET /scim/v2/ServiceProviderConfig
+    ServiceProviderConfig,
+    /// GET /scim/v2/ResourceTypes
+    ResourceTypes,
+    /// GET /scim/v2/ResourceTypes/{id}
+    ResourceType(String),
+    /// GET /scim/v2/Schemas
+    Schemas,
+    /// GET /scim/v2/Schemas/{id}
+    Schema(String),
+}
+
+impl Scim {
+    /// Discovery endpoints describe the server: they count in no rate limit (the
+    /// spec's limit is the user endpoints').
+    pub fn is_discovery(&self) -> bool {
+        match self {
+            Scim::ServiceProviderConfig
+            | Scim::ResourceTypes
+            | Scim::ResourceType(_)
+            | Scim::Schemas
+            | Scim::Schema(_) => true,
+            Scim::Search
+            | Scim::SearchPost
+            | Scim::SearchRoot
+            | Scim::Create
+            | Scim::Get(_)
+            | Scim::Replace(_)
+            | Scim::Delete(_)
+            | Scim::Patch(_) => false,
+        }
+    }
 }
 
 /// An operator route under `/_engage/`, authenticated by the admin token.
@@ -95,6 +133,8 @@ pub enum Operator {
     CreateKey,
     /// POST /_engage/groups
     CreateGroup,
+    /// POST /_engage/scim-tokens
+    CreateScimToken,
     /// GET /_engage/groups
     ListGroups,
     /// GET /_engage/queue/set-aside: queued jobs that could not be decoded.
@@ -291,13 +331,22 @@ pub static ROUTES: &[Route] = &[
     public!(Post "/preferences/{}", PreferenceCenter, |v| Public::PreferenceSubmit(param(v))),
     scim!(Get "/scim/v2/Users", |_| Scim::Search),
     scim!(Post "/scim/v2/Users", |_| Scim::Create),
+    scim!(Post "/scim/v2/Users/.search", |_| Scim::SearchPost),
+    scim!(Post "/scim/v2/.search", |_| Scim::SearchRoot),
     scim!(Get "/scim/v2/Users/{}", |v| Scim::Get(param(v))),
     scim!(Put "/scim/v2/Users/{}", |v| Scim::Replace(param(v))),
     scim!(Delete "/scim/v2/Users/{}", |v| Scim::Delete(param(v))),
+    scim!(Patch "/scim/v2/Users/{}", |v| Scim::Patch(param(v))),
+    scim!(Get "/scim/v2/ServiceProviderConfig", |_| Scim::ServiceProviderConfig),
+    scim!(Get "/scim/v2/ResourceTypes", |_| Scim::ResourceTypes),
+    scim!(Get "/scim/v2/ResourceTypes/{}", |v| Scim::ResourceType(param(v))),
+    scim!(Get "/scim/v2/Schemas", |_| Scim::Schemas),
+    scim!(Get "/scim/v2/Schemas/{}", |v| Scim::Schema(param(v))),
     api!(Get "/cdi/integrations", CdiIntegrationList, CdiList, Cdi, |_| Api::Cdi(Cdi::Integrations)),
     api!(Get "/cdi/integrations/{}/job_sync_status", CdiIntegrationJobStatus, CdiJobs, Cdi, |v| Api::Cdi(Cdi::JobSyncStatus(param(v)))),
     operator!(Post "/_engage/keys", |_| Operator::CreateKey),
     operator!(Post "/_engage/groups", |_| Operator::CreateGroup),
+    operator!(Post "/_engage/scim-tokens", |_| Operator::CreateScimToken),
     operator!(Get "/_engage/groups", |_| Operator::ListGroups),
     operator!(Get "/_engage/queue/set-aside", |_| Operator::SetAsideJobs),
     operator!(Post "/_engage/conformance", |_| Operator::Conformance),

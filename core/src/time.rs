@@ -33,6 +33,15 @@ impl Timestamp {
         }
     }
 
+    /// The platform's long date-time text in UTC, as its dashboard-user times are
+    /// written, e.g. `Thursday, January 1, 1970 12:00:00 AM`.
+    pub fn to_long_text(self) -> String {
+        match Utc.timestamp_millis_opt(self.0).single() {
+            Some(dt) => dt.format("%A, %B %-d, %Y %-I:%M:%S %p").to_string(),
+            None => String::from("Thursday, January 1, 1970 12:00:00 AM"),
+        }
+    }
+
     /// Whole seconds since the epoch.
     pub fn seconds(self) -> i64 {
         self.0.div_euclid(1000)
@@ -57,6 +66,12 @@ mod tests {
         assert_eq!(t.to_rfc3339(), "2024-01-01T00:00:00.000Z");
         assert!(Timestamp::parse("2024-01-01T00:00:00").is_none());
         assert!(Timestamp::parse("yesterday").is_none());
+    }
+
+    #[test]
+    fn long_text_is_the_platforms() {
+        assert_eq!(Timestamp(0).to_long_text(), "Thursday, January 1, 1970 12:00:00 AM");
+        assert_eq!(Timestamp(1_700_000_000_000).to_long_text(), "Tuesday, November 14, 2023 10:13:20 PM");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `engage`: the native host. A command line over the core: `serve` runs the HTTP
-//! server on SQLite; `keys` and `groups` provision a workspace.
+//! server on SQLite; `keys` and `groups` provision a workspace; `scim-tokens` the
+//! deployment's SCIM access.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,6 +30,24 @@ enum Command {
     Groups {
         #[command(subcommand)]
         command: GroupsCommand,
+    },
+    /// Manage SCIM tokens (the deployment's, for provisioning dashboard users).
+    ScimTokens {
+        #[command(subcommand)]
+        command: ScimTokensCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ScimTokensCommand {
+    /// Create a SCIM token and print it (only the token, on stdout). Requests must
+    /// carry `X-Request-Origin: ORIGIN` with it.
+    Create {
+        #[command(flatten)]
+        db: DbArg,
+        /// The identity provider's request origin, e.g. `https://okta.example.com`.
+        #[arg(long)]
+        origin: String,
     },
 }
 
@@ -108,6 +127,16 @@ fn run(cli: Cli) -> Result<(), String> {
             let g = pollster::block_on(provision::create_group(&store, &ws, &name, channel, ctx()))
                 .map_err(|e| format!("{e:?}"))?;
             println!("{}", g.id);
+            Ok(())
+        }
+        Command::ScimTokens { command: ScimTokensCommand::Create { db, origin } } => {
+            let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
+            let token = pollster::block_on(provision::create_scim_token(&store, &origin, ctx()))
+                .map_err(|e| match e {
+                    engage_core::ApiError::BadRequest(m) => m,
+                    e => format!("{e:?}"),
+                })?;
+            println!("{token}");
             Ok(())
         }
         Command::Groups { command: GroupsCommand::List { db, workspace: ws } } => {

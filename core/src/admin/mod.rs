@@ -1,4 +1,4 @@
-//! Operator routes under `/_engage/`: create API keys and subscription groups over
+//! Operator routes under `/_engage/`: create API keys, SCIM tokens and subscription groups over
 //! HTTP, so every host (including the edge, which has no shell) can be provisioned
 //! the same way. They exist only when the host configures an admin token, and they
 //! are not part of the platform's API.
@@ -16,6 +16,7 @@ use crate::input;
 use crate::permission::parse_permission_list;
 use crate::repo::codec::decode;
 use crate::routes::Operator;
+use crate::scim;
 use crate::store::{Store, Table, MAX_SCAN};
 use crate::subscriptions::groups::{self, Channel};
 use crate::track::queue::SetAside;
@@ -28,6 +29,7 @@ pub async fn handle<S: Store>(store: &S, op: Operator, req: &Request, ctx: Ctx) 
     match op {
         Operator::CreateKey => create_key(store, req, ctx).await,
         Operator::CreateGroup => create_group(store, req, ctx).await,
+        Operator::CreateScimToken => create_scim_token(store, req, ctx).await,
         Operator::ListGroups => list_groups(store, req).await,
         Operator::SetAsideJobs => set_aside_jobs(store).await,
         // Only the host can make a scratch store; one that cannot answers the 404.
@@ -79,6 +81,16 @@ async fn create_key<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Result<Resp
     .map_err(ApiError::bad)?;
     let key = workspace::create_key(store, &ws, perms, ctx).await?;
     Ok(Response::json(201, &json!({"key": key, "workspace": ws.as_str()})))
+}
+
+/// POST /_engage/scim-tokens `{"origin": "..."}` → `{"token": "...", "origin": "..."}`:
+/// a SCIM token for the deployment, valid with `X-Request-Origin: <origin>`.
+async fn create_scim_token<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Result<Response, ApiError> {
+    let b = body(req)?;
+    let origin = b.get("origin").and_then(Value::as_str).ok_or_else(|| ApiError::bad("'origin' is required"))?;
+    let token = scim::token::create(store, origin, ctx).await?;
+    let origin = scim::token::normalize_origin(origin).unwrap_or_default();
+    Ok(Response::json(201, &json!({"token": token, "origin": origin})))
 }
 
 /// POST /_engage/groups `{"workspace", "name", "channel"}` → the group.

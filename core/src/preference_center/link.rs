@@ -40,15 +40,9 @@ pub struct LinkConfig {
 }
 
 impl LinkConfig {
-    /// The public address: the configured one, else the origin the host saw the
-    /// request arrive at, else `http://` and the `Host` header.
+    /// Links on [`Request::public_base`].
     pub fn new(public_url: Option<&str>, req: &Request, ttl_secs: u64) -> LinkConfig {
-        let base = public_url
-            .map(str::to_string)
-            .or_else(|| req.origin.clone())
-            .or_else(|| req.header_value("Host").map(|h| format!("http://{h}")))
-            .unwrap_or_else(|| "http://localhost".into());
-        LinkConfig { base: base.trim_end_matches('/').to_string(), ttl_secs }
+        LinkConfig { base: req.public_base(public_url), ttl_secs }
     }
 
     /// The page URL of a token.

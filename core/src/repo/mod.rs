@@ -311,6 +311,14 @@ impl<'s, S: Store> Tx<'s, S> {
         Ok(())
     }
 
+    /// Removes a plain document at commit (checked against the version read, if read).
+    pub fn delete_doc(&mut self, table: Table, key: &str) {
+        let slot =
+            self.docs.entry((table, key.to_string())).or_insert(DocSlot { read: None, value: None, dirty: false });
+        slot.value = None;
+        slot.dirty = true;
+    }
+
     /// Turns the collected changes into one change set.
     pub fn into_changes(self) -> Result<ChangeSet, StoreError> {
         self.changes()

@@ -18,21 +18,41 @@ pub async fn transact<'s, S: Store, T>(
     store: &'s S,
     ws: &WorkspaceName,
     seed: [u8; 16],
-    mut work: impl AsyncFnMut(&mut Tx<'s, S>, &mut IdGen) -> Result<T, ApiError>,
+    work: impl AsyncFnMut(&mut Tx<'s, S>, &mut IdGen) -> Result<T, ApiError>,
 ) -> Result<T, ApiError> {
+    run(store, ws, seed, work).await
+}
+
+/// [`transact`] over company-wide documents (SCIM's dashboard users): the unit of
+/// work belongs to no workspace, so it reads and writes plain documents only. Its
+/// error type is the family's own, as long as shared errors convert into it.
+pub async fn transact_company<'s, S: Store, T, E: From<ApiError>>(
+    store: &'s S,
+    seed: [u8; 16],
+    work: impl AsyncFnMut(&mut Tx<'s, S>, &mut IdGen) -> Result<T, E>,
+) -> Result<T, E> {
+    run(store, &WorkspaceName::company(), seed, work).await
+}
+
+async fn run<'s, S: Store, T, E: From<ApiError>>(
+    store: &'s S,
+    ws: &WorkspaceName,
+    seed: [u8; 16],
+    mut work: impl AsyncFnMut(&mut Tx<'s, S>, &mut IdGen) -> Result<T, E>,
+) -> Result<T, E> {
     for attempt in 0..MAX_ATTEMPTS {
         let mut ids = IdGen::derive(seed, "request", u64::from(attempt));
         let mut tx = Tx::new(store, ws.clone());
         let out = work(&mut tx, &mut ids).await?;
-        let changes = tx.into_changes()?;
+        let changes = tx.into_changes().map_err(|e| E::from(e.into()))?;
         if changes.is_empty() {
             return Ok(out);
         }
         match store.commit(changes).await {
             Ok(()) => return Ok(out),
             Err(CommitError::Conflict) => continue,
-            Err(CommitError::Store(e)) => return Err(e.into()),
+            Err(CommitError::Store(e)) => return Err(E::from(e.into())),
         }
     }
-    Err(ApiError::Busy)
+    Err(E::from(ApiError::Busy))
 }

@@ -1,16 +1,161 @@
-//! SCIM provisioning of dashboard users (`/scim/v2`): not built yet. Its routes are
-//! in the table; this family's own arm answers 501 until it exists (SCIM tokens,
-//! which it authenticates with, do not exist yet either).
+//! SCIM 2.0 provisioning of dashboard users (`/scim/v2`, RFC 7643 / 7644 where the
+//! spec is silent). Dashboard users and SCIM tokens belong to the deployment (the
+//! company), not to a workspace.
+//!
+//! One way through: the token and `X-Request-Origin` ([`token`]) → the company's
+//! daily limit (user endpoints only) → the body's media type → the operation:
+//! [`write`] (create, replace, delete: parse pure, one unit of work over the user
+//! and its name's index entry), [`read`] (one user; listings with the [`filter`],
+//! paging and attribute selection), [`discovery`]. Every failure leaves in SCIM's
+//! error shape ([`error`]). [`user`] is the resource, [`permissions`] and
+//! [`values`] its permission object and closed lists, [`attrs`] the body reader.
 
+pub mod attrs;
+pub mod discovery;
+pub mod error;
+pub mod filter;
+pub mod permissions;
+pub mod read;
+pub mod token;
+pub mod user;
+pub mod values;
+pub mod write;
+
+use serde_json::Value;
+
+use self::error::{with_content_type, ScimError};
+use self::user::DashboardUser;
+use crate::ctx::Ctx;
 use crate::error::ApiError;
-use crate::http::Response;
+use crate::http::{Request, Response};
+use crate::ids::WorkspaceName;
+use crate::ratelimit::{Bucket, Decision, RateLimiter};
 use crate::routes::Scim;
+use crate::store::Store;
 
-/// Answers a SCIM endpoint.
-pub fn handle(endpoint: Scim) -> Result<Response, ApiError> {
-    match endpoint {
-        Scim::Search | Scim::Create | Scim::Get(_) | Scim::Replace(_) | Scim::Delete(_) => {
-            Err(ApiError::NotImplemented)
-        }
+/// The core User schema's URN.
+pub const USER_URN: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
+/// The enterprise User extension's URN (tolerated in bodies, not kept).
+pub const ENTERPRISE_URN: &str = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User";
+/// The ListResponse message's URN.
+pub const LIST_URN: &str = "urn:ietf:params:scim:api:messages:2.0:ListResponse";
+/// The SearchRequest message's URN.
+pub const SEARCH_URN: &str = "urn:ietf:params:scim:api:messages:2.0:SearchRequest";
+/// SCIM's media type, returned on every body.
+pub const CONTENT_TYPE: &str = "application/scim+json";
+/// Where users live, under the public address.
+pub const USERS_PATH: &str = "/scim/v2/Users";
+/// Most dashboard users a deployment keeps (a listing reads them all).
+pub const MAX_USERS: usize = 10_000;
+
+/// Answers a SCIM endpoint; `base` is the server's public address.
+pub async fn handle<S: Store>(
+    store: &S,
+    limiter: &RateLimiter,
+    endpoint: Scim,
+    req: &Request,
+    base: &str,
+    ctx: Ctx,
+) -> Response {
+    let resp = match run(store, limiter, endpoint, req, base, ctx).await {
+        Ok(resp) => resp,
+        Err(e) => e.into_response(),
+    };
+    if resp.body.is_empty() {
+        resp
+    } else {
+        with_content_type(resp)
     }
 }
+
+/// A failure before the family's own code (a path under `/scim/v2` that no route
+/// has, a method it lacks, a body over the limit), in SCIM's shape.
+pub fn error_response(e: ApiError) -> Response {
+    ScimError::Api(e).into_response()
+}
+
+/// True for paths of this family (their routing errors answer in SCIM's shape).
+pub fn owns(path: &str) -> bool {
+    path == "/scim/v2" || path.starts_with("/scim/v2/")
+}
+
+async fn run<S: Store>(
+    store: &S,
+    limiter: &RateLimiter,
+    endpoint: Scim,
+    req: &Request,
+    base: &str,
+    ctx: Ctx,
+) -> Result<Response, ScimError> {
+    token::authenticate(store, req).await?;
+    // The spec's 5,000 a day are shared by the user endpoints; discovery is free.
+    let decision = if endpoint.is_discovery() {
+        Decision::Unlimited
+    } else {
+        limiter.check(WorkspaceName::company().as_str(), Bucket::Scim, ctx.now)
+    };
+    if let Decision::Limited { retry_after } = decision {
+        return Err(ApiError::RateLimited { retry_after }.into());
+    }
+    let resp = operation(store, endpoint, req, base, ctx).await.unwrap_or_else(ScimError::into_response);
+    Ok(match decision {
+        Decision::Allowed { limit, remaining, reset } => resp
+            .with_header("X-RateLimit-Limit", limit.to_string())
+            .with_header("X-RateLimit-Remaining", remaining.to_string())
+            .with_header("X-RateLimit-Reset", reset.to_string()),
+        _ => resp,
+    })
+}
+
+async fn operation<S: Store>(
+    store: &S,
+    endpoint: Scim,
+    req: &Request,
+    base: &str,
+    ctx: Ctx,
+) -> Result<Response, ScimError> {
+    match endpoint {
+        Scim::Search => read::list(store, &read::Query::from_query(req)?, base).await,
+        Scim::SearchPost | Scim::SearchRoot => {
+            check_media_type(req)?;
+            read::list(store, &read::Query::from_search(&req.body)?, base).await
+        }
+        Scim::Create => {
+            check_media_type(req)?;
+            write::create(store, &req.body, base, ctx).await
+        }
+        Scim::Get(id) => read::get(store, &id, req, base).await,
+        Scim::Replace(id) => {
+            check_media_type(req)?;
+            write::replace(store, &id, req, base, ctx).await
+        }
+        Scim::Delete(id) => write::delete(store, &id, req, ctx).await,
+        Scim::Patch(_) => {
+            Err(ScimError::NotImplemented("PATCH is not supported; replace the user with PUT /scim/v2/Users/{id}"))
+        }
+        Scim::ServiceProviderConfig => Ok(discovery::service_provider_config(base)),
+        Scim::ResourceTypes => Ok(discovery::resource_types(base)),
+        Scim::ResourceType(id) => discovery::resource_type(base, &id),
+        Scim::Schemas => Ok(discovery::schemas(base)),
+        Scim::Schema(id) => discovery::schema(base, &id),
+    }
+}
+
+/// A body must be `application/scim+json` or `application/json` (or unlabelled).
+fn check_media_type(req: &Request) -> Result<(), ScimError> {
+    let Some(ct) = req.header_value("content-type") else { return Ok(()) };
+    let essence = ct.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case(CONTENT_TYPE) || essence.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(ScimError::UnsupportedMediaType)
+    }
+}
+
+/// A response carrying one user: its JSON and its `ETag`.
+pub(crate) fn found(status: u16, user: &DashboardUser, body: Value) -> Response {
+    Response::json(status, &body).with_header("ETag", user.etag())
+}
+
+#[cfg(test)]
+mod tests;

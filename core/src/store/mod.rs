@@ -39,6 +39,13 @@ pub enum Table {
     /// Workspace name → the workspace's secret for signing preference-center links.
     /// Never returned by any API.
     LinkSecret = 10,
+    /// Hash of a SCIM token → its record (the origin it is for). Company-wide.
+    ScimToken = 11,
+    /// Resource id → dashboard user (SCIM). Company-wide: not per workspace.
+    ScimUser = 12,
+    /// Lower-cased `userName` → the id of the dashboard user with it (user names are
+    /// unique case-insensitively).
+    ScimUserName = 13,
 }
 
 impl Table {
@@ -48,7 +55,7 @@ impl Table {
     }
 
     /// Every table, for backends that enumerate them.
-    pub const ALL: [Table; 10] = [
+    pub const ALL: [Table; 13] = [
         Table::Workspace,
         Table::ApiKey,
         Table::Profile,
@@ -59,6 +66,9 @@ impl Table {
         Table::PreferenceCenter,
         Table::PreferenceCenterName,
         Table::LinkSecret,
+        Table::ScimToken,
+        Table::ScimUser,
+        Table::ScimUserName,
     ];
 }
 

@@ -1,0 +1,273 @@
+//! The dashboard user: what is stored, how a POST or PUT body becomes one (pure),
+//! and how it is returned.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::attrs::{list, object, one_of, pick, required, text};
+use super::error::{ScimError, ScimType};
+use super::permissions::Permissions;
+use super::values::Department;
+use super::{ENTERPRISE_URN, USER_URN};
+use crate::ids::Email;
+use crate::time::Timestamp;
+
+/// A dashboard user as stored.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DashboardUser {
+    /// The resource id (made by Engage, never changes).
+    pub id: String,
+    /// The email address it signs in with, as given (unique case-insensitively).
+    pub user_name: String,
+    /// The identity provider's own id for the user, if it sent one.
+    pub external_id: Option<String>,
+    /// Given and family name.
+    pub name: PersonName,
+    /// Department.
+    pub department: Department,
+    /// Company, role, app-group and team permissions.
+    pub permissions: Permissions,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When it was last replaced.
+    pub updated_at: Timestamp,
+    /// When the user last signed in to the dashboard; Engage has no dashboard, so
+    /// this stays empty.
+    pub last_sign_in_at: Option<Timestamp>,
+    /// Incremented by every write: `meta.version` and the `ETag`.
+    pub version: u64,
+}
+
+/// A person's name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonName {
+    /// `givenName`.
+    pub given: String,
+    /// `familyName`.
+    pub family: String,
+}
+
+/// A checked POST or PUT body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserInput {
+    /// `userName`.
+    pub user_name: String,
+    /// `externalId`.
+    pub external_id: Option<String>,
+    /// `name`.
+    pub name: PersonName,
+    /// `department`.
+    pub department: Department,
+    /// `permissions` (none when left out).
+    pub permissions: Permissions,
+    /// `id`, if the body carries one (it must be the resource's own).
+    pub id: Option<String>,
+    /// `createdAt`, if the body carries one (it must be the stored one).
+    pub created_at: Option<String>,
+}
+
+/// Attributes of SCIM's core User schema that Engage does not keep: identity
+/// providers send them (Okta `active`, `emails`, `displayName`...), so they are
+/// accepted and dropped rather than refused.
+const DROPPED: [&str; 18] = [
+    "displayName",
+    "nickName",
+    "profileUrl",
+    "title",
+    "userType",
+    "preferredLanguage",
+    "locale",
+    "timezone",
+    "active",
+    "password",
+    "emails",
+    "phoneNumbers",
+    "ims",
+    "photos",
+    "addresses",
+    "groups",
+    "entitlements",
+    "x509Certificates",
+];
+
+/// Sub-attributes of the core schema's `name` that Engage does not keep.
+const DROPPED_NAME: [&str; 4] = ["formatted", "middleName", "honorificPrefix", "honorificSuffix"];
+
+fn without(map: &Map<String, Value>, dropped: &[&str]) -> Map<String, Value> {
+    map.iter()
+        .filter(|(k, _)| !dropped.iter().any(|d| d.eq_ignore_ascii_case(k)) && !k.eq_ignore_ascii_case(ENTERPRISE_URN))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The `schemas` attribute: required, and naming the core User schema (the
+/// enterprise extension is tolerated: its attributes are not kept).
+fn check_schemas(v: Option<&Value>) -> Result<(), ScimError> {
+    let urns = list(Some(required(v, "schemas")?), "schemas", |v, p| {
+        v.as_str().map(str::to_string).ok_or_else(|| ScimError::value(format!("'{p}' must be a string")))
+    })?;
+    if let Some(other) = urns.iter().find(|u| !u.eq_ignore_ascii_case(USER_URN) && !u.eq_ignore_ascii_case(ENTERPRISE_URN)) {
+        return Err(ScimError::value(format!("'schemas': '{other}' is not a schema of this resource; use {USER_URN}")));
+    }
+    if !urns.iter().any(|u| u.eq_ignore_ascii_case(USER_URN)) {
+        return Err(ScimError::value(format!("'schemas' must include {USER_URN}")));
+    }
+    Ok(())
+}
+
+fn parse_name(v: &Value) -> Result<PersonName, ScimError> {
+    let map = without(object(v, "name")?, &DROPPED_NAME);
+    let [given, family] = pick(&map, ["givenName", "familyName"], "name")?;
+    Ok(PersonName {
+        given: text(required(given, "name.givenName")?, "name.givenName")?,
+        family: text(required(family, "name.familyName")?, "name.familyName")?,
+    })
+}
+
+/// Parses a POST or PUT body (pure).
+pub fn parse(body: &[u8]) -> Result<UserInput, ScimError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ScimError::syntax(format!("the body is not valid JSON: {e}")))?;
+    let map = value.as_object().ok_or_else(|| ScimError::syntax("the body must be a JSON object"))?;
+    let map = without(map, &DROPPED);
+    let names = [
+        "schemas",
+        "id",
+        "externalId",
+        "meta",
+        "userName",
+        "name",
+        "department",
+        "permissions",
+        "createdAt",
+        "lastSignInAt",
+    ];
+    let [schemas, id, external_id, _meta, user_name, name, department, permissions, created_at, _last_sign_in] =
+        pick(&map, names, "")?;
+    check_schemas(schemas)?;
+    let user_name = text(required(user_name, "userName")?, "userName")?;
+    if Email::parse(&user_name).is_none() {
+        return Err(ScimError::value(format!("'userName' must be an email address, not '{user_name}'")));
+    }
+    Ok(UserInput {
+        user_name,
+        external_id: external_id.map(|v| text(v, "externalId")).transpose()?,
+        name: parse_name(required(name, "name")?)?,
+        department: one_of(required(department, "department")?, "department", Department::parse, Department::listing)?,
+        permissions: permissions.map(|v| Permissions::parse(v, "permissions")).transpose()?.unwrap_or_default(),
+        id: id.map(|v| text(v, "id")).transpose()?,
+        created_at: created_at.map(|v| text(v, "createdAt")).transpose()?,
+    })
+}
+
+impl UserInput {
+    /// Refuses a body whose `id` or `createdAt` differ from the stored user's: both
+    /// are immutable (read-only attributes that match are accepted).
+    pub fn check_immutable(&self, stored: &DashboardUser) -> Result<(), ScimError> {
+        if self.id.as_ref().is_some_and(|id| *id != stored.id) {
+            return Err(ScimError::Bad(ScimType::Mutability, "'id' cannot be changed".into()));
+        }
+        if self.created_at.as_ref().is_some_and(|c| *c != stored.created_at.to_long_text()) {
+            return Err(ScimError::Bad(ScimType::Mutability, "'createdAt' cannot be changed".into()));
+        }
+        Ok(())
+    }
+}
+
+/// The key of a user name in the name index: user names are unique regardless of case.
+pub fn name_key(user_name: &str) -> String {
+    user_name.to_lowercase()
+}
+
+impl DashboardUser {
+    /// The version as an entity tag (weak: the representation may vary in form).
+    pub fn etag(&self) -> String {
+        format!("W/\"{}\"", self.version)
+    }
+
+    /// The resource as returned; `base` is the server's public address.
+    pub fn render(&self, base: &str) -> Value {
+        let mut v = json!({
+            "schemas": [USER_URN],
+            "id": self.id,
+            "userName": self.user_name,
+            "name": {"givenName": self.name.given, "familyName": self.name.family},
+            "department": self.department.as_str(),
+            "permissions": self.permissions.render(),
+            // The platform writes a user who never signed in as the epoch.
+            "lastSignInAt": self.last_sign_in_at.unwrap_or_default().to_long_text(),
+            "createdAt": self.created_at.to_long_text(),
+            "meta": {
+                "resourceType": "User",
+                "created": self.created_at.to_rfc3339(),
+                "lastModified": self.updated_at.to_rfc3339(),
+                "location": format!("{base}{}/{}", super::USERS_PATH, self.id),
+                "version": self.etag(),
+            },
+        });
+        if let Some(x) = &self.external_id {
+            v["externalId"] = json!(x);
+        }
+        v
+    }
+}
+
+/// Which attributes a response carries (`attributes` / `excludedAttributes`, RFC
+/// 7644 §3.9). `schemas` and `id` are always returned.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Selection {
+    /// Every attribute.
+    #[default]
+    All,
+    /// Only these (top-level names, lower case).
+    Only(Vec<String>),
+    /// All but these.
+    Except(Vec<String>),
+}
+
+impl Selection {
+    /// From the two parameters' values (comma-separated attribute paths).
+    pub fn parse(attributes: Option<&str>, excluded: Option<&str>) -> Result<Selection, ScimError> {
+        fn paths(text: &str) -> Vec<String> {
+            text.split(',')
+                .map(|p| {
+                    let p = p.trim();
+                    // A path may carry its schema's URN; `name.givenName` selects `name`.
+                    let p = strip_urn(p);
+                    p.split('.').next().unwrap_or(p).to_ascii_lowercase()
+                })
+                .filter(|p| !p.is_empty())
+                .collect()
+        }
+        match (attributes.filter(|a| !a.trim().is_empty()), excluded.filter(|e| !e.trim().is_empty())) {
+            (Some(_), Some(_)) => Err(ScimError::value("use 'attributes' or 'excludedAttributes', not both")),
+            (Some(a), None) => Ok(Selection::Only(paths(a))),
+            (None, Some(e)) => Ok(Selection::Except(paths(e))),
+            (None, None) => Ok(Selection::All),
+        }
+    }
+
+    /// Applies the selection to a rendered resource.
+    pub fn apply(&self, resource: Value) -> Value {
+        let Value::Object(map) = resource else { return resource };
+        let keep = |k: &str| {
+            let k = k.to_ascii_lowercase();
+            k == "schemas"
+                || k == "id"
+                || match self {
+                    Selection::All => true,
+                    Selection::Only(only) => only.contains(&k),
+                    Selection::Except(except) => !except.contains(&k),
+                }
+        };
+        Value::Object(map.into_iter().filter(|(k, _)| keep(k)).collect())
+    }
+}
+
+fn strip_urn(path: &str) -> &str {
+    let n = USER_URN.len();
+    match path.get(..n) {
+        Some(prefix) if prefix.eq_ignore_ascii_case(USER_URN) && path[n..].starts_with(':') => &path[n + 1..],
+        _ => path,
+    }
+}

@@ -1,0 +1,118 @@
+//! POST /scim/v2/Users, PUT /scim/v2/Users/{id} and DELETE /scim/v2/Users/{id}:
+//! parse the body (pure) → one unit of work over the user and its name's index
+//! entry, so a user name is never taken twice nor left behind → render.
+
+use super::error::ScimError;
+use super::read::NOT_FOUND;
+use super::user::{self, name_key, DashboardUser};
+use super::{found, MAX_USERS};
+use crate::ctx::Ctx;
+use crate::http::{Request, Response};
+use crate::repo::transact::transact_company;
+use crate::store::{Store, Table};
+
+/// The `If-Match` precondition of a write (RFC 7644 §3.14): `*` or a list of tags,
+/// weak or strong, one of which must be the user's current version.
+fn check_if_match(req: &Request, user: &DashboardUser) -> Result<(), ScimError> {
+    let Some(header) = req.header_value("if-match") else { return Ok(()) };
+    let current = user.version.to_string();
+    let matches = header.split(',').map(str::trim).any(|tag| {
+        tag == "*" || tag.strip_prefix("W/").unwrap_or(tag).trim_matches('"') == current
+    });
+    if matches {
+        Ok(())
+    } else {
+        Err(ScimError::PreconditionFailed)
+    }
+}
+
+/// POST /scim/v2/Users.
+pub async fn create<S: Store>(store: &S, body: &[u8], base: &str, ctx: Ctx) -> Result<Response, ScimError> {
+    let input = user::parse(body)?;
+    let created = transact_company(store, ctx.seed, async |tx, ids| {
+        let key = name_key(&input.user_name);
+        if tx.doc::<String>(Table::ScimUserName, &key).await?.is_some() {
+            return Err(ScimError::Taken);
+        }
+        if store.scan(Table::ScimUserName, "", MAX_USERS).await?.len() >= MAX_USERS {
+            return Err(ScimError::Limit(format!("this deployment has the most dashboard users it keeps ({MAX_USERS})")));
+        }
+        let user = DashboardUser {
+            id: ids.uuid(),
+            user_name: input.user_name.clone(),
+            external_id: input.external_id.clone(),
+            name: input.name.clone(),
+            department: input.department,
+            permissions: input.permissions.clone(),
+            created_at: ctx.now,
+            updated_at: ctx.now,
+            last_sign_in_at: None,
+            version: 1,
+        };
+        // Read first, so that the commit expects the new id to be free.
+        if tx.doc::<DashboardUser>(Table::ScimUser, &user.id).await?.is_some() {
+            return Err(crate::error::ApiError::Busy.into());
+        }
+        tx.put_doc(Table::ScimUserName, &key, &user.id)?;
+        tx.put_doc(Table::ScimUser, &user.id, &user)?;
+        Ok(user)
+    })
+    .await?;
+    let resp = found(201, &created, created.render(base));
+    Ok(resp.with_header("Location", format!("{base}{}/{}", super::USERS_PATH, created.id)))
+}
+
+/// PUT /scim/v2/Users/{id}: replaces every writable attribute; `id` and `createdAt`
+/// stay; a new `userName` must be free (another case of the same one is fine).
+pub async fn replace<S: Store>(
+    store: &S,
+    id: &str,
+    req: &Request,
+    base: &str,
+    ctx: Ctx,
+) -> Result<Response, ScimError> {
+    let input = user::parse(&req.body)?;
+    let replaced = transact_company(store, ctx.seed, async |tx, _| {
+        let mut user = tx
+            .doc::<DashboardUser>(Table::ScimUser, id)
+            .await?
+            .ok_or_else(|| ScimError::NotFound(NOT_FOUND.into()))?;
+        check_if_match(req, &user)?;
+        input.check_immutable(&user)?;
+        let (old_key, new_key) = (name_key(&user.user_name), name_key(&input.user_name));
+        if new_key != old_key {
+            if tx.doc::<String>(Table::ScimUserName, &new_key).await?.is_some() {
+                return Err(ScimError::Taken);
+            }
+            tx.delete_doc(Table::ScimUserName, &old_key);
+            tx.put_doc(Table::ScimUserName, &new_key, &user.id)?;
+        }
+        user.user_name = input.user_name.clone();
+        user.external_id = input.external_id.clone();
+        user.name = input.name.clone();
+        user.department = input.department;
+        user.permissions = input.permissions.clone();
+        user.updated_at = ctx.now.max(user.created_at);
+        user.version += 1;
+        tx.put_doc(Table::ScimUser, id, &user)?;
+        Ok(user)
+    })
+    .await?;
+    Ok(found(200, &replaced, replaced.render(base)))
+}
+
+/// DELETE /scim/v2/Users/{id}: the user and its name are gone together.
+pub async fn delete<S: Store>(store: &S, id: &str, req: &Request, ctx: Ctx) -> Result<Response, ScimError> {
+    transact_company(store, ctx.seed, async |tx, _| {
+        let user = tx
+            .doc::<DashboardUser>(Table::ScimUser, id)
+            .await?
+            .ok_or_else(|| ScimError::NotFound(NOT_FOUND.into()))?;
+        check_if_match(req, &user)?;
+        tx.delete_doc(Table::ScimUserName, &name_key(&user.user_name));
+        tx.delete_doc(Table::ScimUser, id);
+        Ok::<(), ScimError>(())
+    })
+    .await?;
+    Ok(Response::empty(204))
+}
