@@ -131,8 +131,8 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::ScimTokens { command: ScimTokensCommand::Create { db, origin } } => {
             let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
-            let token = pollster::block_on(provision::create_scim_token(&store, &origin, ctx()))
-                .map_err(|e| match e {
+            let token =
+                pollster::block_on(provision::create_scim_token(&store, &origin, ctx())).map_err(|e| match e {
                     engage_core::ApiError::BadRequest(m) => m,
                     e => format!("{e:?}"),
                 })?;

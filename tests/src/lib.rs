@@ -298,3 +298,52 @@ pub fn redact(mut v: Value) -> Value {
     walk(&mut v);
     v
 }
+
+/// A SCIM client: a token made for its own origin through the operator route.
+/// SCIM tokens and dashboard users belong to the deployment, so every client sees
+/// the same users (unlike `Api`, whose workspaces are its own).
+#[derive(Clone)]
+pub struct Scim {
+    /// The SCIM token.
+    pub token: String,
+    /// The origin it was made for (sent as `X-Request-Origin`).
+    pub origin: String,
+    http: HyperClient<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
+}
+
+impl Scim {
+    /// A new token for a fresh origin.
+    pub async fn new() -> Scim {
+        let origin = format!("https://{}.idp.test", unique_workspace());
+        let r = admin("POST", "/_engage/scim-tokens", json!({"origin": origin})).await;
+        assert_eq!(r.status, 201, "creating a SCIM token failed: {:?}", r.body);
+        Scim { token: r.body["token"].as_str().expect("token").to_string(), origin, http: client() }
+    }
+
+    /// Sends a request with the token, the origin and, with a body, SCIM's media type.
+    pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Reply {
+        let auth = format!("Bearer {}", self.token);
+        let mut headers = vec![("Authorization", auth.as_str()), ("X-Request-Origin", self.origin.as_str())];
+        if body.is_some() {
+            headers.push(("Content-Type", "application/scim+json"));
+        }
+        send_with(&self.http, method, path, &headers, body.map(|b| b.to_string().into_bytes())).await
+    }
+
+    /// GET.
+    pub async fn get(&self, path: &str) -> Reply {
+        self.call("GET", path, None).await
+    }
+
+    /// POST /scim/v2/Users, asserting 201; returns the created user.
+    pub async fn create(&self, user: Value) -> Value {
+        let r = self.call("POST", "/scim/v2/Users", Some(user)).await;
+        assert_eq!(r.status, 201, "creating a dashboard user failed: {}", r.body);
+        r.body
+    }
+}
+
+/// A fresh, unique email address for a dashboard user.
+pub fn unique_email(prefix: &str) -> String {
+    format!("{prefix}.{}@example.com", unique_workspace().to_ascii_lowercase())
+}

@@ -127,8 +127,7 @@ const MAX_SETS_PER_APP_GROUP: usize = 1;
 impl Permissions {
     /// Parses the `permissions` attribute.
     pub fn parse(v: &Value, path: &str) -> Result<Permissions, ScimError> {
-        let [company, roles, app_groups] =
-            pick(object(v, path)?, ["companyPermissions", "roles", "appGroup"], path)?;
+        let [company, roles, app_groups] = pick(object(v, path)?, ["companyPermissions", "roles", "appGroup"], path)?;
         Ok(Permissions {
             company: list(company, &join(path, "companyPermissions"), |v, p| {
                 one_of(v, p, CompanyPermission::parse, CompanyPermission::listing)

@@ -65,8 +65,8 @@ impl Query {
 
     /// From a SearchRequest body (POST `/.search`, RFC 7644 §3.4.3).
     pub fn from_search(body: &[u8]) -> Result<Query, ScimError> {
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|e| ScimError::syntax(format!("the body is not valid JSON: {e}")))?;
+        let value: Value =
+            serde_json::from_slice(body).map_err(|e| ScimError::syntax(format!("the body is not valid JSON: {e}")))?;
         let map = value.as_object().ok_or_else(|| ScimError::syntax("the body must be a JSON object"))?;
         let names =
             ["schemas", "attributes", "excludedAttributes", "filter", "startIndex", "count", "sortBy", "sortOrder"];
@@ -88,8 +88,10 @@ impl Query {
             })?;
             Ok(Some(items.join(",")))
         };
-        let selection =
-            Selection::parse(joined(attributes, "attributes")?.as_deref(), joined(excluded, "excludedAttributes")?.as_deref())?;
+        let selection = Selection::parse(
+            joined(attributes, "attributes")?.as_deref(),
+            joined(excluded, "excludedAttributes")?.as_deref(),
+        )?;
         let filter = match filter {
             None => None,
             Some(Value::String(f)) => Some(filter::parse(f)?),

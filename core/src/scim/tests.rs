@@ -66,7 +66,10 @@ fn create_read_find_replace_delete() {
     renamed["department"] = json!("finance");
     let (status, replaced) = s.call(Method::Put, &format!("/scim/v2/Users/{id}"), renamed);
     assert_eq!(status, 200, "{replaced}");
-    assert_eq!((replaced["userName"].clone(), replaced["createdAt"].clone()), (json!("grace@example.com"), created["createdAt"].clone()));
+    assert_eq!(
+        (replaced["userName"].clone(), replaced["createdAt"].clone()),
+        (json!("grace@example.com"), created["createdAt"].clone())
+    );
     // The old name is free again; the new one is taken.
     assert_eq!(s.call(Method::Post, "/scim/v2/Users", user("ada@example.com")).0, 201);
     assert_eq!(s.call(Method::Post, "/scim/v2/Users", user("Grace@example.com")).0, 409);
@@ -81,11 +84,16 @@ fn create_read_find_replace_delete() {
 fn permissions_are_checked_against_the_platforms_lists() {
     let s = Scim::new();
     let mut body = user("perm@example.com");
-    body["permissions"] = json!({"appGroup": [{"appGroupName": "W", "team": [{"teamName": "T", "teamPermissions": ["view_pii"]}]}]});
+    body["permissions"] =
+        json!({"appGroup": [{"appGroupName": "W", "team": [{"teamName": "T", "teamPermissions": ["view_pii"]}]}]});
     let (status, err) = s.call(Method::Post, "/scim/v2/Users", body);
     assert_eq!((status, err["scimType"].clone()), (400, json!("invalidValue")));
     assert!(err["detail"].as_str().unwrap().contains("permissions.appGroup[0].team[0].teamPermissions[0]"), "{err}");
-    assert_eq!(s.call(Method::Get, "/scim/v2/Users?filter=userName%20eq%20%22perm@example.com%22", Value::Null).1["totalResults"], 0);
+    assert_eq!(
+        s.call(Method::Get, "/scim/v2/Users?filter=userName%20eq%20%22perm@example.com%22", Value::Null).1
+            ["totalResults"],
+        0
+    );
 }
 
 #[test]

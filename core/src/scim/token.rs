@@ -41,9 +41,8 @@ pub fn normalize_origin(text: &str) -> Option<String> {
 
 /// Makes a SCIM token for `origin` and returns the secret (only its hash is kept).
 pub async fn create<S: Store>(store: &S, origin: &str, ctx: Ctx) -> Result<String, ApiError> {
-    let origin = normalize_origin(origin).ok_or_else(|| {
-        ApiError::bad(format!("'origin' must be 1 to {MAX_ORIGIN_CHARS} characters without spaces"))
-    })?;
+    let origin = normalize_origin(origin)
+        .ok_or_else(|| ApiError::bad(format!("'origin' must be 1 to {MAX_ORIGIN_CHARS} characters without spaces")))?;
     // The secret is the host's 128 random bits, prefixed so that it is never taken
     // for an API key in a log or a config file.
     let hex: String = ctx.seed.iter().map(|b| format!("{b:02x}")).collect();

@@ -106,7 +106,9 @@ fn check_schemas(v: Option<&Value>) -> Result<(), ScimError> {
     let urns = list(Some(required(v, "schemas")?), "schemas", |v, p| {
         v.as_str().map(str::to_string).ok_or_else(|| ScimError::value(format!("'{p}' must be a string")))
     })?;
-    if let Some(other) = urns.iter().find(|u| !u.eq_ignore_ascii_case(USER_URN) && !u.eq_ignore_ascii_case(ENTERPRISE_URN)) {
+    if let Some(other) =
+        urns.iter().find(|u| !u.eq_ignore_ascii_case(USER_URN) && !u.eq_ignore_ascii_case(ENTERPRISE_URN))
+    {
         return Err(ScimError::value(format!("'schemas': '{other}' is not a schema of this resource; use {USER_URN}")));
     }
     if !urns.iter().any(|u| u.eq_ignore_ascii_case(USER_URN)) {
@@ -126,8 +128,8 @@ fn parse_name(v: &Value) -> Result<PersonName, ScimError> {
 
 /// Parses a POST or PUT body (pure).
 pub fn parse(body: &[u8]) -> Result<UserInput, ScimError> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| ScimError::syntax(format!("the body is not valid JSON: {e}")))?;
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| ScimError::syntax(format!("the body is not valid JSON: {e}")))?;
     let map = value.as_object().ok_or_else(|| ScimError::syntax("the body must be a JSON object"))?;
     let map = without(map, &DROPPED);
     let names = [

@@ -16,9 +16,10 @@ use crate::store::{Store, Table};
 fn check_if_match(req: &Request, user: &DashboardUser) -> Result<(), ScimError> {
     let Some(header) = req.header_value("if-match") else { return Ok(()) };
     let current = user.version.to_string();
-    let matches = header.split(',').map(str::trim).any(|tag| {
-        tag == "*" || tag.strip_prefix("W/").unwrap_or(tag).trim_matches('"') == current
-    });
+    let matches = header
+        .split(',')
+        .map(str::trim)
+        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag).trim_matches('"') == current);
     if matches {
         Ok(())
     } else {
@@ -35,7 +36,9 @@ pub async fn create<S: Store>(store: &S, body: &[u8], base: &str, ctx: Ctx) -> R
             return Err(ScimError::Taken);
         }
         if store.scan(Table::ScimUserName, "", MAX_USERS).await?.len() >= MAX_USERS {
-            return Err(ScimError::Limit(format!("this deployment has the most dashboard users it keeps ({MAX_USERS})")));
+            return Err(ScimError::Limit(format!(
+                "this deployment has the most dashboard users it keeps ({MAX_USERS})"
+            )));
         }
         let user = DashboardUser {
             id: ids.uuid(),
@@ -73,10 +76,8 @@ pub async fn replace<S: Store>(
 ) -> Result<Response, ScimError> {
     let input = user::parse(&req.body)?;
     let replaced = transact_company(store, ctx.seed, async |tx, _| {
-        let mut user = tx
-            .doc::<DashboardUser>(Table::ScimUser, id)
-            .await?
-            .ok_or_else(|| ScimError::NotFound(NOT_FOUND.into()))?;
+        let mut user =
+            tx.doc::<DashboardUser>(Table::ScimUser, id).await?.ok_or_else(|| ScimError::NotFound(NOT_FOUND.into()))?;
         check_if_match(req, &user)?;
         input.check_immutable(&user)?;
         let (old_key, new_key) = (name_key(&user.user_name), name_key(&input.user_name));
@@ -104,10 +105,8 @@ pub async fn replace<S: Store>(
 /// DELETE /scim/v2/Users/{id}: the user and its name are gone together.
 pub async fn delete<S: Store>(store: &S, id: &str, req: &Request, ctx: Ctx) -> Result<Response, ScimError> {
     transact_company(store, ctx.seed, async |tx, _| {
-        let user = tx
-            .doc::<DashboardUser>(Table::ScimUser, id)
-            .await?
-            .ok_or_else(|| ScimError::NotFound(NOT_FOUND.into()))?;
+        let user =
+            tx.doc::<DashboardUser>(Table::ScimUser, id).await?.ok_or_else(|| ScimError::NotFound(NOT_FOUND.into()))?;
         check_if_match(req, &user)?;
         tx.delete_doc(Table::ScimUserName, &name_key(&user.user_name));
         tx.delete_doc(Table::ScimUser, id);

@@ -5,6 +5,7 @@ mod auth;
 mod export;
 mod identity;
 mod preference_center;
+mod scim;
 mod shapes;
 mod subscriptions;
 mod track;
