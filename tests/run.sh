@@ -29,6 +29,9 @@ cargo build -p engage
 step "unit tests (core, host-native) and the black-box suite against the native host"
 cargo test --workspace --exclude engage-edge --exclude engage-www
 
+step "SCIM 2.0 compliance tester (scim2-tester) against the native host"
+bash tests/scim/run.sh
+
 if [ -z "${ENGAGE_SKIP_WWW:-}" ] && [ -f www/test.sh ]; then
   step "playground: wasm bindings and browser end-to-end test"
   bash www/test.sh

@@ -90,7 +90,7 @@ pub enum Scim {
     Replace(String),
     /// DELETE /scim/v2/Users/{id}
     Delete(String),
-    /// PATCH /scim/v2/Users/{id} (answered 501: not offered)
+    /// PATCH /scim/v2/Users/{id}
     Patch(String),
     /// GET /scim/v2/ServiceProviderConfig
     ServiceProviderConfig,

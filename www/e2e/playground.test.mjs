@@ -77,14 +77,16 @@ async function pick(page, route) {
   await page.click(`[data-route="${route}"]`);
 }
 
-async function send(page) {
+async function sendStatus(page) {
   const before = await page.locator("#history li").count();
   await page.click("#send");
   await page.waitForFunction((n) => document.querySelectorAll("#history li").length > n, before);
-  return {
-    status: Number(await page.textContent("#status")),
-    body: JSON.parse(await page.textContent("#response-body")),
-  };
+  return Number(await page.textContent("#status"));
+}
+
+async function send(page) {
+  const status = await sendStatus(page);
+  return { status, body: JSON.parse(await page.textContent("#response-body")) };
 }
 
 async function exportUser(page) {
@@ -213,6 +215,48 @@ test("engage serve hosts the playground, and its curl commands work against the 
     await page.close();
     child.stdin.end();
     await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.on("exit", resolve)));
+  }
+});
+
+test("SCIM provisioning in the playground: create, find, replace and delete a dashboard user with the session's SCIM token", async () => {
+  const server = await staticServer(dist);
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  try {
+    await open(page, `http://127.0.0.1:${server.address().port}/`);
+    await pick(page, "POST /scim/v2/Users");
+    assert.match(await page.inputValue("#headers"), /Authorization: Bearer scim_[0-9a-f]{32}/);
+    assert.match(await page.inputValue("#headers"), /X-Request-Origin: /);
+    const created = await send(page);
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.equal(created.body.userName, "ada@example.com");
+    const id = created.body.id;
+
+    await pick(page, "GET /scim/v2/Users");
+    const found = await send(page);
+    assert.equal(found.body.totalResults, 1, JSON.stringify(found.body));
+    assert.equal(found.body.Resources[0].id, id);
+
+    await pick(page, "PUT /scim/v2/Users/{}");
+    await page.fill("#path", `/scim/v2/Users/${id}`);
+    const replaced = await send(page);
+    assert.equal(replaced.status, 200, JSON.stringify(replaced.body));
+    assert.equal(replaced.body.name.familyName, "Byron");
+    assert.equal(replaced.body.permissions.appGroup[0].team[0].teamName, "Growth");
+
+    await pick(page, "DELETE /scim/v2/Users/{}");
+    await page.fill("#path", `/scim/v2/Users/${id}`);
+    assert.equal(await sendStatus(page), 204);
+    await pick(page, "GET /scim/v2/Users/{}");
+    await page.fill("#path", `/scim/v2/Users/${id}`);
+    const gone = await send(page);
+    assert.equal(gone.status, 404);
+    assert.deepEqual(gone.body.schemas, ["urn:ietf:params:scim:api:messages:2.0:Error"]);
+    assert.deepEqual(errors, []);
+  } finally {
+    await page.close();
+    server.close();
   }
 });
 

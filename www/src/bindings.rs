@@ -93,7 +93,7 @@ impl Playground {
     }
 
     fn fresh() -> Result<Session, JsError> {
-        Session::provision(ctx()?, ctx()?).map_err(|e| JsError::new(&e))
+        Session::provision(ctx()?, ctx()?, ctx()?).map_err(|e| JsError::new(&e))
     }
 
     /// Starts over: an empty store with a new workspace key.
@@ -132,7 +132,7 @@ impl Playground {
     /// `[{method, pattern, permission, path, query, headers: "Name: value" lines, body}]`.
     pub fn examples(&self) -> Array {
         let group = self.session.groups().into_iter().next().map(|g| g.id).unwrap_or_else(|| "GROUP_ID".into());
-        examples::examples(self.session.key(), &group)
+        examples::examples(self.session.key(), self.session.scim_token(), &group)
             .into_iter()
             .map(|e| {
                 let o = route_object(&e.route);

@@ -187,9 +187,36 @@ fn specific(method: &str, pattern: &str, group_id: &str) -> Option<(&'static str
             String::new(),
             Some(json!({
                 "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"],
-                "name": {"givenName": "Ada", "familyName": "Byron"}, "department": "finance"
+                "userName": EMAIL, "name": {"givenName": "Ada", "familyName": "Byron"}, "department": "engineering",
+                "permissions": {
+                    "companyPermissions": ["manage_company_settings"],
+                    "roles": [{"roleName": "Editor"}],
+                    "appGroup": [{"appGroupName": "playground", "appGroupPermissions": ["basic_access", "export_user_data"],
+                                  "team": [{"teamName": "Growth", "teamPermissions": ["basic_access"]}]}]
+                }
             })),
         ),
+        ("PATCH", "/scim/v2/Users/{}") => (
+            "SCIM_USER_ID",
+            String::new(),
+            Some(json!({
+                "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                "Operations": [{"op": "replace", "path": "department", "value": "marketing"}]
+            })),
+        ),
+        ("POST", "/scim/v2/Users/.search") | ("POST", "/scim/v2/.search") => (
+            "",
+            String::new(),
+            Some(json!({
+                "schemas": ["urn:ietf:params:scim:api:messages:2.0:SearchRequest"],
+                "filter": "userName eq \"ada@example.com\"", "attributes": ["userName", "name"]
+            })),
+        ),
+        ("GET", "/scim/v2/ServiceProviderConfig") | ("GET", "/scim/v2/ResourceTypes") | ("GET", "/scim/v2/Schemas") => {
+            ("", String::new(), None)
+        }
+        ("GET", "/scim/v2/ResourceTypes/{}") => ("User", String::new(), None),
+        ("GET", "/scim/v2/Schemas/{}") => ("urn:ietf:params:scim:schemas:core:2.0:User", String::new(), None),
         ("GET", "/cdi/integrations") => ("", String::new(), None),
         ("GET", "/cdi/integrations/{}/job_sync_status") => ("INTEGRATION_ID", String::new(), None),
         _ => return None,
@@ -210,9 +237,9 @@ fn page_html(group_id: &str) -> String {
     )
 }
 
-/// A ready request for every public route, authorised with `key` (SCIM routes get
-/// placeholders: SCIM uses its own token). `group_id` fills the subscription examples.
-pub fn examples(key: &str, group_id: &str) -> Vec<Example> {
+/// A ready request for every public route, authorised with `key` (SCIM routes with
+/// `scim_token` and the session's origin). `group_id` fills the subscription examples.
+pub fn examples(key: &str, scim_token: &str, group_id: &str) -> Vec<Example> {
     public_routes()
         .into_iter()
         .map(|route| {
@@ -228,8 +255,8 @@ pub fn examples(key: &str, group_id: &str) -> Vec<Example> {
             };
             let mut headers = Vec::new();
             if route.permission == Permission::Scim.as_str() {
-                headers.push(("Authorization".to_string(), "Bearer SCIM_TOKEN".to_string()));
-                headers.push(("X-Request-Origin".to_string(), "playground.example".to_string()));
+                headers.push(("Authorization".to_string(), format!("Bearer {scim_token}")));
+                headers.push(("X-Request-Origin".to_string(), crate::session::SCIM_ORIGIN.to_string()));
             } else {
                 headers.push(("Authorization".to_string(), format!("Bearer {key}")));
             }
@@ -250,7 +277,7 @@ mod tests {
 
     #[test]
     fn every_public_route_has_an_example_that_routes_to_it() {
-        let all = examples("k", "g");
+        let all = examples("k", "s", "g");
         assert_eq!(all.len(), public_routes().len());
         assert!(all.iter().all(|e| !e.route.pattern.starts_with("/_engage/")));
         for e in &all {
@@ -274,13 +301,14 @@ mod tests {
     }
 
     #[test]
-    fn key_routes_carry_the_key_and_scim_routes_a_placeholder() {
-        let all = examples("secret", "g");
+    fn key_routes_carry_the_key_and_scim_routes_the_scim_token() {
+        let all = examples("secret", "scim-secret", "g");
         let track = all.iter().find(|e| e.route.pattern == "/users/track").unwrap();
         assert!(track.headers.contains(&("Authorization".into(), "Bearer secret".into())));
         assert!(track.headers.contains(&("Content-Type".into(), "application/json".into())));
         let scim = all.iter().find(|e| e.route.pattern == "/scim/v2/Users" && e.route.method == "GET").unwrap();
-        assert!(scim.headers.iter().all(|(_, v)| !v.contains("secret")));
+        assert!(scim.headers.contains(&("Authorization".into(), "Bearer scim-secret".into())));
+        assert!(scim.headers.iter().any(|(n, _)| n == "X-Request-Origin"));
         let list = all.iter().find(|e| e.route.pattern == "/preference_center/v1/list").unwrap();
         assert!(list.body.is_empty());
         assert!(list.headers.iter().all(|(n, _)| n != "Content-Type"));

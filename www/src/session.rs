@@ -19,8 +19,12 @@ pub const WORKSPACE: &str = "playground";
 /// The subscription group created with a session, so the subscription examples work.
 pub const EXAMPLE_GROUP: &str = "Newsletter";
 
-/// Version of the snapshot format; a snapshot of another version is refused.
-pub const SNAPSHOT_FORMAT: u32 = 1;
+/// Version of the snapshot format; a snapshot of another version is refused
+/// (2: sessions carry a SCIM token).
+pub const SNAPSHOT_FORMAT: u32 = 2;
+
+/// The request origin the session's SCIM token is made for (`X-Request-Origin`).
+pub const SCIM_ORIGIN: &str = "https://playground.engage.test";
 
 /// Most rounds of queued jobs applied before a snapshot (each round is one batch).
 const MAX_APPLY_ROUNDS: usize = 10_000;
@@ -41,6 +45,7 @@ pub struct Session {
     engine: Engine<MemoryStore>,
     workspace: WorkspaceName,
     key: String,
+    scim_token: String,
 }
 
 /// One stored document in a snapshot.
@@ -59,6 +64,7 @@ struct Snapshot {
     engage_playground: u32,
     workspace: String,
     key: String,
+    scim_token: String,
     documents: Vec<SnapshotDoc>,
 }
 
@@ -69,16 +75,24 @@ fn engine(store: MemoryStore) -> Engine<MemoryStore> {
 
 impl Session {
     /// A new session on an empty store: creates the workspace, an API key with every
-    /// permission (from `key_ctx`) and one email subscription group (from `group_ctx`;
-    /// a separate seed, so the group's id reveals nothing about the key).
-    pub fn provision(key_ctx: Ctx, group_ctx: Ctx) -> Result<Session, String> {
+    /// permission (from `key_ctx`), one email subscription group (from `group_ctx`;
+    /// a separate seed, so the group's id reveals nothing about the key) and a SCIM
+    /// token for [`SCIM_ORIGIN`] (from `scim_ctx`).
+    pub fn provision(key_ctx: Ctx, group_ctx: Ctx, scim_ctx: Ctx) -> Result<Session, String> {
         let ws = WorkspaceName::parse(WORKSPACE).ok_or("invalid workspace name")?;
         let engine = engine(MemoryStore::new());
         let key = block_on(provision::create_key(engine.store(), &ws, Permission::ALL.to_vec(), key_ctx))?
             .map_err(|e| format!("cannot create the API key: {e:?}"))?;
         block_on(provision::create_group(engine.store(), &ws, EXAMPLE_GROUP, Channel::Email, group_ctx))?
             .map_err(|e| format!("cannot create the example group: {e:?}"))?;
-        Ok(Session { engine, workspace: ws, key })
+        let scim_token = block_on(provision::create_scim_token(engine.store(), SCIM_ORIGIN, scim_ctx))?
+            .map_err(|e| format!("cannot create the SCIM token: {e:?}"))?;
+        Ok(Session { engine, workspace: ws, key, scim_token })
+    }
+
+    /// The session's SCIM token (valid with `X-Request-Origin:` [`SCIM_ORIGIN`]).
+    pub fn scim_token(&self) -> &str {
+        &self.scim_token
     }
 
     /// The session's API key (all permissions).
@@ -131,6 +145,7 @@ impl Session {
             engage_playground: SNAPSHOT_FORMAT,
             workspace: self.workspace.as_str().to_string(),
             key: self.key.clone(),
+            scim_token: self.scim_token.clone(),
             documents,
         };
         serde_json::to_string(&snapshot).map_err(|e| e.to_string())
@@ -157,9 +172,13 @@ impl Session {
         if !docs.iter().any(|(t, k, _)| *t == Table::ApiKey && *k == hash) {
             return Err("the snapshot's API key is not in its store".into());
         }
+        let hash = key_hash(&snapshot.scim_token);
+        if !docs.iter().any(|(t, k, _)| *t == Table::ScimToken && *k == hash) {
+            return Err("the snapshot's SCIM token is not in its store".into());
+        }
         let store = MemoryStore::new();
         store.import_documents(docs);
-        Ok(Session { engine: engine(store), workspace: ws, key: snapshot.key })
+        Ok(Session { engine: engine(store), workspace: ws, key: snapshot.key, scim_token: snapshot.scim_token })
     }
 }
 
@@ -194,7 +213,7 @@ mod tests {
 
     #[test]
     fn a_provisioned_key_has_every_permission_and_a_group_exists() {
-        let s = Session::provision(ctx(1), ctx(2)).unwrap();
+        let s = Session::provision(ctx(1), ctx(2), ctx(102)).unwrap();
         assert_eq!(s.workspace(), WORKSPACE);
         assert_eq!(s.groups().len(), 1);
         assert_eq!(s.groups()[0].name, EXAMPLE_GROUP);
@@ -204,21 +223,22 @@ mod tests {
 
     #[test]
     fn a_snapshot_keeps_queued_tracks_and_the_key() {
-        let s = Session::provision(ctx(1), ctx(2)).unwrap();
+        let s = Session::provision(ctx(1), ctx(2), ctx(102)).unwrap();
         track(&s, 3);
         // The track is only queued; saving must apply it rather than drop it.
         let saved = s.save(ctx(4)).unwrap();
         let restored = Session::restore(&saved).unwrap();
         assert_eq!(restored.key(), s.key());
+        assert_eq!(restored.scim_token(), s.scim_token());
         assert_eq!(restored.groups(), s.groups());
         assert_eq!(favorite_color(&restored, 5), json!("blue"));
     }
 
     #[test]
     fn a_fresh_session_does_not_see_another_sessions_data() {
-        let s = Session::provision(ctx(1), ctx(2)).unwrap();
+        let s = Session::provision(ctx(1), ctx(2), ctx(102)).unwrap();
         track(&s, 3);
-        let fresh = Session::provision(ctx(6), ctx(7)).unwrap();
+        let fresh = Session::provision(ctx(6), ctx(7), ctx(107)).unwrap();
         assert_ne!(fresh.key(), s.key());
         assert_eq!(favorite_color(&fresh, 8), Value::Null);
         // The old key is unknown to the new store.
@@ -230,7 +250,7 @@ mod tests {
 
     #[test]
     fn broken_snapshots_are_refused() {
-        let s = Session::provision(ctx(1), ctx(2)).unwrap();
+        let s = Session::provision(ctx(1), ctx(2), ctx(102)).unwrap();
         let saved: Value = serde_json::from_str(&s.save(ctx(3)).unwrap()).unwrap();
         assert!(Session::restore("not json").is_err());
         assert!(Session::restore("{}").is_err());

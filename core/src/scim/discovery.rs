@@ -1,7 +1,7 @@
 //! Discovery (RFC 7644 §4): `/ServiceProviderConfig`, `/ResourceTypes` and
 //! `/Schemas`, saying exactly what this server does, so that identity providers
-//! and testers adapt: filtering (`userName eq` only), ETags, no PATCH, no bulk,
-//! no sorting, no password changes.
+//! and testers adapt: filtering (`userName eq` only), ETags, PATCH, no bulk, no
+//! sorting, no password changes.
 //!
 //! The dashboard user's own attributes (`department`, `permissions`, `createdAt`,
 //! `lastSignInAt`) sit beside the core ones, as the platform returns them, so the
@@ -13,9 +13,9 @@
 use serde_json::{json, Value};
 
 use super::error::ScimError;
+use super::protocol::{LIST_URN, USER_URN};
 use super::read::MAX_PAGE;
 use super::values::{CompanyPermission, Department, WorkspacePermission};
-use super::{LIST_URN, USER_URN};
 use crate::http::Response;
 
 const SPC_URN: &str = "urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig";
@@ -146,7 +146,7 @@ pub fn service_provider_config(base: &str) -> Response {
         200,
         &json!({
             "schemas": [SPC_URN],
-            "patch": {"supported": false},
+            "patch": {"supported": true},
             "bulk": {"supported": false, "maxOperations": 0, "maxPayloadSize": 0},
             "filter": {"supported": true, "maxResults": MAX_PAGE},
             "changePassword": {"supported": false},

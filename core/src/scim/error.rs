@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::CONTENT_TYPE;
+use super::protocol::CONTENT_TYPE;
 use crate::error::ApiError;
 use crate::http::Response;
 
@@ -24,6 +24,10 @@ pub enum ScimType {
     Uniqueness,
     /// An attempt to change an immutable attribute (`id`, `createdAt`).
     Mutability,
+    /// A PATCH path that is not one of the resource's attributes, or has a filter.
+    InvalidPath,
+    /// A PATCH `remove` without a path.
+    NoTarget,
 }
 
 impl ScimType {
@@ -34,6 +38,8 @@ impl ScimType {
             ScimType::InvalidSyntax => "invalidSyntax",
             ScimType::Uniqueness => "uniqueness",
             ScimType::Mutability => "mutability",
+            ScimType::InvalidPath => "invalidPath",
+            ScimType::NoTarget => "noTarget",
         }
     }
 }
@@ -55,8 +61,6 @@ pub enum ScimError {
     PreconditionFailed,
     /// 415: a body that is neither `application/scim+json` nor `application/json`.
     UnsupportedMediaType,
-    /// 501: an operation this server does not offer (PATCH).
-    NotImplemented(&'static str),
     /// Any shared failure (rate limit, storage, contention), in SCIM's shape.
     Api(ApiError),
 }
@@ -104,7 +108,6 @@ impl ScimError {
             ScimError::UnsupportedMediaType => {
                 (415, None, "Content-Type must be application/scim+json or application/json".into())
             }
-            ScimError::NotImplemented(d) => (501, None, d.to_string()),
             ScimError::Api(e) => return from_api(e),
         };
         let mut body = json!({"schemas": [ERROR_URN], "detail": detail, "status": status});

@@ -5,7 +5,7 @@
 //! never evaluated half-way.
 
 use super::error::ScimError;
-use super::USER_URN;
+use super::protocol::USER_URN;
 
 /// A parsed filter.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,27 +4,28 @@
 //!
 //! One way through: the token and `X-Request-Origin` ([`token`]) → the company's
 //! daily limit (user endpoints only) → the body's media type → the operation:
-//! [`write`] (create, replace, delete: parse pure, one unit of work over the user
+//! [`write`] (create, replace, [`patch`], delete: parse pure, one unit of work over the user
 //! and its name's index entry), [`read`] (one user; listings with the [`filter`],
 //! paging and attribute selection), [`discovery`]. Every failure leaves in SCIM's
 //! error shape ([`error`]). [`user`] is the resource, [`permissions`] and
-//! [`values`] its permission object and closed lists, [`attrs`] the body reader.
+//! [`values`] its permission object and closed lists, [`attrs`] the body reader,
+//! [`protocol`] the URNs, media type and bounds every file shares.
 
 pub mod attrs;
 pub mod discovery;
 pub mod error;
 pub mod filter;
+pub mod patch;
 pub mod permissions;
+pub mod protocol;
 pub mod read;
 pub mod token;
 pub mod user;
 pub mod values;
 pub mod write;
 
-use serde_json::Value;
-
 use self::error::{with_content_type, ScimError};
-use self::user::DashboardUser;
+use self::protocol::CONTENT_TYPE;
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Request, Response};
@@ -32,21 +33,6 @@ use crate::ids::WorkspaceName;
 use crate::ratelimit::{Bucket, Decision, RateLimiter};
 use crate::routes::Scim;
 use crate::store::Store;
-
-/// The core User schema's URN.
-pub const USER_URN: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
-/// The enterprise User extension's URN (tolerated in bodies, not kept).
-pub const ENTERPRISE_URN: &str = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User";
-/// The ListResponse message's URN.
-pub const LIST_URN: &str = "urn:ietf:params:scim:api:messages:2.0:ListResponse";
-/// The SearchRequest message's URN.
-pub const SEARCH_URN: &str = "urn:ietf:params:scim:api:messages:2.0:SearchRequest";
-/// SCIM's media type, returned on every body.
-pub const CONTENT_TYPE: &str = "application/scim+json";
-/// Where users live, under the public address.
-pub const USERS_PATH: &str = "/scim/v2/Users";
-/// Most dashboard users a deployment keeps (a listing reads them all).
-pub const MAX_USERS: usize = 10_000;
 
 /// Answers a SCIM endpoint; `base` is the server's public address.
 pub async fn handle<S: Store>(
@@ -130,8 +116,9 @@ async fn operation<S: Store>(
             write::replace(store, &id, req, base, ctx).await
         }
         Scim::Delete(id) => write::delete(store, &id, req, ctx).await,
-        Scim::Patch(_) => {
-            Err(ScimError::NotImplemented("PATCH is not supported; replace the user with PUT /scim/v2/Users/{id}"))
+        Scim::Patch(id) => {
+            check_media_type(req)?;
+            write::patch(store, &id, req, base, ctx).await
         }
         Scim::ServiceProviderConfig => Ok(discovery::service_provider_config(base)),
         Scim::ResourceTypes => Ok(discovery::resource_types(base)),
@@ -150,11 +137,6 @@ fn check_media_type(req: &Request) -> Result<(), ScimError> {
     } else {
         Err(ScimError::UnsupportedMediaType)
     }
-}
-
-/// A response carrying one user: its JSON and its `ETag`.
-pub(crate) fn found(status: u16, user: &DashboardUser, body: Value) -> Response {
-    Response::json(status, &body).with_header("ETag", user.etag())
 }
 
 #[cfg(test)]

@@ -137,6 +137,11 @@ impl Permissions {
         })
     }
 
+    /// True when the user has no permission of any kind.
+    pub fn is_empty(&self) -> bool {
+        self.company.is_empty() && self.roles.is_empty() && self.app_groups.is_empty()
+    }
+
     /// The attribute as returned: the three lists always; the nested ones (teams,
     /// permission sets, a role's app groups) only when they hold something.
     pub fn render(&self) -> Value {

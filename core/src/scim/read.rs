@@ -5,8 +5,8 @@ use serde_json::{json, Map, Value};
 
 use super::error::ScimError;
 use super::filter::{self, Filter};
-use super::user::{name_key, DashboardUser, Selection};
-use super::{found, LIST_URN, MAX_USERS, SEARCH_URN};
+use super::protocol::{LIST_URN, MAX_USERS, SEARCH_URN};
+use super::user::{found, name_key, DashboardUser, Selection};
 use crate::http::{Request, Response};
 use crate::repo::codec::decode;
 use crate::store::{Store, Table};

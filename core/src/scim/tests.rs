@@ -38,7 +38,7 @@ impl Scim {
 
 fn user(name: &str) -> Value {
     json!({
-        "schemas": [super::USER_URN],
+        "schemas": [super::protocol::USER_URN],
         "userName": name,
         "name": {"givenName": "Ada", "familyName": "Lovelace"},
         "department": "engineering",

@@ -7,8 +7,9 @@ use serde_json::{json, Map, Value};
 use super::attrs::{list, object, one_of, pick, required, text};
 use super::error::{ScimError, ScimType};
 use super::permissions::Permissions;
+use super::protocol::{ENTERPRISE_URN, USERS_PATH, USER_URN};
 use super::values::Department;
-use super::{ENTERPRISE_URN, USER_URN};
+use crate::http::Response;
 use crate::ids::Email;
 use crate::time::Timestamp;
 
@@ -130,6 +131,11 @@ fn parse_name(v: &Value) -> Result<PersonName, ScimError> {
 pub fn parse(body: &[u8]) -> Result<UserInput, ScimError> {
     let value: Value =
         serde_json::from_slice(body).map_err(|e| ScimError::syntax(format!("the body is not valid JSON: {e}")))?;
+    parse_value(&value)
+}
+
+/// Checks a whole resource given as JSON (a body, or a user a PATCH has changed).
+pub fn parse_value(value: &Value) -> Result<UserInput, ScimError> {
     let map = value.as_object().ok_or_else(|| ScimError::syntax("the body must be a JSON object"))?;
     let map = without(map, &DROPPED);
     let names = [
@@ -182,6 +188,41 @@ pub fn name_key(user_name: &str) -> String {
 }
 
 impl DashboardUser {
+    /// The attributes a client can write, as JSON: what a PATCH starts from.
+    pub fn writable(&self) -> Value {
+        let mut v = json!({
+            "schemas": [USER_URN],
+            "userName": self.user_name,
+            "name": {"givenName": self.name.given, "familyName": self.name.family},
+            "department": self.department.as_str(),
+        });
+        self.optional(&mut v);
+        v
+    }
+
+    /// The attributes that may be unassigned, only when they are assigned: a user
+    /// without permissions has no `permissions` (RFC 7643 §2.5), as after a PATCH
+    /// `remove`.
+    fn optional(&self, v: &mut Value) {
+        if let Some(x) = &self.external_id {
+            v["externalId"] = json!(x);
+        }
+        if !self.permissions.is_empty() {
+            v["permissions"] = self.permissions.render();
+        }
+    }
+
+    /// Takes a checked replacement: every writable attribute, a new version.
+    pub fn replace_with(&mut self, input: &UserInput, now: Timestamp) {
+        self.user_name = input.user_name.clone();
+        self.external_id = input.external_id.clone();
+        self.name = input.name.clone();
+        self.department = input.department;
+        self.permissions = input.permissions.clone();
+        self.updated_at = now.max(self.created_at);
+        self.version += 1;
+    }
+
     /// The version as an entity tag (weak: the representation may vary in form).
     pub fn etag(&self) -> String {
         format!("W/\"{}\"", self.version)
@@ -195,7 +236,6 @@ impl DashboardUser {
             "userName": self.user_name,
             "name": {"givenName": self.name.given, "familyName": self.name.family},
             "department": self.department.as_str(),
-            "permissions": self.permissions.render(),
             // The platform writes a user who never signed in as the epoch.
             "lastSignInAt": self.last_sign_in_at.unwrap_or_default().to_long_text(),
             "createdAt": self.created_at.to_long_text(),
@@ -203,13 +243,11 @@ impl DashboardUser {
                 "resourceType": "User",
                 "created": self.created_at.to_rfc3339(),
                 "lastModified": self.updated_at.to_rfc3339(),
-                "location": format!("{base}{}/{}", super::USERS_PATH, self.id),
+                "location": format!("{base}{}/{}", USERS_PATH, self.id),
                 "version": self.etag(),
             },
         });
-        if let Some(x) = &self.external_id {
-            v["externalId"] = json!(x);
-        }
+        self.optional(&mut v);
         v
     }
 }
@@ -272,4 +310,9 @@ fn strip_urn(path: &str) -> &str {
         Some(prefix) if prefix.eq_ignore_ascii_case(USER_URN) && path[n..].starts_with(':') => &path[n + 1..],
         _ => path,
     }
+}
+
+/// A response carrying one user: its JSON and its `ETag`.
+pub fn found(status: u16, user: &DashboardUser, body: Value) -> Response {
+    Response::json(status, &body).with_header("ETag", user.etag())
 }

@@ -1,14 +1,15 @@
-//! POST /scim/v2/Users, PUT /scim/v2/Users/{id} and DELETE /scim/v2/Users/{id}:
+//! POST /scim/v2/Users, PUT, PATCH and DELETE /scim/v2/Users/{id}:
 //! parse the body (pure) → one unit of work over the user and its name's index
 //! entry, so a user name is never taken twice nor left behind → render.
 
 use super::error::ScimError;
+use super::protocol::{MAX_USERS, USERS_PATH};
 use super::read::NOT_FOUND;
-use super::user::{self, name_key, DashboardUser};
-use super::{found, MAX_USERS};
+use super::user::{self, found, name_key, DashboardUser, UserInput};
 use crate::ctx::Ctx;
 use crate::http::{Request, Response};
 use crate::repo::transact::transact_company;
+use crate::repo::Tx;
 use crate::store::{Store, Table};
 
 /// The `If-Match` precondition of a write (RFC 7644 §3.14): `*` or a list of tags,
@@ -62,7 +63,7 @@ pub async fn create<S: Store>(store: &S, body: &[u8], base: &str, ctx: Ctx) -> R
     })
     .await?;
     let resp = found(201, &created, created.render(base));
-    Ok(resp.with_header("Location", format!("{base}{}/{}", super::USERS_PATH, created.id)))
+    Ok(resp.with_header("Location", format!("{base}{}/{}", USERS_PATH, created.id)))
 }
 
 /// PUT /scim/v2/Users/{id}: replaces every writable attribute; `id` and `createdAt`
@@ -80,26 +81,49 @@ pub async fn replace<S: Store>(
             tx.doc::<DashboardUser>(Table::ScimUser, id).await?.ok_or_else(|| ScimError::NotFound(NOT_FOUND.into()))?;
         check_if_match(req, &user)?;
         input.check_immutable(&user)?;
-        let (old_key, new_key) = (name_key(&user.user_name), name_key(&input.user_name));
-        if new_key != old_key {
-            if tx.doc::<String>(Table::ScimUserName, &new_key).await?.is_some() {
-                return Err(ScimError::Taken);
-            }
-            tx.delete_doc(Table::ScimUserName, &old_key);
-            tx.put_doc(Table::ScimUserName, &new_key, &user.id)?;
-        }
-        user.user_name = input.user_name.clone();
-        user.external_id = input.external_id.clone();
-        user.name = input.name.clone();
-        user.department = input.department;
-        user.permissions = input.permissions.clone();
-        user.updated_at = ctx.now.max(user.created_at);
-        user.version += 1;
-        tx.put_doc(Table::ScimUser, id, &user)?;
-        Ok(user)
+        store_replacement(tx, &mut user, &input, ctx).await?;
+        Ok::<_, ScimError>(user)
     })
     .await?;
     Ok(found(200, &replaced, replaced.render(base)))
+}
+
+/// PATCH /scim/v2/Users/{id}: the operations change the user's writable attributes
+/// in order, then the result is checked as a whole, exactly as a PUT body, and
+/// stored in one unit of work; any failure leaves the user as it was.
+pub async fn patch<S: Store>(store: &S, id: &str, req: &Request, base: &str, ctx: Ctx) -> Result<Response, ScimError> {
+    let ops = super::patch::parse(&req.body)?;
+    let patched = transact_company(store, ctx.seed, async |tx, _| {
+        let mut user =
+            tx.doc::<DashboardUser>(Table::ScimUser, id).await?.ok_or_else(|| ScimError::NotFound(NOT_FOUND.into()))?;
+        check_if_match(req, &user)?;
+        let input = user::parse_value(&super::patch::apply(&ops, user.writable())?)?;
+        store_replacement(tx, &mut user, &input, ctx).await?;
+        Ok::<_, ScimError>(user)
+    })
+    .await?;
+    Ok(found(200, &patched, patched.render(base)))
+}
+
+/// Writes a checked replacement: a changed `userName` moves its index entry, and
+/// must be free (another case of the user's own is fine).
+async fn store_replacement<S: Store>(
+    tx: &mut Tx<'_, S>,
+    user: &mut DashboardUser,
+    input: &UserInput,
+    ctx: Ctx,
+) -> Result<(), ScimError> {
+    let (old_key, new_key) = (name_key(&user.user_name), name_key(&input.user_name));
+    if new_key != old_key {
+        if tx.doc::<String>(Table::ScimUserName, &new_key).await?.is_some() {
+            return Err(ScimError::Taken);
+        }
+        tx.delete_doc(Table::ScimUserName, &old_key);
+        tx.put_doc(Table::ScimUserName, &new_key, &user.id)?;
+    }
+    user.replace_with(input, ctx.now);
+    tx.put_doc(Table::ScimUser, &user.id, user)?;
+    Ok(())
 }
 
 /// DELETE /scim/v2/Users/{id}: the user and its name are gone together.

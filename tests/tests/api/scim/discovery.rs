@@ -21,7 +21,7 @@ pub(crate) async fn run() {
     assert_eq!(b["schemas"], json!(["urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig"]));
     assert_eq!(
         (&b["patch"]["supported"], &b["bulk"]["supported"], &b["sort"]["supported"], &b["changePassword"]["supported"]),
-        (&json!(false), &json!(false), &json!(false), &json!(false))
+        (&json!(true), &json!(false), &json!(false), &json!(false))
     );
     assert_eq!((&b["filter"]["supported"], &b["filter"]["maxResults"]), (&json!(true), &json!(100)));
     assert_eq!(b["etag"]["supported"], json!(true));

@@ -8,6 +8,7 @@ mod create;
 mod delete;
 mod discovery;
 mod limit;
+mod patch;
 mod read;
 mod replace;
 mod shapes;
@@ -63,6 +64,7 @@ async fn scim_in_order() {
     create::run().await;
     read::run().await;
     replace::run().await;
+    patch::run().await;
     delete::run().await;
     shapes::run().await;
     limit::run().await;

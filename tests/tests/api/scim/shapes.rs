@@ -74,7 +74,15 @@ pub(crate) async fn run() {
     let deleted = scim.call("DELETE", &format!("/scim/v2/Users/{id}"), None).await;
     let missing = scim.get(&format!("/scim/v2/Users/{id}")).await;
     let unauthorized = send("GET", "/scim/v2/Users", &[], None).await;
-    let patch = scim.call("PATCH", "/scim/v2/Users/x", Some(json!({}))).await;
+    let path_error = scim
+        .call(
+            "PATCH",
+            "/scim/v2/Users/x",
+            Some(
+                json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": [{"op": "remove"}]}),
+            ),
+        )
+        .await;
     let method = scim.call("PUT", "/scim/v2/Users", Some(json!({}))).await;
     let media = send(
         "POST",
@@ -102,7 +110,7 @@ pub(crate) async fn run() {
             "412_if_match": shape(&stale, &names),
             "404_not_found": shape(&missing, &names),
             "401_unauthorized": shape(&unauthorized, &names),
-            "501_patch": shape(&patch, &names),
+            "400_no_target": shape(&path_error, &names),
             "405_method": shape(&method, &names),
             "415_media_type": shape(&media, &names),
         })

@@ -1,0 +1,19 @@
+//! The names SCIM fixes (schema and message URNs, the media type) and this
+//! server's bounds: one leaf module every file of the family reads.
+
+/// The core User schema's URN.
+pub const USER_URN: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
+/// The enterprise User extension's URN (tolerated in bodies, not kept).
+pub const ENTERPRISE_URN: &str = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User";
+/// The ListResponse message's URN.
+pub const LIST_URN: &str = "urn:ietf:params:scim:api:messages:2.0:ListResponse";
+/// The SearchRequest message's URN.
+pub const SEARCH_URN: &str = "urn:ietf:params:scim:api:messages:2.0:SearchRequest";
+/// The PatchOp message's URN.
+pub const PATCH_URN: &str = "urn:ietf:params:scim:api:messages:2.0:PatchOp";
+/// SCIM's media type, returned on every body.
+pub const CONTENT_TYPE: &str = "application/scim+json";
+/// Where users live, under the public address.
+pub const USERS_PATH: &str = "/scim/v2/Users";
+/// Most dashboard users a deployment keeps (a listing reads them all).
+pub const MAX_USERS: usize = 10_000;
