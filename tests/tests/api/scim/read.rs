@@ -149,8 +149,7 @@ async fn selection(scim: &Scim, id: &str) {
     let except = scim.get(&format!("/scim/v2/Users/{id}?excludedAttributes=permissions,meta")).await;
     assert!(except.body.get("permissions").is_none() && except.body.get("meta").is_none());
     assert!(except.body.get("userName").is_some() && except.body.get("id").is_some());
-    let listed =
-        scim.get(&format!("/scim/v2/Users?attributes=urn:ietf:params:scim:schemas:core:2.0:User:department")).await;
+    let listed = scim.get("/scim/v2/Users?attributes=urn:ietf:params:scim:schemas:core:2.0:User:department").await;
     for u in listed.body["Resources"].as_array().expect("Resources") {
         let mut keys: Vec<&String> = u.as_object().unwrap().keys().collect();
         keys.sort();
