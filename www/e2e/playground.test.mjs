@@ -89,6 +89,22 @@ async function send(page) {
   return { status, body: JSON.parse(await page.textContent("#response-body")) };
 }
 
+/** Runs `steps(page)` on a fresh page of the static playground; fails on any page error. */
+async function inStaticPlayground(steps) {
+  const server = await staticServer(dist);
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  try {
+    await open(page, `http://127.0.0.1:${server.address().port}/`);
+    await steps(page);
+    assert.deepEqual(errors, []);
+  } finally {
+    await page.close();
+    server.close();
+  }
+}
+
 async function exportUser(page) {
   await pick(page, "POST /users/export/ids");
   const res = await send(page);
@@ -218,13 +234,8 @@ test("engage serve hosts the playground, and its curl commands work against the 
   }
 });
 
-test("SCIM provisioning in the playground: create, find, replace and delete a dashboard user with the session's SCIM token", async () => {
-  const server = await staticServer(dist);
-  const page = await context.newPage();
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  try {
-    await open(page, `http://127.0.0.1:${server.address().port}/`);
+test("SCIM provisioning in the playground: create, find, replace and delete a dashboard user with the session's SCIM token", () =>
+  inStaticPlayground(async (page) => {
     await pick(page, "POST /scim/v2/Users");
     assert.match(await page.inputValue("#headers"), /Authorization: Bearer scim_[0-9a-f]{32}/);
     assert.match(await page.inputValue("#headers"), /X-Request-Origin: /);
@@ -253,20 +264,10 @@ test("SCIM provisioning in the playground: create, find, replace and delete a da
     const gone = await send(page);
     assert.equal(gone.status, 404);
     assert.deepEqual(gone.body.schemas, ["urn:ietf:params:scim:api:messages:2.0:Error"]);
-    assert.deepEqual(errors, []);
-  } finally {
-    await page.close();
-    server.close();
-  }
-});
+  }));
 
-test("a preference page opens inside the playground and its form is sent to the in-page core", async () => {
-  const server = await staticServer(dist);
-  const page = await context.newPage();
-  const errors = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  try {
-    await open(page, `http://127.0.0.1:${server.address().port}/`);
+test("a preference page opens inside the playground and its form is sent to the in-page core", () =>
+  inStaticPlayground(async (page) => {
     await pick(page, "POST /users/track");
     assert.equal((await send(page)).status, 201);
     await pick(page, "POST /preference_center/v1");
@@ -288,12 +289,7 @@ test("a preference page opens inside the playground and its form is sent to the 
     await pick(page, "GET /subscription/user/status");
     const status = await send(page);
     assert.equal(status.body.users[0].subscription_groups[0].status, "Subscribed", JSON.stringify(status.body));
-    assert.deepEqual(errors, []);
-  } finally {
-    await page.close();
-    server.close();
-  }
-});
+  }));
 
 test("a person manages their subscriptions on the page engage serve hosts", { skip: !process.env.ENGAGE_BIN && "ENGAGE_BIN is not set" }, async () => {
   const bin = process.env.ENGAGE_BIN;

@@ -43,14 +43,40 @@ pub async fn handle<S: Store>(
     base: &str,
     ctx: Ctx,
 ) -> Response {
-    let resp = match run(store, limiter, endpoint, req, base, ctx).await {
-        Ok(resp) => resp,
-        Err(e) => e.into_response(),
+    let decision = match admit(store, limiter, &endpoint, req, ctx).await {
+        Ok(decision) => decision,
+        Err(e) => return e.into_response(),
     };
+    let mut resp = operation(store, endpoint, req, base, ctx).await.unwrap_or_else(ScimError::into_response);
+    if let Decision::Allowed { limit, remaining, reset } = decision {
+        resp = resp
+            .with_header("X-RateLimit-Limit", limit.to_string())
+            .with_header("X-RateLimit-Remaining", remaining.to_string())
+            .with_header("X-RateLimit-Reset", reset.to_string());
+    }
     if resp.body.is_empty() {
         resp
     } else {
         with_content_type(resp)
+    }
+}
+
+/// The token and its origin, then the company's daily count: the spec's 5,000 a
+/// day are shared by the user endpoints; discovery is not counted.
+async fn admit<S: Store>(
+    store: &S,
+    limiter: &RateLimiter,
+    endpoint: &Scim,
+    req: &Request,
+    ctx: Ctx,
+) -> Result<Decision, ScimError> {
+    token::authenticate(store, req).await?;
+    if endpoint.is_discovery() {
+        return Ok(Decision::Unlimited);
+    }
+    match limiter.check(WorkspaceName::company().as_str(), Bucket::Scim, ctx.now) {
+        Decision::Limited { retry_after } => Err(ApiError::RateLimited { retry_after }.into()),
+        decision => Ok(decision),
     }
 }
 
@@ -63,34 +89,6 @@ pub fn error_response(e: ApiError) -> Response {
 /// True for paths of this family (their routing errors answer in SCIM's shape).
 pub fn owns(path: &str) -> bool {
     path == "/scim/v2" || path.starts_with("/scim/v2/")
-}
-
-async fn run<S: Store>(
-    store: &S,
-    limiter: &RateLimiter,
-    endpoint: Scim,
-    req: &Request,
-    base: &str,
-    ctx: Ctx,
-) -> Result<Response, ScimError> {
-    token::authenticate(store, req).await?;
-    // The spec's 5,000 a day are shared by the user endpoints; discovery is free.
-    let decision = if endpoint.is_discovery() {
-        Decision::Unlimited
-    } else {
-        limiter.check(WorkspaceName::company().as_str(), Bucket::Scim, ctx.now)
-    };
-    if let Decision::Limited { retry_after } = decision {
-        return Err(ApiError::RateLimited { retry_after }.into());
-    }
-    let resp = operation(store, endpoint, req, base, ctx).await.unwrap_or_else(ScimError::into_response);
-    Ok(match decision {
-        Decision::Allowed { limit, remaining, reset } => resp
-            .with_header("X-RateLimit-Limit", limit.to_string())
-            .with_header("X-RateLimit-Remaining", remaining.to_string())
-            .with_header("X-RateLimit-Reset", reset.to_string()),
-        _ => resp,
-    })
 }
 
 async fn operation<S: Store>(
