@@ -100,19 +100,19 @@ impl<S: Store> Engine<S> {
         &self.config
     }
 
-    /// Decides from the request's headers whether to read its body: a declared
-    /// `Content-Length` over the limit is refused before a byte is read.
-    pub fn plan_body(&self, headers: &[(String, String)]) -> BodyPlan {
+    /// Decides from the request's path and headers whether to read its body: a
+    /// declared `Content-Length` over the limit is refused before a byte is read.
+    pub fn plan_body(&self, path: &str, headers: &[(String, String)]) -> BodyPlan {
         match input::check_declared_length(headers, self.config.max_body_bytes) {
             Ok(()) => BodyPlan::Read { limit: self.config.max_body_bytes },
-            Err(e) => BodyPlan::Refuse(e.into_response()),
+            Err(e) => BodyPlan::Refuse(error_response(path, e)),
         }
     }
 
     /// The response for a body over [`Config::max_body_bytes`] (or one that could not
     /// be read), for hosts that stop reading early.
-    pub fn payload_too_large(&self) -> Response {
-        ApiError::PayloadTooLarge { limit: self.config.max_body_bytes }.into_response()
+    pub fn payload_too_large(&self, path: &str) -> Response {
+        error_response(path, ApiError::PayloadTooLarge { limit: self.config.max_body_bytes })
     }
 
     /// Whether the request first applies the queue (every endpoint but
@@ -124,13 +124,10 @@ impl<S: Store> Engine<S> {
 
     /// Handles one request. Never panics on input; failures are responses.
     pub async fn handle(&self, req: Request, ctx: Ctx) -> Response {
-        // SCIM clients expect SCIM's error shape on any path of theirs, even one
-        // that no route has.
-        let scim_path = scim::owns(&req.path);
+        let path = req.path.clone();
         match self.route(req, ctx).await {
             Ok(resp) => resp,
-            Err(e) if scim_path => scim::error_response(e),
-            Err(e) => e.into_response(),
+            Err(e) => error_response(&path, e),
         }
     }
 
@@ -247,6 +244,16 @@ impl<S: Store> Engine<S> {
     /// before it commits, for hosts whose store commits on another thread or machine.
     pub async fn apply_queued_pipelined(&self, ctx: Ctx, rounds: usize) -> Result<QueueRun, ApiError> {
         track::queue::apply_pipelined(&self.store, ctx.seed, self.config.apply_batch, rounds).await
+    }
+}
+
+/// An error before any family's code in the shape its path's clients expect: SCIM's
+/// on a `/scim/v2` path (even one that no route has), the platform's elsewhere.
+fn error_response(path: &str, e: ApiError) -> Response {
+    if scim::owns(path) {
+        scim::error_response(e)
+    } else {
+        e.into_response()
     }
 }
 

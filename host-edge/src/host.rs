@@ -122,7 +122,8 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
         Err(e) => {
             // As on the native host, a body that cannot be read counts as too large.
             worker::console_warn!("cannot read the request body: {}", error_text(&e));
-            return to_worker(isolate.engine.payload_too_large());
+            let path = req.path();
+            return to_worker(isolate.engine.payload_too_large(&path));
         }
     };
     let response = if isolate.engine.catches_up(&request) {
@@ -240,13 +241,14 @@ async fn drain(lane: &Lane<'_>) {
 /// The core's request, or the response that refuses it before its body is read.
 async fn translate(req: &mut worker::Request, engine: &Engine<D1Store>) -> worker::Result<Result<Request, Response>> {
     let headers: Vec<(String, String)> = req.headers().entries().collect();
-    let limit = match engine.plan_body(&headers) {
+    let path = req.path();
+    let limit = match engine.plan_body(&path, &headers) {
         BodyPlan::Refuse(response) => return Ok(Err(response)),
         BodyPlan::Read { limit } => limit,
     };
     let body = req.bytes().await?;
     if body.len() > limit {
-        return Ok(Err(engine.payload_too_large()));
+        return Ok(Err(engine.payload_too_large(&path)));
     }
     let url = req.url()?;
     Ok(Ok(Request {

@@ -267,14 +267,14 @@ async fn handle(
         .iter()
         .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_string(), v.to_string())))
         .collect();
-    let body = match engine.plan_body(&headers) {
+    let body = match engine.plan_body(parts.uri.path(), &headers) {
         BodyPlan::Refuse(response) => {
             discard(body).await;
             return Ok(to_hyper(response));
         }
         BodyPlan::Read { limit } => match read_bounded(body, limit).await {
             Some(body) => body,
-            None => return Ok(to_hyper(engine.payload_too_large())),
+            None => return Ok(to_hyper(engine.payload_too_large(parts.uri.path()))),
         },
     };
     let request = Request {

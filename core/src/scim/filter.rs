@@ -76,17 +76,14 @@ fn tokens(text: &str) -> Result<Vec<Token>, ScimError> {
 }
 
 fn is_user_name(path: &str) -> bool {
-    let bare = match path.len().checked_sub("userName".len()) {
-        Some(n) if n > 0 => {
-            let (urn, rest) = path.split_at(n);
-            if !urn.strip_suffix(':').is_some_and(|u| u.eq_ignore_ascii_case(USER_URN)) {
-                return false;
-            }
-            rest
-        }
-        _ => path,
+    // `userName`, or `<User URN>:userName`; byte offsets are taken only where
+    // they fall between characters, so any text is safe.
+    let Some(cut) = path.len().checked_sub("userName".len()).filter(|n| path.is_char_boundary(*n)) else {
+        return false;
     };
-    bare.eq_ignore_ascii_case("userName")
+    let (head, tail) = path.split_at(cut);
+    tail.eq_ignore_ascii_case("userName")
+        && (head.is_empty() || head.strip_suffix(':').is_some_and(|u| u.eq_ignore_ascii_case(USER_URN)))
 }
 
 /// Parses a `filter` query value.
@@ -186,6 +183,24 @@ mod tests {
     fn arbitrary_text_never_panics() {
         for text in ["\"", "\\", "\"\\", "eq eq eq", "[[[", "userName eq \"\\u12\"", "ü eq \"ü\"", "\u{0}"] {
             let _ = parse(text);
+        }
+        // Multi-byte characters where a byte offset would cut one in two.
+        for text in ["éserName eq \"a\"", "日本語 eq \"x\"", "aaaaaaaaé eq \"x\"", "ééééééééé eq \"x\""] {
+            assert!(err(text).contains("only userName"), "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        // No regression files in the source tree: a failure prints its minimal case.
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 512, failure_persistence: None, ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Any text at all, multi-byte characters included: an answer, never a panic.
+        #[test]
+        fn any_text_is_parsed_or_refused(text in ".{0,60}", tail in "(userName|eq|\"|\\|:| ){0,6}") {
+            let _ = parse(&format!("{text}{tail}"));
+            let _ = parse(&format!("{tail}{text}"));
         }
     }
 }

@@ -1,16 +1,21 @@
-//! PATCH operations (RFC 7644 §3.5.2) on a dashboard user's writable attributes:
-//! `add`, `replace` and `remove`, with a path (`attr`, `attr.sub`, optionally
-//! behind the User schema's URN) or, for `add` and `replace`, without one (the
-//! value is then a partial resource). Value filters (`emails[type eq "work"]`) are
-//! refused: no attribute of this resource is a list of objects one would select.
-//! The operations work on the user's JSON; the result is then checked as a whole,
-//! exactly as a PUT body is.
+//! PATCH operations (RFC 7644 §3.5.2) on a dashboard user's attributes: `add`,
+//! `replace` and `remove`, with a path (`attr`, `attr.sub`, optionally behind the
+//! User schema's URN) or, for `add` and `replace`, without one (the value is then a
+//! partial resource, whose keys may be paths too, as Entra ID sends them).
+//!
+//! Paths to the standard attributes Engage does not keep (`emails[type eq
+//! "work"].value`, `phoneNumbers`, the enterprise extension's attributes, ...) are
+//! accepted and change nothing, as those attributes are in a PUT body; a value
+//! filter on any other attribute, or an attribute the resource does not have, is
+//! 400 `invalidPath`. The operations work on the user's JSON; the result is then
+//! checked as a whole, exactly as a PUT body is.
 
 use serde_json::{Map, Value};
 
 use super::attrs::{list, object, pick};
 use super::error::{ScimError, ScimType};
-use super::protocol::{PATCH_URN, USER_URN};
+use super::protocol::{ENTERPRISE_URN, PATCH_URN, USER_URN};
+use super::user::{DROPPED, DROPPED_NAME};
 
 /// Most operations in one request.
 pub const MAX_OPERATIONS: usize = 100;
@@ -18,7 +23,7 @@ pub const MAX_OPERATIONS: usize = 100;
 /// What an operation does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
-    /// Add values (appended to lists, merged into objects, set otherwise).
+    /// Add values (appended to lists unless already there, merged into objects, set otherwise).
     Add,
     /// Replace values (lists replaced, objects merged, set otherwise).
     Replace,
@@ -26,43 +31,117 @@ pub enum Op {
     Remove,
 }
 
-/// An attribute path: a top-level attribute and perhaps one of its sub-attributes.
+/// Where an operation acts.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Path {
-    attr: String,
-    sub: Option<String>,
+pub enum Target {
+    /// An attribute of the resource and perhaps one of its sub-attributes.
+    Attr(String, Option<String>),
+    /// An attribute Engage does not keep: the operation changes nothing.
+    Dropped,
 }
 
-/// One checked operation.
+/// One checked operation: `add` / `replace` / `remove` at a target (no value for
+/// `remove`, always one for the others).
 #[derive(Clone, Debug, PartialEq)]
-pub enum Operation {
-    /// `add` / `replace` / `remove` at a path.
-    At(Op, Path, Option<Value>),
-    /// `add` / `replace` without a path: a partial resource.
-    Whole(Op, Map<String, Value>),
+pub struct Operation {
+    op: Op,
+    target: Target,
+    value: Option<Value>,
 }
+
+/// The resource's attributes and the sub-attributes a path may name.
+const ATTRIBUTES: [(&str, &[&str]); 10] = [
+    ("schemas", &[]),
+    ("id", &[]),
+    ("externalId", &[]),
+    ("meta", &[]),
+    ("userName", &[]),
+    ("name", &["givenName", "familyName"]),
+    ("department", &[]),
+    ("permissions", &["companyPermissions", "roles", "appGroup"]),
+    ("createdAt", &[]),
+    ("lastSignInAt", &[]),
+];
 
 fn invalid_path(detail: String) -> ScimError {
     ScimError::Bad(ScimType::InvalidPath, detail)
 }
 
-fn parse_path(text: &str) -> Result<Path, ScimError> {
-    if text.contains('[') || text.contains(']') {
+fn strip_prefix<'a>(text: &'a str, urn: &str) -> Option<&'a str> {
+    let n = urn.len();
+    match text.get(..n) {
+        Some(p) if p.eq_ignore_ascii_case(urn) => Some(&text[n..]),
+        _ => None,
+    }
+}
+
+fn is_in(list: &[&str], name: &str) -> bool {
+    list.iter().any(|d| d.eq_ignore_ascii_case(name))
+}
+
+/// Resolves a path to its target (case-insensitive, spelt as the resource spells it).
+pub fn target(text: &str) -> Result<Target, ScimError> {
+    let text = text.trim();
+    if strip_prefix(text, ENTERPRISE_URN).is_some_and(|rest| rest.is_empty() || rest.starts_with(':')) {
+        return Ok(Target::Dropped);
+    }
+    let bare = strip_prefix(text, USER_URN).and_then(|rest| rest.strip_prefix(':')).unwrap_or(text);
+    let unknown = || invalid_path(format!("'{text}' is not an attribute path of this resource"));
+    let head = bare.split(['.', '[']).next().unwrap_or("");
+    // `active` goes through the body check, which refuses `false` (see `user`).
+    if bare.eq_ignore_ascii_case("active") {
+        return Ok(Target::Attr("active".into(), None));
+    }
+    if is_in(&DROPPED, head) {
+        return Ok(Target::Dropped);
+    }
+    if bare.contains('[') {
         return Err(invalid_path(format!("'{text}': value filters in paths are not supported")));
     }
-    let n = USER_URN.len();
-    let bare = match text.get(..n) {
-        Some(p) if p.eq_ignore_ascii_case(USER_URN) && text[n..].starts_with(':') => &text[n + 1..],
-        _ => text,
+    let (attr, sub) = match bare.split_once('.') {
+        Some((a, s)) => (a, Some(s)),
+        None => (bare, None),
     };
-    let mut parts = bare.split('.');
-    let attr = parts.next().unwrap_or("").trim();
-    let sub = parts.next().map(|s| s.trim().to_string());
-    let valid = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
-    if !valid(attr) || sub.as_deref().is_some_and(|s| !valid(s)) || parts.next().is_some() {
-        return Err(invalid_path(format!("'{text}' is not an attribute path this resource has")));
+    let (name, subs) = ATTRIBUTES.iter().find(|(n, _)| n.eq_ignore_ascii_case(attr)).ok_or_else(unknown)?;
+    match sub {
+        None => Ok(Target::Attr(name.to_string(), None)),
+        Some(s) if *name == "name" && is_in(&DROPPED_NAME, s) => Ok(Target::Dropped),
+        Some(s) => {
+            let sub = subs.iter().find(|n| n.eq_ignore_ascii_case(s)).ok_or_else(unknown)?;
+            Ok(Target::Attr(name.to_string(), Some(sub.to_string())))
+        }
     }
-    Ok(Path { attr: attr.to_string(), sub })
+}
+
+fn parse_op(v: &Value, p: &str) -> Result<Vec<Operation>, ScimError> {
+    let [op, path, value] = pick(object(v, p)?, ["op", "path", "value"], p)?;
+    let op = match op.and_then(Value::as_str).map(str::to_ascii_lowercase).as_deref() {
+        Some("add") => Op::Add,
+        Some("replace") => Op::Replace,
+        Some("remove") => Op::Remove,
+        _ => return Err(ScimError::value(format!("'{p}.op' must be add, replace or remove"))),
+    };
+    let path = match path {
+        None => None,
+        Some(Value::String(s)) => Some(target(s)?),
+        Some(_) => return Err(invalid_path(format!("'{p}.path' must be a string"))),
+    };
+    match (op, path, value) {
+        (Op::Remove, None, _) => Err(ScimError::Bad(ScimType::NoTarget, format!("'{p}': remove needs a 'path'"))),
+        (Op::Remove, Some(target), _) => Ok(vec![Operation { op, target, value: None }]),
+        (_, _, None) => Err(ScimError::value(format!(
+            "'{p}.value' is required to {}",
+            if op == Op::Add { "add" } else { "replace" }
+        ))),
+        (_, Some(target), Some(v)) => Ok(vec![Operation { op, target, value: Some(v.clone()) }]),
+        // A partial resource: each key is a path of its own.
+        (_, None, Some(Value::Object(m))) => m
+            .iter()
+            .filter(|(k, _)| !k.eq_ignore_ascii_case("schemas"))
+            .map(|(k, v)| Ok(Operation { op, target: target(k)?, value: Some(v.clone()) }))
+            .collect(),
+        (_, None, Some(_)) => Err(ScimError::value(format!("'{p}.value' must be an object when there is no path"))),
+    }
 }
 
 /// Parses a PATCH body (pure).
@@ -77,29 +156,8 @@ pub fn parse(body: &[u8]) -> Result<Vec<Operation>, ScimError> {
     if !is_patch {
         return Err(ScimError::value(format!("'schemas' must be [\"{PATCH_URN}\"]")));
     }
-    let ops = list(operations, "Operations", |v, p| {
-        let [op, path, value] = pick(object(v, p)?, ["op", "path", "value"], p)?;
-        let op = match op.and_then(Value::as_str).map(str::to_ascii_lowercase).as_deref() {
-            Some("add") => Op::Add,
-            Some("replace") => Op::Replace,
-            Some("remove") => Op::Remove,
-            _ => return Err(ScimError::value(format!("'{p}.op' must be add, replace or remove"))),
-        };
-        let path = match path {
-            None => None,
-            Some(Value::String(s)) => Some(parse_path(s)?),
-            Some(_) => return Err(invalid_path(format!("'{p}.path' must be a string"))),
-        };
-        match (op, path, value) {
-            (Op::Remove, None, _) => Err(ScimError::Bad(ScimType::NoTarget, format!("'{p}': remove needs a 'path'"))),
-            (Op::Remove, Some(path), _) => Ok(Operation::At(op, path, None)),
-            (_, _, None) => Err(ScimError::value(format!("'{p}.value' is required for {op:?}").to_lowercase())),
-            (_, Some(path), Some(v)) => Ok(Operation::At(op, path, Some(v.clone()))),
-            (_, None, Some(Value::Object(m))) => Ok(Operation::Whole(op, m.clone())),
-            (_, None, Some(_)) => Err(ScimError::value(format!("'{p}.value' must be an object when there is no path"))),
-        }
-    })?;
-    if ops.is_empty() {
+    let ops: Vec<Operation> = list(operations, "Operations", parse_op)?.into_iter().flatten().collect();
+    if operations.and_then(Value::as_array).is_none_or(Vec::is_empty) {
         return Err(ScimError::value("'Operations' must hold at least one operation"));
     }
     if ops.len() > MAX_OPERATIONS {
@@ -113,13 +171,20 @@ fn key_of(map: &Map<String, Value>, name: &str) -> String {
     map.keys().find(|k| k.eq_ignore_ascii_case(name)).cloned().unwrap_or_else(|| name.to_string())
 }
 
-/// Puts `value` at `key`: `add` appends to a list and merges into an object;
-/// `replace` replaces a list and merges into an object (RFC 7644 §3.5.2.1, .3).
+/// Puts `value` at `name`: `add` appends to a list (values already there are not
+/// repeated) and merges into an object; `replace` replaces a list and merges into
+/// an object (RFC 7644 §3.5.2.1, .3).
 fn put(map: &mut Map<String, Value>, name: &str, value: Value, op: Op) {
     let key = key_of(map, name);
     match (map.get_mut(&key), value) {
-        (Some(Value::Array(have)), Value::Array(more)) if op == Op::Add => have.extend(more),
-        (Some(Value::Array(have)), more) if op == Op::Add && !more.is_array() => have.push(more),
+        (Some(Value::Array(have)), more) if op == Op::Add => {
+            let more = if let Value::Array(more) = more { more } else { vec![more] };
+            for v in more {
+                if !have.contains(&v) {
+                    have.push(v);
+                }
+            }
+        }
         (Some(Value::Object(have)), Value::Object(more)) => {
             for (k, v) in more {
                 put(have, &k, v, op);
@@ -131,38 +196,26 @@ fn put(map: &mut Map<String, Value>, name: &str, value: Value, op: Op) {
     }
 }
 
-/// Applies the operations, in order, to the user's writable attributes.
+/// Applies the operations, in order, to the user's attributes (as JSON).
 pub fn apply(ops: &[Operation], mut user: Value) -> Result<Value, ScimError> {
     let Value::Object(map) = &mut user else { return Ok(user) };
-    for operation in ops {
-        match operation {
-            Operation::Whole(op, partial) => {
-                for (k, v) in partial {
-                    if !k.eq_ignore_ascii_case("schemas") {
-                        put(map, k, v.clone(), *op);
-                    }
-                }
+    for Operation { op, target, value } in ops {
+        let Target::Attr(attr, sub) = target else { continue };
+        let key = key_of(map, attr);
+        match (sub, value) {
+            (None, Some(v)) => put(map, &key, v.clone(), *op),
+            (None, None) => {
+                map.remove(&key);
             }
-            Operation::At(op, path, value) => {
-                let key = key_of(map, &path.attr);
-                match (&path.sub, value) {
-                    (None, Some(v)) => put(map, &key, v.clone(), *op),
-                    (None, None) => {
-                        map.remove(&key);
-                    }
-                    (Some(sub), value) => {
-                        let parent = map.entry(key.clone()).or_insert_with(|| Value::Object(Map::new()));
-                        let Value::Object(parent) = parent else {
-                            return Err(invalid_path(format!("'{key}' has no sub-attribute '{sub}'")));
-                        };
-                        match value {
-                            Some(v) => put(parent, sub, v.clone(), *op),
-                            None => {
-                                let k = key_of(parent, sub);
-                                parent.remove(&k);
-                            }
-                        }
-                    }
+            (Some(sub), Some(v)) => match map.entry(key.clone()).or_insert_with(|| Value::Object(Map::new())) {
+                Value::Object(parent) => put(parent, sub, v.clone(), *op),
+                _ => return Err(invalid_path(format!("'{key}' has no sub-attribute '{sub}'"))),
+            },
+            // Removing from an attribute that is not there changes nothing.
+            (Some(sub), None) => {
+                if let Some(Value::Object(parent)) = map.get_mut(&key) {
+                    let k = key_of(parent, sub);
+                    parent.remove(&k);
                 }
             }
         }
@@ -219,6 +272,38 @@ mod tests {
     }
 
     #[test]
+    fn what_identity_providers_send_about_attributes_engage_does_not_keep_changes_nothing() {
+        let user = json!({"userName": "a@x.io", "name": {"givenName": "A", "familyName": "B"}});
+        let out = run(
+            json!([
+                {"op": "Replace", "path": "emails[type eq \"work\"].value", "value": "b@x.io"},
+                {"op": "Add", "path": "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:employeeNumber", "value": "7"},
+                {"op": "Replace", "path": "name.formatted", "value": "A B"},
+                {"op": "Replace", "value": {"name.givenName": "C", "displayName": "C B",
+                 "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User": {"department": "x"}}},
+                {"op": "Add", "path": "name.familyName", "value": "D"},
+            ]),
+            user,
+        )
+        .unwrap();
+        assert_eq!(out, json!({"userName": "a@x.io", "name": {"givenName": "C", "familyName": "D"}}));
+    }
+
+    #[test]
+    fn add_does_not_repeat_values_and_remove_of_nothing_changes_nothing() {
+        let user = json!({"permissions": {"companyPermissions": ["admin"]}});
+        let out = run(
+            json!([
+                {"op": "add", "path": "permissions.companyPermissions", "value": ["admin", "manage_company_settings"]},
+                {"op": "remove", "path": "name.givenName"},
+            ]),
+            user,
+        )
+        .unwrap();
+        assert_eq!(out, json!({"permissions": {"companyPermissions": ["admin", "manage_company_settings"]}}));
+    }
+
+    #[test]
     fn bad_operations_are_refused() {
         let kind = |ops: Value| match run(ops, json!({})) {
             Err(ScimError::Bad(t, _)) => t,
@@ -227,14 +312,17 @@ mod tests {
         assert_eq!(kind(json!([{"op": "remove"}])), ScimType::NoTarget);
         assert_eq!(kind(json!([{"op": "move", "path": "a"}])), ScimType::InvalidValue);
         assert_eq!(
-            kind(json!([{"op": "add", "path": "emails[type eq \"work\"].value", "value": "x"}])),
+            kind(json!([{"op": "add", "path": "department[value eq \"x\"]", "value": "x"}])),
             ScimType::InvalidPath
         );
         assert_eq!(kind(json!([{"op": "add", "path": "a.b.c", "value": 1}])), ScimType::InvalidPath);
+        assert_eq!(kind(json!([{"op": "add", "path": "name.givenName.x", "value": 1}])), ScimType::InvalidPath);
+        assert_eq!(kind(json!([{"op": "add", "path": "nickname2", "value": 1}])), ScimType::InvalidPath);
+        assert_eq!(kind(json!([{"op": "add", "path": "permissions.teams", "value": 1}])), ScimType::InvalidPath);
         assert_eq!(kind(json!([{"op": "add", "path": "department"}])), ScimType::InvalidValue);
         assert_eq!(kind(json!([{"op": "add", "value": "x"}])), ScimType::InvalidValue);
         assert_eq!(kind(json!([])), ScimType::InvalidValue);
-        assert_eq!(kind(json!([{"op": "add", "path": "x", "value": 1, "extra": 2}])), ScimType::InvalidSyntax);
+        assert_eq!(kind(json!([{"op": "add", "path": "department", "value": 1, "extra": 2}])), ScimType::InvalidSyntax);
         assert!(matches!(parse(br#"{"Operations": []}"#), Err(ScimError::Bad(ScimType::InvalidValue, _))));
     }
 }

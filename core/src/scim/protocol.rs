@@ -17,3 +17,6 @@ pub const CONTENT_TYPE: &str = "application/scim+json";
 pub const USERS_PATH: &str = "/scim/v2/Users";
 /// Most dashboard users a deployment keeps (a listing reads them all).
 pub const MAX_USERS: usize = 10_000;
+/// The key, beside the user names' index entries, of the number of dashboard users
+/// (a control character: no user name can be it, as names are email addresses).
+pub const USER_COUNT_KEY: &str = "\u{1f}count";

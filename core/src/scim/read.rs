@@ -5,11 +5,11 @@ use serde_json::{json, Map, Value};
 
 use super::error::ScimError;
 use super::filter::{self, Filter};
-use super::protocol::{LIST_URN, MAX_USERS, SEARCH_URN};
+use super::protocol::{LIST_URN, SEARCH_URN};
 use super::user::{found, name_key, DashboardUser, Selection};
 use crate::http::{Request, Response};
 use crate::repo::codec::decode;
-use crate::store::{Store, Table};
+use crate::store::{Store, Table, MAX_SCAN};
 
 /// Most resources on one page, and the page size when `count` is left out.
 pub const MAX_PAGE: usize = 100;
@@ -132,7 +132,8 @@ async fn matching<S: Store>(store: &S, filter: Option<&Filter>) -> Result<Vec<Da
         }
         None => {
             let mut users = Vec::new();
-            for (_, e) in store.scan(Table::ScimUser, "", MAX_USERS).await? {
+            // Every user: the create bound keeps them few (MAX_USERS).
+            for (_, e) in store.scan(Table::ScimUser, "", MAX_SCAN).await? {
                 users.push(decode::<DashboardUser>(&e.value)?);
             }
             users.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));

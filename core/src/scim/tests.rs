@@ -130,3 +130,27 @@ fn the_company_gets_five_thousand_user_requests_a_day() {
     // Discovery is not counted.
     assert_eq!(call("/scim/v2/ServiceProviderConfig", 5_001).status, 200);
 }
+
+#[test]
+fn a_deployment_keeps_at_most_max_users_and_a_delete_makes_room() {
+    use super::protocol::MAX_USERS;
+    use super::write;
+    let store = MemoryStore::new();
+    let ctx = |i: usize| Ctx { now: Timestamp(1_700_000_000_000 + i as i64), seed: (i as u128).to_le_bytes() };
+    let create = |i: usize| {
+        let body = user(&format!("u{i}@example.com")).to_string();
+        pollster::block_on(write::create(&store, body.as_bytes(), "http://x", ctx(i)))
+    };
+    let mut first = String::new();
+    for i in 0..MAX_USERS {
+        let resp = create(i).unwrap_or_else(|e| panic!("user {i}: {e:?}"));
+        if i == 0 {
+            first = resp.json_body()["id"].as_str().unwrap().to_string();
+        }
+    }
+    let over = create(MAX_USERS).expect_err("over the bound");
+    assert_eq!(over.into_response().status, 400);
+    let req = Request::new(Method::Delete, "/");
+    pollster::block_on(write::delete(&store, &first, &req, ctx(MAX_USERS + 1))).expect("delete");
+    assert_eq!(create(MAX_USERS + 2).expect("room again").status, 201);
+}

@@ -69,8 +69,9 @@ pub struct UserInput {
 
 /// Attributes of SCIM's core User schema that Engage does not keep: identity
 /// providers send them (Okta `active`, `emails`, `displayName`...), so they are
-/// accepted and dropped rather than refused.
-const DROPPED: [&str; 18] = [
+/// accepted and dropped rather than refused (`active: false` excepted: see
+/// [`parse_value`]).
+pub const DROPPED: [&str; 19] = [
     "displayName",
     "nickName",
     "profileUrl",
@@ -88,11 +89,12 @@ const DROPPED: [&str; 18] = [
     "addresses",
     "groups",
     "entitlements",
+    "roles",
     "x509Certificates",
 ];
 
 /// Sub-attributes of the core schema's `name` that Engage does not keep.
-const DROPPED_NAME: [&str; 4] = ["formatted", "middleName", "honorificPrefix", "honorificSuffix"];
+pub const DROPPED_NAME: [&str; 4] = ["formatted", "middleName", "honorificPrefix", "honorificSuffix"];
 
 fn without(map: &Map<String, Value>, dropped: &[&str]) -> Map<String, Value> {
     map.iter()
@@ -137,6 +139,14 @@ pub fn parse(body: &[u8]) -> Result<UserInput, ScimError> {
 /// Checks a whole resource given as JSON (a body, or a user a PATCH has changed).
 pub fn parse_value(value: &Value) -> Result<UserInput, ScimError> {
     let map = value.as_object().ok_or_else(|| ScimError::syntax("the body must be a JSON object"))?;
+    // An identity provider deactivates a user with `active: false` (Okta always,
+    // Entra by default). Engage has no inactive dashboard users: refusing is safer
+    // than answering 200 and leaving the user's access in place.
+    if map.iter().any(|(k, v)| k.eq_ignore_ascii_case("active") && *v == Value::Bool(false)) {
+        return Err(ScimError::value(
+            "'active': false is not supported: there are no inactive dashboard users; DELETE the user to remove it",
+        ));
+    }
     let map = without(map, &DROPPED);
     let names = [
         "schemas",
@@ -252,6 +262,14 @@ impl DashboardUser {
     }
 }
 
+/// An attribute named by `attributes` / `excludedAttributes`: a top-level name and
+/// perhaps one sub-attribute (both lower case: names ignore case).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selected {
+    attr: String,
+    sub: Option<String>,
+}
+
 /// Which attributes a response carries (`attributes` / `excludedAttributes`, RFC
 /// 7644 §3.9). `schemas` and `id` are always returned.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -259,24 +277,27 @@ pub enum Selection {
     /// Every attribute.
     #[default]
     All,
-    /// Only these (top-level names, lower case).
-    Only(Vec<String>),
+    /// Only these.
+    Only(Vec<Selected>),
     /// All but these.
-    Except(Vec<String>),
+    Except(Vec<Selected>),
 }
 
 impl Selection {
     /// From the two parameters' values (comma-separated attribute paths).
     pub fn parse(attributes: Option<&str>, excluded: Option<&str>) -> Result<Selection, ScimError> {
-        fn paths(text: &str) -> Vec<String> {
+        fn paths(text: &str) -> Vec<Selected> {
             text.split(',')
                 .map(|p| {
-                    let p = p.trim();
-                    // A path may carry its schema's URN; `name.givenName` selects `name`.
-                    let p = strip_urn(p);
-                    p.split('.').next().unwrap_or(p).to_ascii_lowercase()
+                    // A path may carry its schema's URN.
+                    let p = strip_urn(p.trim()).to_ascii_lowercase();
+                    let (attr, sub) = match p.split_once('.') {
+                        Some((a, s)) => (a.to_string(), Some(s.to_string())),
+                        None => (p, None),
+                    };
+                    Selected { attr, sub }
                 })
-                .filter(|p| !p.is_empty())
+                .filter(|s| !s.attr.is_empty())
                 .collect()
         }
         match (attributes.filter(|a| !a.trim().is_empty()), excluded.filter(|e| !e.trim().is_empty())) {
@@ -287,20 +308,45 @@ impl Selection {
         }
     }
 
-    /// Applies the selection to a rendered resource.
+    /// Applies the selection to a rendered resource: a sub-attribute path keeps (or
+    /// drops) only that part of its attribute.
     pub fn apply(&self, resource: Value) -> Value {
-        let Value::Object(map) = resource else { return resource };
-        let keep = |k: &str| {
-            let k = k.to_ascii_lowercase();
-            k == "schemas"
-                || k == "id"
-                || match self {
-                    Selection::All => true,
-                    Selection::Only(only) => only.contains(&k),
-                    Selection::Except(except) => !except.contains(&k),
-                }
+        let (Value::Object(map), Selection::Only(list) | Selection::Except(list)) = (&resource, self) else {
+            return resource;
         };
-        Value::Object(map.into_iter().filter(|(k, _)| keep(k)).collect())
+        let only = matches!(self, Selection::Only(_));
+        let mut out = Map::new();
+        for (k, v) in map {
+            let key = k.to_ascii_lowercase();
+            let named: Vec<&Selected> = list.iter().filter(|s| s.attr == key).collect();
+            let whole = named.iter().any(|s| s.sub.is_none());
+            let subs: Vec<&str> = named.iter().filter_map(|s| s.sub.as_deref()).collect();
+            let value = match (v, only) {
+                _ if key == "schemas" || key == "id" => Some(v.clone()),
+                (_, true) if whole => Some(v.clone()),
+                (Value::Object(inner), true) if !subs.is_empty() => Some(Value::Object(
+                    inner
+                        .iter()
+                        .filter(|(sk, _)| subs.contains(&sk.to_ascii_lowercase().as_str()))
+                        .map(|(a, b)| (a.clone(), b.clone()))
+                        .collect(),
+                )),
+                (_, true) => None,
+                (_, false) if whole => None,
+                (Value::Object(inner), false) => Some(Value::Object(
+                    inner
+                        .iter()
+                        .filter(|(sk, _)| !subs.contains(&sk.to_ascii_lowercase().as_str()))
+                        .map(|(a, b)| (a.clone(), b.clone()))
+                        .collect(),
+                )),
+                (_, false) => Some(v.clone()),
+            };
+            if let Some(value) = value {
+                out.insert(k.clone(), value);
+            }
+        }
+        Value::Object(out)
     }
 }
 

@@ -3,7 +3,7 @@
 //! entry, so a user name is never taken twice nor left behind → render.
 
 use super::error::ScimError;
-use super::protocol::{MAX_USERS, USERS_PATH};
+use super::protocol::{MAX_USERS, USERS_PATH, USER_COUNT_KEY};
 use super::read::NOT_FOUND;
 use super::user::{self, found, name_key, DashboardUser, UserInput};
 use crate::ctx::Ctx;
@@ -36,11 +36,15 @@ pub async fn create<S: Store>(store: &S, body: &[u8], base: &str, ctx: Ctx) -> R
         if tx.doc::<String>(Table::ScimUserName, &key).await?.is_some() {
             return Err(ScimError::Taken);
         }
-        if store.scan(Table::ScimUserName, "", MAX_USERS).await?.len() >= MAX_USERS {
+        // The count is a document of its own, read and written in this unit of work,
+        // so concurrent creates cannot pass the bound together.
+        let count: usize = tx.doc(Table::ScimUserName, USER_COUNT_KEY).await?.unwrap_or(0);
+        if count >= MAX_USERS {
             return Err(ScimError::Limit(format!(
                 "this deployment has the most dashboard users it keeps ({MAX_USERS})"
             )));
         }
+        tx.put_doc(Table::ScimUserName, USER_COUNT_KEY, &(count + 1))?;
         let user = DashboardUser {
             id: ids.uuid(),
             user_name: input.user_name.clone(),
@@ -98,6 +102,7 @@ pub async fn patch<S: Store>(store: &S, id: &str, req: &Request, base: &str, ctx
             tx.doc::<DashboardUser>(Table::ScimUser, id).await?.ok_or_else(|| ScimError::NotFound(NOT_FOUND.into()))?;
         check_if_match(req, &user)?;
         let input = user::parse_value(&super::patch::apply(&ops, user.writable())?)?;
+        input.check_immutable(&user)?;
         store_replacement(tx, &mut user, &input, ctx).await?;
         Ok::<_, ScimError>(user)
     })
@@ -134,6 +139,8 @@ pub async fn delete<S: Store>(store: &S, id: &str, req: &Request, ctx: Ctx) -> R
         check_if_match(req, &user)?;
         tx.delete_doc(Table::ScimUserName, &name_key(&user.user_name));
         tx.delete_doc(Table::ScimUser, id);
+        let count: usize = tx.doc(Table::ScimUserName, USER_COUNT_KEY).await?.unwrap_or(1);
+        tx.put_doc(Table::ScimUserName, USER_COUNT_KEY, &count.saturating_sub(1))?;
         Ok::<(), ScimError>(())
     })
     .await?;

@@ -44,7 +44,7 @@ pub enum Table {
     /// Resource id → dashboard user (SCIM). Company-wide: not per workspace.
     ScimUser = 12,
     /// Lower-cased `userName` → the id of the dashboard user with it (user names are
-    /// unique case-insensitively).
+    /// unique case-insensitively); and the number of dashboard users.
     ScimUserName = 13,
 }
 

@@ -73,6 +73,7 @@ pub(crate) async fn run() {
     plain["id"] = json!("my-own-id");
     plain["createdAt"] = json!("Thursday, January 1, 1970 12:00:00 AM");
     plain["active"] = json!(true);
+    plain["roles"] = json!([{"value": "Admin", "primary": true}]);
     plain["emails"] = json!([{"value": "x@example.com", "primary": true}]);
     let auth = format!("Bearer {}", scim.token);
     let headers = [
@@ -84,7 +85,7 @@ pub(crate) async fn run() {
     assert_eq!(r2.status, 201, "{}", r2.body);
     assert_ne!(r2.body["id"], "my-own-id");
     assert_ne!(r2.body["createdAt"], "Thursday, January 1, 1970 12:00:00 AM");
-    assert!(r2.body.get("active").is_none() && r2.body.get("emails").is_none());
+    assert!(r2.body.get("active").is_none() && r2.body.get("emails").is_none() && r2.body.get("roles").is_none());
     assert!(r2.body.get("permissions").is_none(), "no permissions: no attribute");
     let text =
         [("Authorization", auth.as_str()), ("X-Request-Origin", scim.origin.as_str()), ("Content-Type", "text/plain")];
@@ -138,6 +139,8 @@ async fn invalid_bodies(scim: &Scim) {
         (without("department"), "invalidValue", "'department' is required"),
         (with("department", json!("sales")), "invalidValue", "agency, bi, c_suite"),
         (with("favouriteColour", json!("blue")), "invalidSyntax", "favouriteColour"),
+        // Deactivation is refused rather than ignored: the user would keep its access.
+        (with("active", json!(false)), "invalidValue", "DELETE"),
         (perms(json!([])), "invalidValue", "'permissions' must be an object"),
         (perms(json!({"companyPermissions": ["root"]})), "invalidValue", "permissions.companyPermissions[0]"),
         (perms(json!({"companyPermissions": "admin"})), "invalidValue", "array"),

@@ -146,6 +146,9 @@ async fn selection(scim: &Scim, id: &str) {
     let mut keys: Vec<&String> = only.body.as_object().expect("object").keys().collect();
     keys.sort();
     assert_eq!(keys, ["id", "name", "schemas", "userName"]);
+    assert_eq!(only.body["name"], json!({"givenName": "Ada"}), "a sub-attribute selects only itself");
+    let no_given = scim.get(&format!("/scim/v2/Users/{id}?excludedAttributes=name.givenName")).await;
+    assert_eq!(no_given.body["name"], json!({"familyName": "Lovelace"}));
     let except = scim.get(&format!("/scim/v2/Users/{id}?excludedAttributes=permissions,meta")).await;
     assert!(except.body.get("permissions").is_none() && except.body.get("meta").is_none());
     assert!(except.body.get("userName").is_some() && except.body.get("id").is_some());

@@ -91,6 +91,13 @@ pub(crate) async fn run() {
         Some(b"<user/>".to_vec()),
     )
     .await;
+    let too_large = send(
+        "POST",
+        "/scim/v2/Users",
+        &[("Authorization", &auth), ("X-Request-Origin", &scim.origin)],
+        Some(vec![b' '; 4 * 1024 * 1024 + 1]),
+    )
+    .await;
     insta::assert_json_snapshot!(
         "scim_users",
         json!({
@@ -113,6 +120,7 @@ pub(crate) async fn run() {
             "400_no_target": shape(&path_error, &names),
             "405_method": shape(&method, &names),
             "415_media_type": shape(&media, &names),
+            "413_too_large": shape(&too_large, &names),
         })
     );
     let base = engage_tests::host().base.clone();
