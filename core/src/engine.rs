@@ -231,7 +231,7 @@ impl<S: Store> Engine<S> {
             Api::PreferenceCenter(endpoint) => {
                 preference_center::handle(store, endpoint, ws, req, &self.links(req), ctx).await
             }
-            Api::Cdi(endpoint) => cdi::handle(endpoint),
+            Api::Cdi(endpoint) => cdi::handle(store, endpoint, ws, req).await,
         }
     }
 

@@ -70,3 +70,14 @@ pub mod provision {
 pub mod api {
     pub use crate::routes::{find, Auth, Endpoint, Family, Route, ROUTES};
 }
+
+/// Warehouse syncs for hosts that read warehouse tables: integrations, and a job's
+/// steps (begin, commit a batch of rows, finish). The host reads the rows; every
+/// rule (row parsing, what a row does, counts, cursors, statuses) is here.
+pub mod warehouse {
+    pub use crate::cdi::integration::{Cursor, DataKind, Integration, JobStatus, Spec, Warehouse};
+    pub use crate::cdi::job::{Job, RowError};
+    pub use crate::cdi::rows::Row;
+    pub use crate::cdi::sync::{begin, commit_batch, finish, integration, reads_payload, BatchReport, Begun};
+    pub use crate::cdi::{all, create, due, request_run};
+}

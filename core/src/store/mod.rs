@@ -46,6 +46,14 @@ pub enum Table {
     /// Lower-cased `userName` → the id of the dashboard user with it (user names are
     /// unique case-insensitively); and the number of dashboard users.
     ScimUserName = 13,
+    /// Integration id → warehouse integration (CDI); the workspace is inside.
+    CdiIntegration = 14,
+    /// `workspace/integration/seq` (zero-padded) → a sync job.
+    CdiJob = 15,
+    /// Workspace name → the secret that signs its CDI page cursors.
+    CdiSecret = 16,
+    /// Integration id → when an on-demand run was asked of the process that runs syncs.
+    CdiRequest = 17,
 }
 
 impl Table {
@@ -55,7 +63,7 @@ impl Table {
     }
 
     /// Every table, for backends that enumerate them.
-    pub const ALL: [Table; 13] = [
+    pub const ALL: [Table; 17] = [
         Table::Workspace,
         Table::ApiKey,
         Table::Profile,
@@ -69,6 +77,10 @@ impl Table {
         Table::ScimToken,
         Table::ScimUser,
         Table::ScimUserName,
+        Table::CdiIntegration,
+        Table::CdiJob,
+        Table::CdiSecret,
+        Table::CdiRequest,
     ];
 }
 

@@ -1,0 +1,235 @@
+//! The rules of a sync job; the host reads the source. A job begins (closing a job
+//! a crashed run left `running`), commits batches, and finishes:
+//!
+//! - [`begin`] records a `running` job and returns the cursor to read after.
+//! - [`commit_batch`] applies one batch of rows through the same code as
+//!   `/users/track` (per row: parse, look up groups, `apply_op`) or `/users/delete`,
+//!   and in the same unit of work adds the batch's counts to the job and moves the
+//!   integration's cursor to the batch's last `UPDATED_AT`. A crash loses the
+//!   whole batch or none of it; the next job reads after the last committed one.
+//!   The host ends every batch at a change of `UPDATED_AT`, so rows sharing a
+//!   timestamp are never split between a committed and a lost batch.
+//! - [`finish`] sets the job's status from its counts (or the failure) and the
+//!   integration's next scheduled run.
+
+use super::integration::{Cursor, DataKind, Integration, JobStatus};
+use super::job::{job_key, Job, RowError};
+use super::rows::{Row, Work};
+use super::INTEGRATION_TABLE;
+use crate::ctx::Ctx;
+use crate::error::ApiError;
+use crate::ids::IdGen;
+use crate::repo::transact::transact;
+use crate::repo::Tx;
+use crate::store::{Store, Table};
+use crate::time::Timestamp;
+use crate::track::apply::{apply_op, look_up_groups};
+use crate::track::parse::{self, TrackOp};
+use crate::users::prioritization::pick;
+
+/// Where a job starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Begun {
+    /// The integration as it was when the job began.
+    pub integration: Integration,
+    /// The job's sequence number.
+    pub seq: u64,
+}
+
+/// Why a begun job could not go on.
+pub const INTERRUPTED: &str =
+    "the job was interrupted before it finished (the next job resumed after its last committed batch)";
+
+/// Reads an integration (any workspace: ids are unique).
+pub async fn integration<S: Store>(store: &S, id: &str) -> Result<Option<Integration>, ApiError> {
+    match store.get(INTEGRATION_TABLE, id).await? {
+        Some(e) => Ok(Some(crate::repo::codec::decode(&e.value)?)),
+        None => Ok(None),
+    }
+}
+
+/// Starts a job of integration `id`: a job left `running` by a crash is closed as
+/// `error` (its counts are what it committed), and a new `running` job recorded.
+pub async fn begin<S: Store>(store: &S, id: &str, ctx: Ctx) -> Result<Begun, ApiError> {
+    let first = integration(store, id).await?.ok_or_else(|| ApiError::NotFound(format!("no integration '{id}'")))?;
+    let ws = first.workspace.clone();
+    transact(store, &ws, ctx.seed, async |tx, _| {
+        let mut i: Integration =
+            tx.doc(INTEGRATION_TABLE, id).await?.ok_or_else(|| ApiError::NotFound(format!("no integration '{id}'")))?;
+        if i.jobs > 0 {
+            let key = job_key(&ws, id, i.jobs);
+            if let Some(mut stale) = tx.doc::<Job>(Table::CdiJob, &key).await? {
+                if stale.status == JobStatus::Running {
+                    stale.status = JobStatus::Error;
+                    stale.failure = Some(INTERRUPTED.into());
+                    stale.finished_at = Some(ctx.now);
+                    tx.put_doc(Table::CdiJob, &key, &stale)?;
+                }
+            }
+        }
+        i.jobs += 1;
+        let job = Job::start(i.jobs, ctx.now);
+        i.last_job = Some((ctx.now, JobStatus::Running));
+        i.updated_at = ctx.now;
+        tx.put_doc(Table::CdiJob, &job_key(&ws, id, i.jobs), &job)?;
+        tx.put_doc(INTEGRATION_TABLE, id, &i)?;
+        Ok(Begun { seq: i.jobs, integration: i })
+    })
+    .await
+}
+
+/// What one committed batch did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchReport {
+    /// Rows synced.
+    pub synced: u64,
+    /// Rows that failed.
+    pub failed: u64,
+}
+
+/// A row ready to apply, or why it failed.
+enum Prepared {
+    Track(TrackOp),
+    Delete(crate::ids::Identifier),
+    Failed(String),
+}
+
+/// Parses a batch's rows (each on its own, so one row's errors never reach
+/// another) and looks up the subscription groups they name.
+async fn prepare<S: Store>(
+    store: &S,
+    i: &Integration,
+    rows: &[Row],
+    now: Timestamp,
+) -> Result<Vec<Prepared>, ApiError> {
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        out.push(match row.work(i.kind) {
+            Err(reason) => Prepared::Failed(reason),
+            Ok(Work::Delete(ident)) => Prepared::Delete(ident),
+            Ok(Work::Track(array, object)) => {
+                let items = vec![serde_json::Value::Object(object)];
+                let parsed = look_up_groups(store, &i.workspace, parse::parse(&[(array, &items)], now)).await?;
+                match (parsed.errors.first(), parsed.ops.into_iter().next()) {
+                    (None, Some((_, op))) => Prepared::Track(op),
+                    (Some(e), _) => Prepared::Failed(e["type"].as_str().unwrap_or("invalid row").to_string()),
+                    (None, None) => Prepared::Failed("the row holds nothing to sync".into()),
+                }
+            }
+        });
+    }
+    Ok(out)
+}
+
+async fn apply_rows<S: Store>(
+    tx: &mut Tx<'_, S>,
+    prepared: &[Prepared],
+    now: Timestamp,
+    ids: &mut IdGen,
+) -> Result<(), ApiError> {
+    for p in prepared {
+        match p {
+            Prepared::Track(op) => {
+                apply_op(tx, op, now, ids).await?;
+            }
+            Prepared::Delete(ident) => {
+                if let Some(id) = pick(tx, ident, None).await?.one() {
+                    tx.delete_profile(&id).await?;
+                }
+            }
+            Prepared::Failed(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Commits one batch of job `seq`: the rows' effects, the job's counts and the
+/// integration's cursor, together. `after` is the cursor the batch was read after:
+/// should the integration have moved on meanwhile (another runner), nothing is
+/// written and the job is told so.
+pub async fn commit_batch<S: Store>(
+    store: &S,
+    begun: &Begun,
+    after: Option<&Cursor>,
+    rows: &[Row],
+    ctx: Ctx,
+) -> Result<BatchReport, ApiError> {
+    let Some(last) = rows.last() else { return Ok(BatchReport::default()) };
+    let i = &begun.integration;
+    let prepared = prepare(store, i, rows, ctx.now).await?;
+    let ws = i.workspace.clone();
+    transact(store, &ws, ctx.seed, async |tx, ids| {
+        let mut current: Integration =
+            tx.doc(INTEGRATION_TABLE, &i.id).await?.ok_or_else(|| ApiError::NotFound("integration deleted".into()))?;
+        if current.cursor.as_ref() != after || current.jobs != begun.seq {
+            return Err(ApiError::bad("the integration's cursor moved: another job is running"));
+        }
+        let key = job_key(&ws, &i.id, begun.seq);
+        let mut job: Job = tx.doc(Table::CdiJob, &key).await?.ok_or_else(|| ApiError::NotFound("job".into()))?;
+        apply_rows(tx, &prepared, ctx.now, ids).await?;
+        let mut report = BatchReport::default();
+        for (row, p) in rows.iter().zip(&prepared) {
+            match p {
+                Prepared::Failed(reason) => {
+                    report.failed += 1;
+                    job.fail_row(RowError {
+                        updated_at: row.updated_at,
+                        identifier: row.describe(),
+                        reason: reason.clone(),
+                    });
+                }
+                _ => {
+                    report.synced += 1;
+                    job.rows_synced += 1;
+                }
+            }
+        }
+        job.last_timestamp_synced = Some(last.updated_at);
+        current.cursor = Some(Cursor { updated_at: last.updated_at });
+        tx.put_doc(Table::CdiJob, &key, &job)?;
+        tx.put_doc(INTEGRATION_TABLE, &i.id, &current)?;
+        Ok(report)
+    })
+    .await
+}
+
+/// Ends job `seq`: its status from its counts, or `failure` (a status and why) when
+/// the source could not be read; the integration's next run follows its schedule.
+pub async fn finish<S: Store>(
+    store: &S,
+    begun: &Begun,
+    failure: Option<(JobStatus, String)>,
+    ctx: Ctx,
+) -> Result<Job, ApiError> {
+    let i = &begun.integration;
+    let ws = i.workspace.clone();
+    transact(store, &ws, ctx.seed, async |tx, _| {
+        let mut current: Integration =
+            tx.doc(INTEGRATION_TABLE, &i.id).await?.ok_or_else(|| ApiError::NotFound("integration deleted".into()))?;
+        let key = job_key(&ws, &i.id, begun.seq);
+        let mut job: Job = tx.doc(Table::CdiJob, &key).await?.ok_or_else(|| ApiError::NotFound("job".into()))?;
+        if job.status != JobStatus::Running {
+            return Ok(job);
+        }
+        job.status = match &failure {
+            Some((status, _)) => *status,
+            None => job.outcome(),
+        };
+        job.failure = failure.as_ref().map(|(_, why)| why.clone());
+        job.finished_at = Some(ctx.now.max(job.started_at));
+        if current.jobs == begun.seq {
+            current.last_job = Some((job.started_at, job.status));
+        }
+        current.updated_at = ctx.now;
+        current.next_run = current.schedule_secs.map(|s| Timestamp(ctx.now.0.saturating_add(s as i64 * 1000)));
+        tx.put_doc(Table::CdiJob, &key, &job)?;
+        tx.put_doc(INTEGRATION_TABLE, &i.id, &current)?;
+        Ok(job)
+    })
+    .await
+}
+
+/// True when the kind reads a `PAYLOAD` column (every kind but deletes).
+pub fn reads_payload(kind: DataKind) -> bool {
+    kind != DataKind::Deletes
+}

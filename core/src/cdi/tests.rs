@@ -1,0 +1,119 @@
+//! A job's steps through the engine's store, read back through the API.
+
+use serde_json::{json, Value};
+
+use super::integration::{DataKind, JobStatus, Spec};
+use super::rows::Row;
+use super::sync::{begin, commit_batch, finish, INTERRUPTED};
+use crate::http::Method;
+use crate::ids::WorkspaceName;
+use crate::testkit::Kit;
+use crate::time::Timestamp;
+
+fn spec(kind: DataKind) -> Spec {
+    Spec {
+        name: "users".into(),
+        source: "sqlite:/tmp/w.db".into(),
+        table: "USERS_SYNC".into(),
+        kind,
+        schedule_secs: None,
+        contact_emails: vec!["ops@example.com".into()],
+    }
+}
+
+fn row(ms: i64, external_id: &str, payload: &str) -> Row {
+    Row {
+        updated_at: Timestamp(ms),
+        external_id: Some(external_id.into()),
+        payload: Some(payload.into()),
+        ..Row::default()
+    }
+}
+
+#[test]
+fn a_job_applies_rows_counts_failures_and_moves_the_cursor() {
+    let kit = Kit::new();
+    let store = kit.engine().store();
+    let ws = WorkspaceName::parse("test").unwrap();
+    let i = pollster::block_on(super::create(store, &ws, &spec(DataKind::Users), kit.ctx())).unwrap();
+    let begun = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
+    let rows = [row(1000, "u1", r#"{"color":"red"}"#), row(2000, "u2", "{bad"), row(2000, "u3", r#"{"dob":"never"}"#)];
+    let report = pollster::block_on(commit_batch(store, &begun, None, &rows, kit.ctx())).unwrap();
+    assert_eq!((report.synced, report.failed), (1, 2));
+    let job = pollster::block_on(finish(store, &begun, None, kit.ctx())).unwrap();
+    assert_eq!(job.status, JobStatus::Partial);
+    assert_eq!(job.errors.len(), 2);
+    assert!(job.errors[0].reason.contains("not valid JSON"), "{:?}", job.errors);
+    assert_eq!(kit.user("u1")["custom_attributes"], json!({"color": "red"}));
+    assert_eq!(kit.user("u3"), Value::Null, "a failed row changes nothing");
+
+    let (status, body) = kit.call(Method::Get, &format!("/cdi/integrations/{}/job_sync_status", i.id), Value::Null);
+    assert_eq!(status, 200);
+    assert_eq!(body["results"][0]["job_status"], "partial");
+    assert_eq!(
+        (body["results"][0]["rows_synced"].clone(), body["results"][0]["rows_failed_with_errors"].clone()),
+        (json!(1), json!(2))
+    );
+    assert_eq!(body["results"][0]["last_timestamp_synced"], "1970-01-01T00:00:02.000Z");
+    let (_, list) = kit.call(Method::Get, "/cdi/integrations", Value::Null);
+    assert_eq!(list["results"][0]["last_job_status"], "partial");
+    assert_eq!(list["results"][0]["last_updated_at"], "1970-01-01T00:00:02.000Z");
+    assert_eq!(list["results"][0]["contact_emails"], "ops@example.com");
+}
+
+#[test]
+fn a_crashed_job_is_closed_and_the_next_resumes_after_its_last_commit() {
+    let kit = Kit::new();
+    let store = kit.engine().store();
+    let ws = WorkspaceName::parse("test").unwrap();
+    let i = pollster::block_on(super::create(store, &ws, &spec(DataKind::Events), kit.ctx())).unwrap();
+    let first = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
+    let batch = [row(1000, "u1", r#"{"name":"e"}"#)];
+    pollster::block_on(commit_batch(store, &first, None, &batch, kit.ctx())).unwrap();
+    // The process dies here: no finish. The next job closes the first.
+    let second = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
+    let cursor = second.integration.cursor.clone();
+    assert_eq!(cursor.as_ref().map(|c| c.updated_at), Some(Timestamp(1000)));
+    // A batch read after a stale cursor is refused: nothing is applied twice.
+    let stale = pollster::block_on(commit_batch(store, &second, None, &batch, kit.ctx()));
+    assert!(stale.is_err());
+    let next = [row(2000, "u1", r#"{"name":"e"}"#)];
+    pollster::block_on(commit_batch(store, &second, cursor.as_ref(), &next, kit.ctx())).unwrap();
+    pollster::block_on(finish(store, &second, None, kit.ctx())).unwrap();
+    assert_eq!(kit.user("u1")["custom_events"][0]["count"], 2, "each event once");
+    let (_, body) = kit.call(Method::Get, &format!("/cdi/integrations/{}/job_sync_status", i.id), Value::Null);
+    assert_eq!(body["results"][0]["job_status"], "success");
+    assert_eq!(body["results"][1]["job_status"], "error");
+    assert_eq!(body["results"][1]["rows_synced"], 1);
+    let _ = INTERRUPTED;
+}
+
+#[test]
+fn pages_of_ten_with_links_and_bad_cursors_and_ids() {
+    let kit = Kit::new();
+    let store = kit.engine().store();
+    let ws = WorkspaceName::parse("test").unwrap();
+    let i = pollster::block_on(super::create(store, &ws, &spec(DataKind::Users), kit.ctx())).unwrap();
+    for _ in 0..25 {
+        let b = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
+        pollster::block_on(finish(store, &b, None, kit.ctx())).unwrap();
+    }
+    let path = format!("/cdi/integrations/{}/job_sync_status", i.id);
+    let first = kit.send(Method::Get, &path, Value::Null);
+    let link = first.header_value("Link").expect("link").to_string();
+    assert!(!link.contains("rel=\"prev\"") && link.contains("rel=\"next\""), "{link}");
+    let next = link.split('<').nth(1).and_then(|s| s.split('>').next()).unwrap().to_string();
+    let second = kit.send(Method::Get, &next, Value::Null);
+    let link2 = second.header_value("Link").unwrap().to_string();
+    assert!(link2.contains("rel=\"prev\"") && link2.contains("rel=\"next\""), "{link2}");
+    assert_eq!(
+        kit.call(Method::Get, &format!("{path}?cursor=nope"), Value::Null),
+        (400, json!({"message": "Invalid cursor"}))
+    );
+    assert_eq!(
+        kit.call(Method::Get, "/cdi/integrations/nope/job_sync_status", Value::Null),
+        (400, json!({"message": "Invalid integration ID"}))
+    );
+    // A one-item list has no Link header.
+    assert!(kit.send(Method::Get, "/cdi/integrations", Value::Null).header_value("Link").is_none());
+}
