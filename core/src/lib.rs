@@ -78,6 +78,6 @@ pub mod warehouse {
     pub use crate::cdi::integration::{Cursor, DataKind, Integration, JobStatus, Spec, Warehouse};
     pub use crate::cdi::job::{Job, RowError};
     pub use crate::cdi::rows::Row;
-    pub use crate::cdi::sync::{begin, commit_batch, finish, integration, reads_payload, BatchReport, Begun};
+    pub use crate::cdi::sync::{begin, commit_batch, finish, integration, job, reads_payload, BatchReport, Begun};
     pub use crate::cdi::{all, create, due, request_run};
 }

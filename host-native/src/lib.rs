@@ -1,6 +1,7 @@
 //! Engage's native host: the SQLite store and the hyper server, used by the
 //! `engage` binary and by the load benchmark.
 
+pub mod cdi;
 pub mod playground;
 pub mod priority;
 pub mod server;

@@ -1,6 +1,6 @@
 //! `engage`: the native host. A command line over the core: `serve` runs the HTTP
 //! server on SQLite; `keys` and `groups` provision a workspace; `scim-tokens` the
-//! deployment's SCIM access.
+//! deployment's SCIM access; `cdi` its warehouse syncs.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +35,11 @@ enum Command {
     ScimTokens {
         #[command(subcommand)]
         command: ScimTokensCommand,
+    },
+    /// Manage warehouse syncs (CDI): integrations and their jobs.
+    Cdi {
+        #[command(subcommand)]
+        command: engage::cdi::cli::CdiCommand,
     },
 }
 
@@ -139,6 +144,7 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{token}");
             Ok(())
         }
+        Command::Cdi { command } => engage::cdi::cli::run(command),
         Command::Groups { command: GroupsCommand::List { db, workspace: ws } } => {
             let ws = workspace(&ws.workspace)?;
             let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;

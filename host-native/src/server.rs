@@ -1,5 +1,6 @@
 //! The HTTP server: hyper on tokio. It only translates between hyper and the core,
-//! runs a background applier for queued track jobs, and stops cleanly on a signal.
+//! runs a background applier for queued track jobs and the warehouse syncs that are
+//! due, and stops cleanly on a signal.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -138,6 +139,7 @@ pub async fn run(
 
     let stopping = Arc::new(AtomicBool::new(false));
     let applier = spawn_applier(engine.clone(), stopping.clone());
+    let syncs = crate::cdi::spawn_runner(engine.clone(), stopping.clone());
     warm_blocking_pool().await;
     let connections = tokio_util_tracker();
     tokio::pin!(shutdown);
@@ -172,7 +174,11 @@ pub async fn run(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     stopping.store(true, Ordering::SeqCst);
-    let _ = tokio::task::spawn_blocking(move || applier.join()).await;
+    let _ = tokio::task::spawn_blocking(move || {
+        let _ = syncs.join();
+        applier.join()
+    })
+    .await;
     tracing::info!("stopped");
     Ok(())
 }

@@ -48,6 +48,14 @@ pub async fn integration<S: Store>(store: &S, id: &str) -> Result<Option<Integra
     }
 }
 
+/// Reads job `seq` of an integration.
+pub async fn job<S: Store>(store: &S, i: &Integration, seq: u64) -> Result<Option<Job>, ApiError> {
+    match store.get(Table::CdiJob, &job_key(&i.workspace, &i.id, seq)).await? {
+        Some(e) => Ok(Some(crate::repo::codec::decode(&e.value)?)),
+        None => Ok(None),
+    }
+}
+
 /// Starts a job of integration `id`: a job left `running` by a crash is closed as
 /// `error` (its counts are what it committed), and a new `running` job recorded.
 pub async fn begin<S: Store>(store: &S, id: &str, ctx: Ctx) -> Result<Begun, ApiError> {
@@ -68,7 +76,9 @@ pub async fn begin<S: Store>(store: &S, id: &str, ctx: Ctx) -> Result<Begun, Api
             }
         }
         i.jobs += 1;
-        let job = Job::start(i.jobs, ctx.now);
+        let mut job = Job::start(i.jobs, ctx.now);
+        // A job that syncs nothing new still reports where the integration stands.
+        job.last_timestamp_synced = i.cursor.as_ref().map(|c| c.updated_at);
         i.last_job = Some((ctx.now, JobStatus::Running));
         i.updated_at = ctx.now;
         tx.put_doc(Table::CdiJob, &job_key(&ws, id, i.jobs), &job)?;

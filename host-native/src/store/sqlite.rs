@@ -100,6 +100,13 @@ pub(super) fn spawn_apply_writer(shared: Arc<Shared>) -> Result<std::sync::mpsc:
 /// it touches, at random over the whole table, so the bytes written to the WAL (and
 /// again at checkpoint) scale with the page size: small pages.
 impl SqliteStore {
+    /// True when this process owns the database's queue (a server, or a command run
+    /// with no server on it): only the owner applies writes to profiles, so that a
+    /// running server's cache stays coherent.
+    pub fn is_owner(&self) -> bool {
+        self.shared.queue.is_some()
+    }
+
     /// Opens (creating and migrating when needed) the database at `path`.
     pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
         SqliteStore::open_with(path, Options::default())

@@ -1,0 +1,176 @@
+//! `engage cdi create | list | sync`.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Subcommand;
+use engage_core::provision::WorkspaceName;
+use engage_core::warehouse::{self, DataKind, Integration, Job, JobStatus, Spec};
+use serde_json::json;
+
+use crate::ctx;
+use crate::store::SqliteStore;
+
+/// The `cdi` subcommands.
+#[derive(Subcommand)]
+pub enum CdiCommand {
+    /// Create an integration and print its id.
+    Create {
+        /// SQLite database file of Engage.
+        #[arg(long, default_value = "engage.db")]
+        db: PathBuf,
+        /// The workspace its rows are synced into.
+        #[arg(long, default_value = "default")]
+        workspace: String,
+        /// A name for people.
+        #[arg(long)]
+        name: String,
+        /// Where the table is: sqlite:PATH or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE.
+        #[arg(long)]
+        source: String,
+        /// The table (or view), optionally schema.table.
+        #[arg(long)]
+        table: String,
+        /// What its rows are: users (attributes), events, purchases or deletes.
+        #[arg(long, default_value = "users")]
+        kind: String,
+        /// Run every INTERVAL (e.g. 15m, 1h, 1d, or seconds); without it, on demand only.
+        #[arg(long)]
+        schedule: Option<String>,
+        /// Who to tell about it (repeat, or separate with commas).
+        #[arg(long = "contact", value_delimiter = ',')]
+        contacts: Vec<String>,
+    },
+    /// List integrations: one `id<TAB>workspace<TAB>type<TAB>warehouse<TAB>last job<TAB>name` line each.
+    List {
+        /// SQLite database file of Engage.
+        #[arg(long, default_value = "engage.db")]
+        db: PathBuf,
+    },
+    /// Run one job of an integration now and print it. With a server running on the
+    /// database, the server runs it (it owns the profiles); this waits for it.
+    Sync {
+        /// The integration id.
+        id: String,
+        /// SQLite database file of Engage.
+        #[arg(long, default_value = "engage.db")]
+        db: PathBuf,
+        /// How long to wait for a running server to finish the job, in seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout_secs: u64,
+    },
+}
+
+/// Reads `15m`, `1h`, `2d`, `90s` or a number of seconds.
+pub fn parse_interval(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => (&t[..i], &t[i..]),
+        None => (t, "s"),
+    };
+    let n: u64 = digits.parse().map_err(|_| format!("'{text}' is not an interval such as 15m, 1h or 1d"))?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("'{text}' is not an interval such as 15m, 1h or 1d")),
+    };
+    n.checked_mul(scale).ok_or_else(|| format!("'{text}' is too long"))
+}
+
+fn store(db: &PathBuf) -> Result<SqliteStore, String> {
+    SqliteStore::open(db).map_err(|e| format!("cannot open {}: {e}", db.display()))
+}
+
+fn show(job: &Job) -> String {
+    let mut v = job.render();
+    v["job"] = json!(job.seq);
+    if let Some(why) = &job.failure {
+        v["failure"] = json!(why);
+    }
+    let errors: Vec<_> = job
+        .errors
+        .iter()
+        .map(|e| json!({"updated_at": e.updated_at.to_rfc3339(), "identifier": e.identifier, "reason": e.reason}))
+        .collect();
+    v["row_errors"] = json!(errors);
+    v.to_string()
+}
+
+/// Runs a `cdi` subcommand.
+pub fn run(command: CdiCommand) -> Result<(), String> {
+    match command {
+        CdiCommand::Create { db, workspace, name, source, table, kind, schedule, contacts } => {
+            let ws = WorkspaceName::parse(&workspace).ok_or_else(|| format!("invalid workspace name '{workspace}'"))?;
+            let kind = DataKind::parse(&kind).ok_or("--kind must be users, events, purchases or deletes")?;
+            let schedule_secs = schedule.as_deref().map(parse_interval).transpose()?;
+            let contact_emails = contacts.into_iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect();
+            let spec = Spec { name, source, table, kind, schedule_secs, contact_emails };
+            let store = store(&db)?;
+            let i = pollster::block_on(warehouse::create(&store, &ws, &spec, ctx())).map_err(|e| match e {
+                engage_core::ApiError::BadRequest(m) => m,
+                e => format!("{e:?}"),
+            })?;
+            println!("{}", i.id);
+            Ok(())
+        }
+        CdiCommand::List { db } => {
+            let store = store(&db)?;
+            for i in pollster::block_on(warehouse::all(&store)).map_err(|e| format!("{e:?}"))? {
+                let last = i.last_job.map_or("-", |(_, s)| s.as_str());
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{}",
+                    i.id,
+                    i.workspace.as_str(),
+                    i.kind.as_str(),
+                    i.warehouse.as_str(),
+                    last,
+                    i.name
+                );
+            }
+            Ok(())
+        }
+        CdiCommand::Sync { id, db, timeout_secs } => {
+            let store = store(&db)?;
+            let i = pollster::block_on(warehouse::integration(&store, &id))
+                .map_err(|e| format!("{e:?}"))?
+                .ok_or_else(|| format!("no integration '{id}'"))?;
+            let job = if store.is_owner() {
+                super::run(&store, &i)?
+            } else {
+                ask_the_server(&store, &i, Duration::from_secs(timeout_secs))?
+            };
+            println!("{}", show(&job));
+            match job.status {
+                JobStatus::Success | JobStatus::Partial => Ok(()),
+                s => Err(format!("the job ended {}", s.as_str())),
+            }
+        }
+    }
+}
+
+/// A server owns the database: ask it to run the job and wait for the job to end.
+fn ask_the_server(store: &SqliteStore, i: &Integration, timeout: Duration) -> Result<Job, String> {
+    let before = i.jobs;
+    pollster::block_on(warehouse::request_run(store, &i.id, ctx())).map_err(|e| format!("{e:?}"))?;
+    let started = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = pollster::block_on(warehouse::integration(store, &i.id))
+            .map_err(|e| format!("{e:?}"))?
+            .ok_or("the integration is gone")?;
+        if now.jobs > before {
+            if let Some(job) =
+                pollster::block_on(warehouse::job(store, &now, before + 1)).map_err(|e| format!("{e:?}"))?
+            {
+                if job.status != JobStatus::Running {
+                    return Ok(job);
+                }
+            }
+        }
+        if started.elapsed() > timeout {
+            return Err("the server did not finish the job in time (it goes on; see job_sync_status)".into());
+        }
+    }
+}

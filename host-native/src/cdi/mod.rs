@@ -1,0 +1,178 @@
+//! Warehouse syncs on the native host: reading tables (SQLite, PostgreSQL) behind
+//! [`Source`], and running jobs through the core's steps. Only the process that
+//! owns the database (the server, or a command with no server on it) runs jobs:
+//! they write profiles, and the owner's cache must see every write.
+
+pub mod cli;
+mod postgres;
+mod sqlite;
+
+use std::time::Duration;
+
+use engage_core::warehouse::{self, Begun, Cursor, DataKind, Integration, Job, JobStatus, Row, Warehouse};
+use engage_core::Timestamp;
+
+use crate::ctx;
+use crate::store::SqliteStore;
+
+/// Rows per committed batch (a batch also ends only where `UPDATED_AT` changes).
+pub const BATCH_ROWS: usize = 1000;
+
+/// How long a source may take to answer a connection.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a source could not be read.
+#[derive(Debug)]
+pub enum SourceError {
+    /// The integration cannot work as configured: unreachable, no such table, a
+    /// required column missing (`config_error`).
+    Config(String),
+    /// Reading failed part way (`error`; committed batches stay).
+    Read(String),
+}
+
+/// The platform's column names, in the order a source returns them.
+pub const COLUMNS: [&str; 8] =
+    ["UPDATED_AT", "EXTERNAL_ID", "ALIAS_NAME", "ALIAS_LABEL", "BRAZE_ID", "EMAIL", "PHONE", "PAYLOAD"];
+
+/// Which of [`COLUMNS`] a table has, under their names in the table.
+#[derive(Clone, Debug)]
+pub struct Columns {
+    /// The table's own spelling of each column, or `None` when it lacks it.
+    pub names: [Option<String>; 8],
+}
+
+impl Columns {
+    /// Matches a table's columns (any case) and checks what `kind` needs.
+    pub fn check(actual: &[String], kind: DataKind) -> Result<Columns, SourceError> {
+        let names = COLUMNS.map(|c| actual.iter().find(|a| a.eq_ignore_ascii_case(c)).cloned());
+        let has = |i: usize| names[i].is_some();
+        if !has(0) {
+            return Err(SourceError::Config("the table has no UPDATED_AT column".into()));
+        }
+        if !(1..7).any(has) {
+            return Err(SourceError::Config(
+                "the table has no identifier column (EXTERNAL_ID, ALIAS_NAME and ALIAS_LABEL, BRAZE_ID, EMAIL, PHONE)"
+                    .into(),
+            ));
+        }
+        match (warehouse::reads_payload(kind), has(7)) {
+            (true, false) => Err(SourceError::Config("the table has no PAYLOAD column".into())),
+            // The platform's guard against deleting users by mistake.
+            (false, true) => Err(SourceError::Config("a user-delete table must not have a PAYLOAD column".into())),
+            _ => Ok(Columns { names }),
+        }
+    }
+}
+
+/// A warehouse table's rows, oldest `UPDATED_AT` first.
+pub trait Source {
+    /// The table's column names (a missing table is a [`SourceError::Config`]).
+    fn columns(&mut self, table: &str) -> Result<Vec<String>, SourceError>;
+
+    /// Calls `each` with every row whose `UPDATED_AT` is after `after` (in
+    /// milliseconds), oldest first; stops at the first error `each` returns.
+    fn rows_after(
+        &mut self,
+        table: &str,
+        columns: &Columns,
+        after: Option<Timestamp>,
+        each: &mut dyn FnMut(Row) -> Result<(), String>,
+    ) -> Result<(), SourceError>;
+}
+
+/// Opens an integration's source.
+fn open(i: &Integration) -> Result<Box<dyn Source>, SourceError> {
+    match i.warehouse {
+        Warehouse::Sqlite => Ok(Box::new(sqlite::SqliteSource::open(&i.source)?)),
+        Warehouse::Postgres => Ok(Box::new(postgres::PostgresSource::open(&i.source)?)),
+    }
+}
+
+/// `schema.table` as a quoted SQL name (the core allows only letters, digits, `_`,
+/// `$` and one dot in it, so quoting cannot be escaped).
+pub fn quoted_table(table: &str) -> String {
+    table.split('.').map(|p| format!("\"{p}\"")).collect::<Vec<_>>().join(".")
+}
+
+/// A column's name quoted for SQL.
+pub fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Runs one job of `i` now and returns it as finished.
+pub fn run(store: &SqliteStore, i: &Integration) -> Result<Job, String> {
+    let begun = pollster::block_on(warehouse::begin(store, &i.id, ctx())).map_err(|e| format!("{e:?}"))?;
+    let failure = match sync_rows(store, &begun) {
+        Ok(()) => None,
+        Err(SourceError::Config(why)) => Some((JobStatus::ConfigError, why)),
+        Err(SourceError::Read(why)) => Some((JobStatus::Error, why)),
+    };
+    pollster::block_on(warehouse::finish(store, &begun, failure, ctx())).map_err(|e| format!("{e:?}"))
+}
+
+fn sync_rows(store: &SqliteStore, begun: &Begun) -> Result<(), SourceError> {
+    let i = &begun.integration;
+    let mut source = open(i)?;
+    let columns = Columns::check(&source.columns(&i.table)?, i.kind)?;
+    let mut cursor: Option<Cursor> = i.cursor.clone();
+    let mut batch: Vec<Row> = Vec::with_capacity(BATCH_ROWS);
+    let commit = |batch: &mut Vec<Row>, cursor: &mut Option<Cursor>| -> Result<(), String> {
+        let Some(last) = batch.last().map(|r| r.updated_at) else { return Ok(()) };
+        pollster::block_on(warehouse::commit_batch(store, begun, cursor.as_ref(), batch, ctx()))
+            .map_err(|e| format!("committing a batch failed: {e:?}"))?;
+        *cursor = Some(Cursor { updated_at: last });
+        batch.clear();
+        Ok(())
+    };
+    let after = cursor.as_ref().map(|c| c.updated_at);
+    source.rows_after(&i.table, &columns, after, &mut |row| {
+        // A batch ends only where UPDATED_AT changes: rows sharing a timestamp are
+        // committed together, so the cursor never falls between two of them.
+        if batch.len() >= BATCH_ROWS && batch.last().is_some_and(|l| l.updated_at != row.updated_at) {
+            commit(&mut batch, &mut cursor)?;
+        }
+        batch.push(row);
+        Ok(())
+    })?;
+    commit(&mut batch, &mut cursor).map_err(SourceError::Read)
+}
+
+/// Runs what is due (scheduled, or asked for by `engage cdi sync`), until `stop`.
+pub fn spawn_runner(
+    engine: crate::server::SharedEngine,
+    stopping: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("engage-cdi".into())
+        .spawn(move || {
+            crate::priority::background();
+            let store = engine.store();
+            while !stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                let now = ctx();
+                match pollster::block_on(warehouse::due(store, now.now, now.seed)) {
+                    Ok(due) => {
+                        for i in due {
+                            match run(store, &i) {
+                                // The source URL may carry a password: log the id only.
+                                Ok(job) => tracing::info!(
+                                    "cdi integration {}: job {} {} ({} synced, {} failed)",
+                                    i.id,
+                                    job.seq,
+                                    job.status.as_str(),
+                                    job.rows_synced,
+                                    job.rows_failed
+                                ),
+                                Err(e) => tracing::error!("cdi integration {}: {e}", i.id),
+                            }
+                        }
+                    }
+                    Err(e) => tracing::error!("cdi: reading integrations failed: {e:?}"),
+                }
+                // Due work is looked for four times a second: an on-demand run
+                // (`engage cdi sync` beside a server) starts at once.
+                std::thread::sleep(Duration::from_millis(250));
+            }
+        })
+        .expect("spawn the cdi thread")
+}

@@ -1,0 +1,123 @@
+//! PostgreSQL tables (`postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`), and what
+//! speaks its protocol (Redshift), through the tokio-postgres driver on a runtime
+//! of the job's own. Unquoted PostgreSQL names are lower case: the table and its
+//! columns are matched without regard to case.
+
+use std::pin::pin;
+
+use engage_core::warehouse::Row;
+use engage_core::Timestamp;
+use futures_util::StreamExt;
+use tokio::runtime::Runtime;
+use tokio_postgres::{Client, NoTls};
+
+use super::{quoted, Columns, Source, SourceError};
+
+/// A PostgreSQL database read as a warehouse.
+pub struct PostgresSource {
+    runtime: Runtime,
+    client: Client,
+    /// The table's schema and name as the database spells them (after `columns`).
+    found: Option<(String, String)>,
+}
+
+fn read(e: tokio_postgres::Error) -> SourceError {
+    SourceError::Read(e.to_string())
+}
+
+impl PostgresSource {
+    /// Connects; an unreachable server or refused login is a configuration error.
+    pub fn open(source: &str) -> Result<PostgresSource, SourceError> {
+        // Never put the URL in a message: it may carry a password.
+        let mut config: tokio_postgres::Config =
+            source.parse().map_err(|_| SourceError::Config("the postgres:// URL is not valid".into()))?;
+        config.connect_timeout(super::CONNECT_TIMEOUT);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| SourceError::Read(format!("cannot start a runtime: {e}")))?;
+        let (client, connection) = runtime
+            .block_on(config.connect(NoTls))
+            .map_err(|e| SourceError::Config(format!("cannot connect to PostgreSQL: {e}")))?;
+        runtime.spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(PostgresSource { runtime, client, found: None })
+    }
+}
+
+impl Source for PostgresSource {
+    fn columns(&mut self, table: &str) -> Result<Vec<String>, SourceError> {
+        let (schema, name) = match table.split_once('.') {
+            Some((s, n)) => (Some(s.to_string()), n.to_string()),
+            None => (None, table.to_string()),
+        };
+        let rows = self
+            .runtime
+            .block_on(self.client.query(
+                "SELECT table_schema, table_name, column_name FROM information_schema.columns \
+                 WHERE lower(table_name) = lower($2) \
+                   AND (($1::text IS NULL AND table_schema = current_schema()) OR lower(table_schema) = lower($1::text)) \
+                 ORDER BY ordinal_position",
+                &[&schema, &name],
+            ))
+            .map_err(read)?;
+        let Some(first) = rows.first() else {
+            return Err(SourceError::Config(format!("no table '{table}' in the PostgreSQL database")));
+        };
+        self.found = Some((first.get(0), first.get(1)));
+        Ok(rows.iter().map(|r| r.get::<_, String>(2)).collect())
+    }
+
+    fn rows_after(
+        &mut self,
+        table: &str,
+        columns: &Columns,
+        after: Option<Timestamp>,
+        each: &mut dyn FnMut(Row) -> Result<(), String>,
+    ) -> Result<(), SourceError> {
+        let (schema, name) = match &self.found {
+            Some(found) => found.clone(),
+            None => {
+                self.columns(table)?;
+                self.found.clone().unwrap_or_default()
+            }
+        };
+        let col = |i: usize| {
+            columns.names[i].as_deref().map(|c| format!("{}::text", quoted(c))).unwrap_or_else(|| "NULL::text".into())
+        };
+        let ts = columns.names[0].as_deref().map(quoted).unwrap_or_default();
+        // Milliseconds since the epoch (a timestamp without time zone read as UTC):
+        // one key for ordering, comparing and the cursor.
+        let key = format!("floor(extract(epoch from {ts}) * 1000)::bigint");
+        let rest: Vec<String> = (1..8).map(col).collect();
+        let sql = format!(
+            "SELECT {key} AS k, {} FROM {}.{} WHERE {key} > $1 ORDER BY 1",
+            rest.join(", "),
+            quoted(&schema),
+            quoted(&name)
+        );
+        let param = after.map_or(i64::MIN, |t| t.0);
+        let runtime = &self.runtime;
+        let client = &self.client;
+        runtime.block_on(async {
+            let stream = client.query_raw(&sql, [param]).await.map_err(read)?;
+            let mut stream = pin!(stream);
+            while let Some(r) = stream.next().await {
+                let r = r.map_err(read)?;
+                let row = Row {
+                    updated_at: Timestamp(r.try_get::<_, i64>(0).map_err(read)?),
+                    external_id: r.try_get(1).map_err(read)?,
+                    alias_name: r.try_get(2).map_err(read)?,
+                    alias_label: r.try_get(3).map_err(read)?,
+                    braze_id: r.try_get(4).map_err(read)?,
+                    email: r.try_get(5).map_err(read)?,
+                    phone: r.try_get(6).map_err(read)?,
+                    payload: r.try_get(7).map_err(read)?,
+                };
+                each(row).map_err(SourceError::Read)?;
+            }
+            Ok(())
+        })
+    }
+}

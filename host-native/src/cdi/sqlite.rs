@@ -1,0 +1,91 @@
+//! SQLite tables (`sqlite:PATH`), opened read-only. `UPDATED_AT` is ISO 8601 text
+//! (a time zone, or UTC) or a number of seconds since the epoch.
+
+use engage_core::warehouse::Row;
+use engage_core::Timestamp;
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+
+use super::{quoted, quoted_table, Columns, Source, SourceError};
+
+/// A SQLite database read as a warehouse.
+pub struct SqliteSource {
+    conn: Connection,
+}
+
+fn read(e: rusqlite::Error) -> SourceError {
+    SourceError::Read(e.to_string())
+}
+
+impl SqliteSource {
+    /// Opens `sqlite:PATH` read-only; a missing file is a configuration error.
+    pub fn open(source: &str) -> Result<SqliteSource, SourceError> {
+        let path = source.strip_prefix("sqlite:").unwrap_or(source);
+        let conn =
+            Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .map_err(|e| SourceError::Config(format!("cannot open the SQLite database: {e}")))?;
+        conn.busy_timeout(super::CONNECT_TIMEOUT).map_err(read)?;
+        Ok(SqliteSource { conn })
+    }
+}
+
+fn text(v: ValueRef<'_>) -> Option<String> {
+    match v {
+        ValueRef::Null => None,
+        ValueRef::Integer(i) => Some(i.to_string()),
+        ValueRef::Real(f) => Some(f.to_string()),
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
+    }
+}
+
+impl Source for SqliteSource {
+    fn columns(&mut self, table: &str) -> Result<Vec<String>, SourceError> {
+        let name = table.rsplit('.').next().unwrap_or(table);
+        let mut stmt = self.conn.prepare("SELECT name FROM pragma_table_info(?1)").map_err(read)?;
+        let names: Vec<String> =
+            stmt.query_map([name], |r| r.get(0)).map_err(read)?.collect::<Result<_, _>>().map_err(read)?;
+        if names.is_empty() {
+            return Err(SourceError::Config(format!("no table '{table}' in the SQLite database")));
+        }
+        Ok(names)
+    }
+
+    fn rows_after(
+        &mut self,
+        table: &str,
+        columns: &Columns,
+        after: Option<Timestamp>,
+        each: &mut dyn FnMut(Row) -> Result<(), String>,
+    ) -> Result<(), SourceError> {
+        let col = |i: usize| columns.names[i].as_deref().map(quoted).unwrap_or_else(|| "NULL".into());
+        let ts = col(0);
+        // Milliseconds since the epoch, one key for ordering, comparing and the cursor.
+        let key = format!(
+            "CASE WHEN typeof({ts}) IN ('integer', 'real') THEN CAST(ROUND({ts} * 1000) AS INTEGER) \
+             ELSE CAST(ROUND(unixepoch({ts}, 'subsec') * 1000) AS INTEGER) END"
+        );
+        let rest: Vec<String> = (1..8).map(col).collect();
+        let sql = format!(
+            "SELECT k, {} FROM (SELECT {key} AS k, * FROM {}) WHERE k > ?1 ORDER BY k",
+            rest.join(", "),
+            quoted_table(table)
+        );
+        let mut stmt = self.conn.prepare(&sql).map_err(read)?;
+        let mut rows = stmt.query([after.map_or(i64::MIN, |t| t.0)]).map_err(read)?;
+        while let Some(r) = rows.next().map_err(read)? {
+            let get = |i: usize| r.get_ref(i).map(text).map_err(read);
+            let row = Row {
+                updated_at: Timestamp(r.get::<_, i64>(0).map_err(read)?),
+                external_id: get(1)?,
+                alias_name: get(2)?,
+                alias_label: get(3)?,
+                braze_id: get(4)?,
+                email: get(5)?,
+                phone: get(6)?,
+                payload: get(7)?,
+            };
+            each(row).map_err(SourceError::Read)?;
+        }
+        Ok(())
+    }
+}
