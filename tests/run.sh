@@ -26,6 +26,11 @@ cargo build -p engage-core --target wasm32-unknown-unknown --release
 step "build the native host"
 cargo build -p engage
 
+step "PostgreSQL for the warehouse-sync tests (a throwaway server on loopback)"
+source tests/postgres.sh
+trap stop_postgres EXIT
+start_postgres
+
 step "unit tests (core, host-native) and the black-box suite against the native host"
 cargo test --workspace --exclude engage-edge --exclude engage-www
 

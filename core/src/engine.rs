@@ -33,6 +33,9 @@ pub struct Config {
     pub public_url: Option<String>,
     /// How long a preference-center link stays valid, in seconds.
     pub link_ttl_secs: u64,
+    /// Whether this host runs warehouse syncs (the native server does; the edge and
+    /// the playground only answer the status endpoints).
+    pub runs_syncs: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -45,6 +48,7 @@ impl std::fmt::Debug for Config {
             .field("admin_token", &self.admin_token.as_ref().map(|_| "<set>"))
             .field("public_url", &self.public_url)
             .field("link_ttl_secs", &self.link_ttl_secs)
+            .field("runs_syncs", &self.runs_syncs)
             .finish()
     }
 }
@@ -58,6 +62,7 @@ impl Default for Config {
             admin_token: None,
             public_url: None,
             link_ttl_secs: preference_center::link::DEFAULT_LINK_TTL_SECS,
+            runs_syncs: false,
         }
     }
 }
@@ -138,7 +143,7 @@ impl<S: Store> Engine<S> {
             Endpoint::Public(public) => Ok(self.public(public, &req, ctx).await),
             Endpoint::Operator(op) => {
                 admin::authorize(&req, self.admin_token_hash.as_deref())?;
-                admin::handle(&self.store, op, &req, ctx).await
+                admin::handle(&self.store, op, &req, self.config.runs_syncs, ctx).await
             }
             Endpoint::Scim(endpoint) => {
                 let base = req.public_base(self.config.public_url.as_deref());

@@ -135,6 +135,12 @@ pub enum Operator {
     CreateGroup,
     /// POST /_engage/scim-tokens
     CreateScimToken,
+    /// POST /_engage/cdi/integrations
+    CreateIntegration,
+    /// POST /_engage/cdi/integrations/{id}/sync
+    RequestSync(String),
+    /// GET /_engage/cdi/integrations/{id}: how many jobs it had and the last one's status.
+    IntegrationState(String),
     /// GET /_engage/groups
     ListGroups,
     /// GET /_engage/queue/set-aside: queued jobs that could not be decoded.
@@ -347,6 +353,9 @@ pub static ROUTES: &[Route] = &[
     operator!(Post "/_engage/keys", |_| Operator::CreateKey),
     operator!(Post "/_engage/groups", |_| Operator::CreateGroup),
     operator!(Post "/_engage/scim-tokens", |_| Operator::CreateScimToken),
+    operator!(Post "/_engage/cdi/integrations", |_| Operator::CreateIntegration),
+    operator!(Post "/_engage/cdi/integrations/{}/sync", |v| Operator::RequestSync(param(v))),
+    operator!(Get "/_engage/cdi/integrations/{}", |v| Operator::IntegrationState(param(v))),
     operator!(Get "/_engage/groups", |_| Operator::ListGroups),
     operator!(Get "/_engage/queue/set-aside", |_| Operator::SetAsideJobs),
     operator!(Post "/_engage/conformance", |_| Operator::Conformance),

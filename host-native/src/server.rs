@@ -89,6 +89,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             admin_token: args.admin_token.clone(),
             public_url: Some(args.public_url.clone().unwrap_or_else(|| format!("http://{bound}"))),
             link_ttl_secs: args.link_ttl_secs,
+            runs_syncs: true,
         };
         let engine: SharedEngine = Arc::new(Engine::new(store, config));
         let exit_on_stdin_eof = args.exit_on_stdin_eof;

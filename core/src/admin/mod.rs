@@ -8,6 +8,10 @@ pub mod workspace;
 use serde_json::{json, Map, Value};
 
 use crate::auth::{bearer_token, key_hash};
+use crate::cdi::{
+    self,
+    integration::{DataKind, Spec},
+};
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Request, Response, Then};
@@ -25,11 +29,20 @@ use crate::track::queue::SetAside;
 const SET_ASIDE_PAGE: usize = 100;
 
 /// Runs an operator route (the caller is already authorized).
-pub async fn handle<S: Store>(store: &S, op: Operator, req: &Request, ctx: Ctx) -> Result<Response, ApiError> {
+pub async fn handle<S: Store>(
+    store: &S,
+    op: Operator,
+    req: &Request,
+    runs_syncs: bool,
+    ctx: Ctx,
+) -> Result<Response, ApiError> {
     match op {
         Operator::CreateKey => create_key(store, req, ctx).await,
         Operator::CreateGroup => create_group(store, req, ctx).await,
         Operator::CreateScimToken => create_scim_token(store, req, ctx).await,
+        Operator::CreateIntegration => create_integration(store, req, ctx).await,
+        Operator::RequestSync(id) => request_sync(store, &id, runs_syncs, ctx).await,
+        Operator::IntegrationState(id) => integration_state(store, &id).await,
         Operator::ListGroups => list_groups(store, req).await,
         Operator::SetAsideJobs => set_aside_jobs(store).await,
         // Only the host can make a scratch store; one that cannot answers the 404.
@@ -91,6 +104,66 @@ async fn create_scim_token<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Resu
     let token = scim::token::create(store, origin, ctx).await?;
     let origin = scim::token::normalize_origin(origin).unwrap_or_default();
     Ok(Response::json(201, &json!({"token": token, "origin": origin})))
+}
+
+/// POST /_engage/cdi/integrations `{"workspace", "name", "source", "table", "kind",
+/// "schedule_secs", "contact_emails"}` → `{"integration_id": ...}`: what
+/// `engage cdi create` does, for hosts without a shell.
+async fn create_integration<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Result<Response, ApiError> {
+    let b = body(req)?;
+    let ws = workspace_of(b.get("workspace"))?;
+    let text = |k: &str| -> Result<String, ApiError> {
+        b.get(k).and_then(Value::as_str).map(str::to_string).ok_or_else(|| ApiError::bad(format!("'{k}' is required")))
+    };
+    let kind = match b.get("kind").and_then(Value::as_str).unwrap_or("users") {
+        k => DataKind::parse(k).ok_or_else(|| ApiError::bad("'kind' must be users, events, purchases or deletes"))?,
+    };
+    let schedule_secs = match b.get("schedule_secs") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| ApiError::bad("'schedule_secs' must be a whole number"))?),
+    };
+    let contact_emails = match b.get("contact_emails") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| ApiError::bad("'contact_emails' must hold strings"))?,
+        Some(_) => return Err(ApiError::bad("'contact_emails' must be an array")),
+    };
+    let spec = Spec {
+        name: text("name")?,
+        source: text("source")?,
+        table: text("table")?,
+        kind,
+        schedule_secs,
+        contact_emails,
+    };
+    let i = cdi::create(store, &ws, &spec, ctx).await?;
+    Ok(Response::json(201, &json!({"integration_id": i.id, "workspace": ws.as_str()})))
+}
+
+/// POST /_engage/cdi/integrations/{id}/sync → 202: the host's runner starts a job
+/// at once. A host that runs no syncs (the edge) says so.
+async fn request_sync<S: Store>(store: &S, id: &str, runs_syncs: bool, ctx: Ctx) -> Result<Response, ApiError> {
+    if !runs_syncs {
+        return Err(ApiError::bad(
+            "this host does not run warehouse syncs: they run on the native host (engage serve)",
+        ));
+    }
+    cdi::request_run(store, id, ctx).await?;
+    Ok(Response::json(202, &json!({"message": "success"})))
+}
+
+/// GET /_engage/cdi/integrations/{id} → `{"jobs": n, "last_job_status": ...}`, for
+/// an operator (or a test) waiting for a job without spending the API's rate limit.
+async fn integration_state<S: Store>(store: &S, id: &str) -> Result<Response, ApiError> {
+    let i =
+        cdi::sync::integration(store, id).await?.ok_or_else(|| ApiError::NotFound(format!("no integration '{id}'")))?;
+    Ok(Response::json(
+        200,
+        &json!({"integration_id": i.id, "jobs": i.jobs, "last_job_status": i.last_job.map(|(_, s)| s.as_str())}),
+    ))
 }
 
 /// POST /_engage/groups `{"workspace", "name", "channel"}` → the group.

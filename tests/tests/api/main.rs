@@ -2,6 +2,7 @@
 //! against any host (see `engage_tests::host`).
 
 mod auth;
+mod cdi;
 mod export;
 mod identity;
 mod preference_center;

@@ -187,10 +187,20 @@ async fn preference_center_shapes() {
 }
 
 #[tokio::test]
-async fn unbuilt_families_answer_501_in_the_platform_shape() {
+async fn cdi_shapes() {
     let api = Api::new().await;
-    let cdi = api.get("/cdi/integrations").await;
-    insta::assert_json_snapshot!("unbuilt", json!({"cdi": shape(&cdi)}));
+    let empty = api.get("/cdi/integrations").await;
+    let id = api.integration("users", "sqlite:/tmp/warehouse.db", "USERS_SYNC", "users").await;
+    let list = api.get("/cdi/integrations").await;
+    let jobs = api.get(&format!("/cdi/integrations/{id}/job_sync_status")).await;
+    let bad_cursor = api.get("/cdi/integrations?cursor=x").await;
+    let bad_id = api.get("/cdi/integrations/x/job_sync_status").await;
+    let all = json!({
+        "empty": shape(&empty), "list": shape(&list), "jobs": shape(&jobs),
+        "invalid_cursor": shape(&bad_cursor), "invalid_integration": shape(&bad_id),
+    });
+    let text = all.to_string().replace(&id, "[integration]").replace(&api.workspace, "[workspace]");
+    insta::assert_json_snapshot!("cdi", serde_json::from_str::<Value>(&text).unwrap_or(all));
 }
 
 #[tokio::test]

@@ -1,0 +1,146 @@
+//! Syncs from a SQLite table: good, changed and broken rows; incremental runs;
+//! events, purchases and deletes; rows sharing a timestamp across a batch boundary;
+//! `config_error`.
+
+use engage_tests::Api;
+use serde_json::json;
+
+use super::Warehouse;
+
+#[tokio::test]
+async fn a_users_table_syncs_incrementally_and_broken_rows_are_counted() {
+    let api = Api::new().await;
+    let wh = Warehouse::new(&[("USERS_SYNC", true)]);
+    wh.add(
+        "USERS_SYNC",
+        &[
+            ("2024-01-01T00:00:00Z", Some("u1"), r#"{"color": "red", "visits": 1}"#),
+            ("2024-01-01T00:00:01Z", Some("u2"), r#"{"color": "blue"}"#),
+            ("2024-01-01T00:00:02Z", Some("u3"), "{not json"),
+            ("2024-01-01T00:00:03Z", None, r#"{"color": "nobody"}"#),
+            ("2024-01-01T00:00:04Z", Some("u4"), r#"{"dob": "not a date"}"#),
+        ],
+    );
+    let id = api.integration("users", &wh.source(), "USERS_SYNC", "users").await;
+    let Some(job) = api.sync(&id).await else { return };
+    assert_eq!(job["job_status"], "partial", "{job}");
+    assert_eq!((&job["rows_synced"], &job["rows_failed_with_errors"]), (&json!(2), &json!(3)));
+    assert_eq!(job["last_timestamp_synced"], "2024-01-01T00:00:04.000Z");
+    assert_eq!(api.user("u1").await["custom_attributes"], json!({"color": "red", "visits": 1}));
+    assert_eq!(api.user("u2").await["custom_attributes"], json!({"color": "blue"}));
+    assert!(api.user("u3").await.is_null() && api.user("u4").await.is_null(), "failed rows change nothing");
+
+    // Only rows after the last synced UPDATED_AT: a change to u1 and a new user.
+    wh.add(
+        "USERS_SYNC",
+        &[
+            ("2024-01-02T00:00:00Z", Some("u1"), r#"{"color": "green"}"#),
+            ("2024-01-02T00:00:01Z", Some("u5"), r#"{"color": "black"}"#),
+        ],
+    );
+    let second = api.sync(&id).await.expect("native");
+    assert_eq!(
+        (&second["job_status"], &second["rows_synced"], &second["rows_failed_with_errors"]),
+        (&json!("success"), &json!(2), &json!(0))
+    );
+    assert_eq!(api.user("u1").await["custom_attributes"], json!({"color": "green", "visits": 1}));
+    assert_eq!(api.user("u5").await["custom_attributes"], json!({"color": "black"}));
+    let third = api.sync(&id).await.expect("native");
+    assert_eq!(
+        (&third["rows_synced"], &third["last_timestamp_synced"]),
+        (&json!(0), &json!("2024-01-02T00:00:01.000Z"))
+    );
+
+    let list = api.get("/cdi/integrations").await.body;
+    let entry = &list["results"][0];
+    assert_eq!((&entry["integration_id"], &entry["last_job_status"]), (&json!(id), &json!("success")));
+    assert_eq!((&entry["integration_type"], &entry["warehouse_type"]), (&json!("user_attributes"), &json!("sqlite")));
+    assert_eq!(entry["last_updated_at"], "2024-01-02T00:00:01.000Z");
+}
+
+#[tokio::test]
+async fn events_purchases_and_deletes() {
+    let api = Api::new().await;
+    let wh = Warehouse::new(&[("EVENTS", true), ("PURCHASES", true), ("DELETES", false)]);
+    wh.add(
+        "EVENTS",
+        &[
+            ("2024-03-01T10:00:00Z", Some("e1"), r#"{"name": "played", "properties": {"level": 3}}"#),
+            ("2024-03-01T11:00:00Z", Some("e1"), r#"{"name": "played", "time": "2024-02-01T00:00:00Z"}"#),
+            ("2024-03-01T12:00:00Z", Some("e1"), r#"{"properties": {}}"#),
+        ],
+    );
+    wh.add(
+        "PURCHASES",
+        &[("2024-03-02T10:00:00Z", Some("e1"), r#"{"product_id": "hat", "currency": "USD", "price": 12.5}"#)],
+    );
+    let events = api.integration("events", &wh.source(), "EVENTS", "events").await;
+    let Some(job) = api.sync(&events).await else { return };
+    assert_eq!((&job["rows_synced"], &job["rows_failed_with_errors"]), (&json!(2), &json!(1)));
+    let user = api.user("e1").await;
+    let played = &user["custom_events"][0];
+    assert_eq!((&played["name"], &played["count"]), (&json!("played"), &json!(2)));
+    assert_eq!(played["first"], "2024-02-01T00:00:00.000Z", "a PAYLOAD time wins");
+    assert_eq!(played["last"], "2024-03-01T10:00:00.000Z", "without one, UPDATED_AT is the time");
+
+    let purchases = api.integration("purchases", &wh.source(), "PURCHASES", "purchases").await;
+    assert_eq!(api.sync(&purchases).await.expect("native")["rows_synced"], 1);
+    assert_eq!(api.user("e1").await["purchases"][0]["name"], "hat");
+
+    wh.conn
+        .execute("INSERT INTO DELETES (UPDATED_AT, EXTERNAL_ID) VALUES ('2024-03-03T00:00:00Z', 'e1'), ('2024-03-03T00:00:01Z', NULL)", [])
+        .expect("rows");
+    let deletes = api.integration("deletes", &wh.source(), "DELETES", "deletes").await;
+    let job = api.sync(&deletes).await.expect("native");
+    assert_eq!((&job["rows_synced"], &job["rows_failed_with_errors"]), (&json!(1), &json!(1)));
+    assert!(api.user("e1").await.is_null(), "the user is deleted");
+}
+
+#[tokio::test]
+async fn rows_sharing_a_timestamp_across_a_batch_boundary_are_synced_once() {
+    let api = Api::new().await;
+    let wh = Warehouse::new(&[("USERS_SYNC", true)]);
+    // A batch holds 1,000 rows and ends only where UPDATED_AT changes: 995 rows, then
+    // 20 sharing one timestamp across the 1,000th, then more.
+    let mut rows: Vec<(String, String)> = Vec::new();
+    for n in 0..995 {
+        rows.push((format!("2024-05-01T00:{:02}:{:02}Z", n / 60, n % 60), format!("a{n}")));
+    }
+    for n in 0..20 {
+        rows.push(("2024-05-02T00:00:00Z".to_string(), format!("b{n}")));
+    }
+    for n in 0..5 {
+        rows.push((format!("2024-05-03T00:00:0{n}Z"), format!("c{n}")));
+    }
+    let tx = wh.conn.unchecked_transaction().expect("tx");
+    for (at, x) in &rows {
+        tx.execute("INSERT INTO USERS_SYNC (UPDATED_AT, EXTERNAL_ID, PAYLOAD) VALUES (?1, ?2, '{\"n\": 1}')", [at, x])
+            .expect("row");
+    }
+    tx.commit().expect("commit");
+    let id = api.integration("many", &wh.source(), "USERS_SYNC", "users").await;
+    let Some(job) = api.sync(&id).await else { return };
+    assert_eq!((&job["job_status"], &job["rows_synced"]), (&json!("success"), &json!(1020)));
+    for x in ["a0", "a994", "b0", "b19", "c4"] {
+        assert_eq!(api.user(x).await["custom_attributes"], json!({"n": 1}), "{x}");
+    }
+    assert_eq!(api.sync(&id).await.expect("native")["rows_synced"], 0, "nothing twice");
+}
+
+#[tokio::test]
+async fn an_unusable_source_is_a_config_error() {
+    let api = Api::new().await;
+    let wh = Warehouse::new(&[("USERS_SYNC", true), ("DELETES_WITH_PAYLOAD", true)]);
+    let missing_table = api.integration("missing", &wh.source(), "NO_SUCH_TABLE", "users").await;
+    let Some(job) = api.sync(&missing_table).await else { return };
+    assert_eq!((&job["job_status"], &job["rows_synced"]), (&json!("config_error"), &json!(0)));
+    let missing_file = api.integration("file", "sqlite:/nonexistent/warehouse.db", "USERS_SYNC", "users").await;
+    assert_eq!(api.sync(&missing_file).await.expect("native")["job_status"], "config_error");
+    // A delete table must not have a PAYLOAD column (the platform's guard).
+    let guarded = api.integration("guard", &wh.source(), "DELETES_WITH_PAYLOAD", "deletes").await;
+    assert_eq!(api.sync(&guarded).await.expect("native")["job_status"], "config_error");
+    let unreachable = api.integration("pg", "postgres://engage@127.0.0.1:1/warehouse", "users_sync", "users").await;
+    assert_eq!(api.sync(&unreachable).await.expect("native")["job_status"], "config_error");
+    let list = api.get("/cdi/integrations").await.body;
+    assert!(list["results"].as_array().unwrap().iter().all(|i| i["last_job_status"] == "config_error"), "{list}");
+}
