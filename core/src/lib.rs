@@ -75,9 +75,10 @@ pub mod api {
 /// steps (begin, commit a batch of rows, finish). The host reads the rows; every
 /// rule (row parsing, what a row does, counts, cursors, statuses) is here.
 pub mod warehouse {
+    pub use crate::cdi::integration::all;
     pub use crate::cdi::integration::{Cursor, DataKind, Integration, JobStatus, Spec, Warehouse};
     pub use crate::cdi::job::{Job, RowError};
+    pub use crate::cdi::manage::{create, due, request_run};
     pub use crate::cdi::rows::Row;
     pub use crate::cdi::sync::{begin, commit_batch, finish, integration, job, reads_payload, BatchReport, Begun};
-    pub use crate::cdi::{all, create, due, request_run};
 }

@@ -8,10 +8,8 @@ pub mod workspace;
 use serde_json::{json, Map, Value};
 
 use crate::auth::{bearer_token, key_hash};
-use crate::cdi::{
-    self,
-    integration::{DataKind, Spec},
-};
+use crate::cdi::integration::{self, DataKind, Spec};
+use crate::cdi::manage;
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Request, Response, Then};
@@ -115,9 +113,8 @@ async fn create_integration<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Res
     let text = |k: &str| -> Result<String, ApiError> {
         b.get(k).and_then(Value::as_str).map(str::to_string).ok_or_else(|| ApiError::bad(format!("'{k}' is required")))
     };
-    let kind = match b.get("kind").and_then(Value::as_str).unwrap_or("users") {
-        k => DataKind::parse(k).ok_or_else(|| ApiError::bad("'kind' must be users, events, purchases or deletes"))?,
-    };
+    let kind = DataKind::parse(b.get("kind").and_then(Value::as_str).unwrap_or("users"))
+        .ok_or_else(|| ApiError::bad("'kind' must be users, events, purchases or deletes"))?;
     let schedule_secs = match b.get("schedule_secs") {
         None | Some(Value::Null) => None,
         Some(v) => Some(v.as_u64().ok_or_else(|| ApiError::bad("'schedule_secs' must be a whole number"))?),
@@ -139,7 +136,7 @@ async fn create_integration<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Res
         schedule_secs,
         contact_emails,
     };
-    let i = cdi::create(store, &ws, &spec, ctx).await?;
+    let i = manage::create(store, &ws, &spec, ctx).await?;
     Ok(Response::json(201, &json!({"integration_id": i.id, "workspace": ws.as_str()})))
 }
 
@@ -151,15 +148,14 @@ async fn request_sync<S: Store>(store: &S, id: &str, runs_syncs: bool, ctx: Ctx)
             "this host does not run warehouse syncs: they run on the native host (engage serve)",
         ));
     }
-    cdi::request_run(store, id, ctx).await?;
+    manage::request_run(store, id, ctx).await?;
     Ok(Response::json(202, &json!({"message": "success"})))
 }
 
 /// GET /_engage/cdi/integrations/{id} → `{"jobs": n, "last_job_status": ...}`, for
 /// an operator (or a test) waiting for a job without spending the API's rate limit.
 async fn integration_state<S: Store>(store: &S, id: &str) -> Result<Response, ApiError> {
-    let i =
-        cdi::sync::integration(store, id).await?.ok_or_else(|| ApiError::NotFound(format!("no integration '{id}'")))?;
+    let i = integration::get(store, id).await?.ok_or_else(|| ApiError::NotFound(format!("no integration '{id}'")))?;
     Ok(Response::json(
         200,
         &json!({"integration_id": i.id, "jobs": i.jobs, "last_job_status": i.last_job.map(|(_, s)| s.as_str())}),

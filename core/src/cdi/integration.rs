@@ -6,6 +6,8 @@ use serde_json::{json, Value};
 
 use crate::error::ApiError;
 use crate::ids::{Email, WorkspaceName};
+use crate::repo::codec::decode;
+use crate::store::{Store, Table, MAX_SCAN};
 use crate::time::Timestamp;
 
 /// What the table's rows are.
@@ -220,5 +222,29 @@ impl Integration {
             "last_job_status": self.last_job.map(|(_, s)| s.as_str()),
             "next_scheduled_run": ts(self.next_run),
         })
+    }
+}
+
+/// The table of integrations, keyed by id (ids are unique across workspaces).
+pub const INTEGRATION_TABLE: Table = Table::CdiIntegration;
+
+/// Most integrations a deployment keeps (listings read them all).
+pub const MAX_INTEGRATIONS: usize = 1000;
+
+/// Every integration of the deployment, oldest first.
+pub async fn all<S: Store>(store: &S) -> Result<Vec<Integration>, ApiError> {
+    let mut out = Vec::new();
+    for (_, e) in store.scan(INTEGRATION_TABLE, "", MAX_SCAN).await? {
+        out.push(decode::<Integration>(&e.value)?);
+    }
+    out.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    Ok(out)
+}
+
+/// Reads an integration (any workspace: ids are unique).
+pub async fn get<S: Store>(store: &S, id: &str) -> Result<Option<Integration>, ApiError> {
+    match store.get(INTEGRATION_TABLE, id).await? {
+        Some(e) => Ok(Some(decode(&e.value)?)),
+        None => Ok(None),
     }
 }

@@ -4,9 +4,8 @@
 use serde_json::{json, Value};
 
 use super::cursor::{self, Direction, Position};
-use super::integration::Integration;
+use super::integration::{all, Integration, INTEGRATION_TABLE};
 use super::job::{jobs_prefix, Job};
-use super::INTEGRATION_TABLE;
 use crate::error::ApiError;
 use crate::http::{Request, Response};
 use crate::ids::WorkspaceName;
@@ -63,7 +62,7 @@ async fn respond<S: Store>(
 
 /// The workspace's integrations, newest first, each with its sort key.
 async fn integrations_of<S: Store>(store: &S, ws: &WorkspaceName) -> Result<Vec<Integration>, ApiError> {
-    let mut mine: Vec<Integration> = super::all(store).await?.into_iter().filter(|i| i.workspace == *ws).collect();
+    let mut mine: Vec<Integration> = all(store).await?.into_iter().filter(|i| i.workspace == *ws).collect();
     mine.reverse();
     Ok(mine)
 }
@@ -91,7 +90,7 @@ pub async fn jobs<S: Store>(store: &S, ws: &WorkspaceName, id: &str, req: &Reque
         Some(e) => Some(decode::<Integration>(&e.value)?),
         None => None,
     };
-    if !found.is_some_and(|i| i.workspace == *ws) {
+    if found.is_none_or(|i| i.workspace != *ws) {
         return Err(ApiError::bad(INVALID_INTEGRATION));
     }
     let mut jobs = Vec::new();

@@ -12,10 +12,9 @@
 //! - [`finish`] sets the job's status from its counts (or the failure) and the
 //!   integration's next scheduled run.
 
-use super::integration::{Cursor, DataKind, Integration, JobStatus};
+use super::integration::{Cursor, DataKind, Integration, JobStatus, INTEGRATION_TABLE};
 use super::job::{job_key, Job, RowError};
 use super::rows::{Row, Work};
-use super::INTEGRATION_TABLE;
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::ids::IdGen;
@@ -42,10 +41,7 @@ pub const INTERRUPTED: &str =
 
 /// Reads an integration (any workspace: ids are unique).
 pub async fn integration<S: Store>(store: &S, id: &str) -> Result<Option<Integration>, ApiError> {
-    match store.get(INTEGRATION_TABLE, id).await? {
-        Some(e) => Ok(Some(crate::repo::codec::decode(&e.value)?)),
-        None => Ok(None),
-    }
+    super::integration::get(store, id).await
 }
 
 /// Reads job `seq` of an integration.

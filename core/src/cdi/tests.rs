@@ -35,7 +35,7 @@ fn a_job_applies_rows_counts_failures_and_moves_the_cursor() {
     let kit = Kit::new();
     let store = kit.engine().store();
     let ws = WorkspaceName::parse("test").unwrap();
-    let i = pollster::block_on(super::create(store, &ws, &spec(DataKind::Users), kit.ctx())).unwrap();
+    let i = pollster::block_on(super::manage::create(store, &ws, &spec(DataKind::Users), kit.ctx())).unwrap();
     let begun = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
     let rows = [row(1000, "u1", r#"{"color":"red"}"#), row(2000, "u2", "{bad"), row(2000, "u3", r#"{"dob":"never"}"#)];
     let report = pollster::block_on(commit_batch(store, &begun, None, &rows, kit.ctx())).unwrap();
@@ -66,7 +66,7 @@ fn a_crashed_job_is_closed_and_the_next_resumes_after_its_last_commit() {
     let kit = Kit::new();
     let store = kit.engine().store();
     let ws = WorkspaceName::parse("test").unwrap();
-    let i = pollster::block_on(super::create(store, &ws, &spec(DataKind::Events), kit.ctx())).unwrap();
+    let i = pollster::block_on(super::manage::create(store, &ws, &spec(DataKind::Events), kit.ctx())).unwrap();
     let first = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
     let batch = [row(1000, "u1", r#"{"name":"e"}"#)];
     pollster::block_on(commit_batch(store, &first, None, &batch, kit.ctx())).unwrap();
@@ -93,7 +93,7 @@ fn pages_of_ten_with_links_and_bad_cursors_and_ids() {
     let kit = Kit::new();
     let store = kit.engine().store();
     let ws = WorkspaceName::parse("test").unwrap();
-    let i = pollster::block_on(super::create(store, &ws, &spec(DataKind::Users), kit.ctx())).unwrap();
+    let i = pollster::block_on(super::manage::create(store, &ws, &spec(DataKind::Users), kit.ctx())).unwrap();
     for _ in 0..25 {
         let b = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
         pollster::block_on(finish(store, &b, None, kit.ctx())).unwrap();

@@ -79,7 +79,7 @@ pub fn parse_interval(text: &str) -> Result<u64, String> {
     n.checked_mul(scale).ok_or_else(|| format!("'{text}' is too long"))
 }
 
-fn store(db: &PathBuf) -> Result<SqliteStore, String> {
+fn store(db: &std::path::Path) -> Result<SqliteStore, String> {
     SqliteStore::open(db).map_err(|e| format!("cannot open {}: {e}", db.display()))
 }
 

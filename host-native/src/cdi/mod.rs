@@ -112,8 +112,12 @@ pub fn run(store: &SqliteStore, i: &Integration) -> Result<Job, String> {
 }
 
 fn sync_rows(store: &SqliteStore, begun: &Begun) -> Result<(), SourceError> {
+    let mut source = open(&begun.integration)?;
+    sync_from(store, begun, source.as_mut())
+}
+
+fn sync_from(store: &SqliteStore, begun: &Begun, source: &mut dyn Source) -> Result<(), SourceError> {
     let i = &begun.integration;
-    let mut source = open(i)?;
     let columns = Columns::check(&source.columns(&i.table)?, i.kind)?;
     let mut cursor: Option<Cursor> = i.cursor.clone();
     let mut batch: Vec<Row> = Vec::with_capacity(BATCH_ROWS);
@@ -175,4 +179,93 @@ pub fn spawn_runner(
             }
         })
         .expect("spawn the cdi thread")
+}
+
+#[cfg(test)]
+mod tests {
+    use engage_core::provision::WorkspaceName;
+    use engage_core::warehouse::Spec;
+
+    use super::*;
+
+    /// A source that fails after handing out `left` rows, as a connection lost
+    /// part way through a job.
+    struct Failing {
+        inner: sqlite::SqliteSource,
+        left: usize,
+    }
+
+    impl Source for Failing {
+        fn columns(&mut self, table: &str) -> Result<Vec<String>, SourceError> {
+            self.inner.columns(table)
+        }
+
+        fn rows_after(
+            &mut self,
+            table: &str,
+            columns: &Columns,
+            after: Option<Timestamp>,
+            each: &mut dyn FnMut(Row) -> Result<(), String>,
+        ) -> Result<(), SourceError> {
+            let mut left = self.left;
+            self.inner.rows_after(table, columns, after, &mut |row| {
+                if left == 0 {
+                    return Err("connection lost".into());
+                }
+                left -= 1;
+                each(row)
+            })
+        }
+    }
+
+    #[test]
+    fn a_job_cut_short_keeps_its_committed_batches_and_the_next_resumes_after_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let warehouse = dir.path().join("w.db");
+        let conn = rusqlite::Connection::open(&warehouse).unwrap();
+        conn.execute_batch("CREATE TABLE T (UPDATED_AT TEXT, EXTERNAL_ID TEXT, PAYLOAD TEXT)").unwrap();
+        for n in 0..2500 {
+            conn.execute(
+                "INSERT INTO T VALUES (?1, ?2, '{\"visits\": {\"inc\": 1}}')",
+                [format!("2024-01-01T00:{:02}:{:02}Z", n / 60, n % 60), format!("u{}", n % 10)],
+            )
+            .unwrap();
+        }
+        let store = SqliteStore::open(&dir.path().join("engage.db")).unwrap();
+        let ws = WorkspaceName::parse("w").unwrap();
+        let spec = Spec {
+            name: "t".into(),
+            source: format!("sqlite:{}", warehouse.display()),
+            table: "T".into(),
+            kind: DataKind::Users,
+            schedule_secs: None,
+            contact_emails: vec![],
+        };
+        let i = pollster::block_on(warehouse::create(&store, &ws, &spec, ctx())).unwrap();
+        // The first job loses its source after 1,500 rows: one batch of 1,000 is
+        // committed, the rows after it are not.
+        let begun = pollster::block_on(warehouse::begin(&store, &i.id, ctx())).unwrap();
+        let mut failing = Failing { inner: sqlite::SqliteSource::open(&spec.source).unwrap(), left: 1500 };
+        let err = sync_from(&store, &begun, &mut failing).unwrap_err();
+        assert!(matches!(err, SourceError::Read(ref m) if m.contains("connection lost")), "{err:?}");
+        let cut = pollster::block_on(warehouse::finish(&store, &begun, Some((JobStatus::Error, "lost".into())), ctx()))
+            .unwrap();
+        assert_eq!((cut.status, cut.rows_synced), (JobStatus::Error, 1000));
+        // The next job reads after the committed batch: 1,500 rows, none twice.
+        let next = run(&store, &pollster::block_on(warehouse::integration(&store, &i.id)).unwrap().unwrap()).unwrap();
+        assert_eq!((next.status, next.rows_synced), (JobStatus::Success, 1500));
+        assert_eq!(next.last_timestamp_synced, Some(Timestamp::parse("2024-01-01T00:41:39Z").unwrap()));
+        // Every row counted once: ten users, 250 visits each.
+        let engine = engage_core::Engine::new(store, engage_core::Config::default());
+        let perms = engage_core::provision::Permission::ALL.to_vec();
+        let key = pollster::block_on(engage_core::provision::create_key(engine.store(), &ws, perms, ctx())).unwrap();
+        let ids: Vec<String> = (0..10).map(|n| format!("u{n}")).collect();
+        let req = engage_core::Request::new(engage_core::Method::Post, "/users/export/ids")
+            .header("Authorization", &format!("Bearer {key}"))
+            .body(serde_json::json!({"external_ids": ids}).to_string());
+        let users = pollster::block_on(engine.handle(req, ctx())).json_body()["users"].clone();
+        let visits: Vec<i64> =
+            users.as_array().unwrap().iter().map(|u| u["custom_attributes"]["visits"].as_i64().unwrap()).collect();
+        assert_eq!(visits, vec![250; 10]);
+    }
 }
