@@ -78,7 +78,9 @@ pub mod warehouse {
     pub use crate::cdi::integration::all;
     pub use crate::cdi::integration::{Cursor, DataKind, Integration, JobStatus, Spec, Warehouse};
     pub use crate::cdi::job::{Job, RowError};
-    pub use crate::cdi::manage::{create, due, request_run};
+    pub use crate::cdi::manage::{create, due, request_run, requested, withdraw};
     pub use crate::cdi::rows::Row;
-    pub use crate::cdi::sync::{begin, commit_batch, finish, integration, job, reads_payload, BatchReport, Begun};
+    pub use crate::cdi::sync::{
+        begin, close_interrupted, commit_batch, finish, integration, job, reads_payload, BatchReport, Begun,
+    };
 }

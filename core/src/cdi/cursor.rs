@@ -93,6 +93,12 @@ pub fn page(keys: &[String], from: Option<&Position>) -> (std::ops::Range<usize>
             }
         },
     };
+    // A cursor from another state of the list can point past either end: the page
+    // is then empty, with no links from it.
+    let (start, end) = (start.min(n), end.min(n).max(start.min(n)));
+    if start == end {
+        return (start..end, false, false);
+    }
     let has_prev = from.is_some() && start > 0;
     let has_next = end < n;
     (start..end, has_prev, has_next)
@@ -138,6 +144,12 @@ mod tests {
         assert_eq!(page(&k, Some(&at(19, Direction::Next))), (20..25, true, false));
         assert_eq!(page(&k, Some(&at(20, Direction::Prev))), (10..20, true, true));
         assert_eq!(page(&k, Some(&at(10, Direction::Prev))), (0..10, false, true));
+        // A position from another state of the list (past either end) is an empty
+        // page without links, never an index out of range.
+        let far = |key: &str, d| Position { list: "i".into(), direction: d, key: key.into() };
+        assert_eq!(page(&k, Some(&far("0000", Direction::Next))), (25..25, false, false));
+        assert_eq!(page(&k, Some(&far("9999", Direction::Prev))), (0..0, false, false));
+        assert_eq!(page(&[], Some(&far("5", Direction::Next))), (0..0, false, false));
         assert_eq!(link("/x", 10, None, None), None);
         assert_eq!(
             link("/x", 11, Some("a".into()), Some("b".into())).unwrap(),

@@ -157,6 +157,9 @@ pub const MAX_NAME_CHARS: usize = 255;
 /// minute, for local use and tests.
 pub const MIN_SCHEDULE_SECS: u64 = 60;
 
+/// Longest schedule: the platform's dashboard offers monthly; a year is allowed.
+pub const MAX_SCHEDULE_SECS: u64 = 366 * 86_400;
+
 /// What `engage cdi create` asks for, checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Spec {
@@ -193,8 +196,10 @@ impl Spec {
             return Err(ApiError::bad("the table must be a name (or schema.name) of letters, digits, '_' and '$'"));
         }
         if let Some(s) = self.schedule_secs {
-            if s < MIN_SCHEDULE_SECS {
-                return Err(ApiError::bad(format!("the schedule must be at least {MIN_SCHEDULE_SECS} seconds")));
+            if !(MIN_SCHEDULE_SECS..=MAX_SCHEDULE_SECS).contains(&s) {
+                return Err(ApiError::bad(format!(
+                    "the schedule must be {MIN_SCHEDULE_SECS} to {MAX_SCHEDULE_SECS} seconds"
+                )));
             }
         }
         if let Some(bad) = self.contact_emails.iter().find(|e| Email::parse(e).is_none()) {

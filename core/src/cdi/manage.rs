@@ -56,6 +56,21 @@ pub async fn request_run<S: Store>(store: &S, id: &str, ctx: Ctx) -> Result<(), 
     .await
 }
 
+/// Whether a run of integration `id` was asked for and not yet taken.
+pub async fn requested<S: Store>(store: &S, id: &str) -> Result<bool, ApiError> {
+    Ok(store.get(Table::CdiRequest, id).await?.is_some())
+}
+
+/// Takes back a request nobody took.
+pub async fn withdraw<S: Store>(store: &S, id: &str, ctx: Ctx) -> Result<(), ApiError> {
+    let i = get(store, id).await?.ok_or_else(|| ApiError::NotFound(format!("no integration '{id}'")))?;
+    transact(store, &i.workspace, ctx.seed, async |tx, _| {
+        tx.delete_doc(Table::CdiRequest, id);
+        Ok(())
+    })
+    .await
+}
+
 /// The integrations due now: asked for ([`request_run`], the request is taken) or
 /// past their next scheduled run.
 pub async fn due<S: Store>(store: &S, now: Timestamp, seed: [u8; 16]) -> Result<Vec<Integration>, ApiError> {

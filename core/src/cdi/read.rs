@@ -74,14 +74,19 @@ fn sort_key(i: &Integration) -> String {
 /// GET /cdi/integrations (`integration_id` narrows it to one).
 pub async fn integrations<S: Store>(store: &S, ws: &WorkspaceName, req: &Request) -> Result<Response, ApiError> {
     let mut mine = integrations_of(store, ws).await?;
-    if let Some(id) = param(req, "integration_id") {
-        mine.retain(|i| i.id == id);
-        if mine.is_empty() {
-            return Err(ApiError::bad(INVALID_INTEGRATION));
+    // A narrowed list is a list of its own: the full list's cursors are not its.
+    let list = match param(req, "integration_id") {
+        Some(id) => {
+            mine.retain(|i| i.id == id);
+            if mine.is_empty() {
+                return Err(ApiError::bad(INVALID_INTEGRATION));
+            }
+            format!("i:{id}")
         }
-    }
+        None => "i".to_string(),
+    };
     let items = mine.iter().map(|i| (sort_key(i), i.render())).collect();
-    respond(store, ws, req, "i", items).await
+    respond(store, ws, req, &list, items).await
 }
 
 /// GET /cdi/integrations/{id}/job_sync_status.

@@ -35,6 +35,9 @@ pub struct Begun {
     pub seq: u64,
 }
 
+/// Most jobs an integration keeps (the oldest go first).
+pub const MAX_JOBS: u64 = 1000;
+
 /// Why a begun job could not go on.
 pub const INTERRUPTED: &str =
     "the job was interrupted before it finished (the next job resumed after its last committed batch)";
@@ -72,6 +75,10 @@ pub async fn begin<S: Store>(store: &S, id: &str, ctx: Ctx) -> Result<Begun, Api
             }
         }
         i.jobs += 1;
+        // An integration keeps its last MAX_JOBS jobs: the status list reads them all.
+        if i.jobs > MAX_JOBS {
+            tx.delete_doc(Table::CdiJob, &job_key(&ws, id, i.jobs - MAX_JOBS));
+        }
         let mut job = Job::start(i.jobs, ctx.now);
         // A job that syncs nothing new still reports where the integration stands.
         job.last_timestamp_synced = i.cursor.as_ref().map(|c| c.updated_at);
@@ -80,6 +87,31 @@ pub async fn begin<S: Store>(store: &S, id: &str, ctx: Ctx) -> Result<Begun, Api
         tx.put_doc(Table::CdiJob, &job_key(&ws, id, i.jobs), &job)?;
         tx.put_doc(INTEGRATION_TABLE, id, &i)?;
         Ok(Begun { seq: i.jobs, integration: i })
+    })
+    .await
+}
+
+/// Closes a job a crashed process left `running` (the host calls this for every
+/// integration when it starts running jobs, so no job stays `running` for ever).
+pub async fn close_interrupted<S: Store>(store: &S, i: &Integration, ctx: Ctx) -> Result<(), ApiError> {
+    if !matches!(i.last_job, Some((_, JobStatus::Running))) {
+        return Ok(());
+    }
+    let ws = i.workspace.clone();
+    transact(store, &ws, ctx.seed, async |tx, _| {
+        let Some(mut current) = tx.doc::<Integration>(INTEGRATION_TABLE, &i.id).await? else { return Ok(()) };
+        let key = job_key(&ws, &i.id, current.jobs);
+        if let Some(mut stale) = tx.doc::<Job>(Table::CdiJob, &key).await? {
+            if stale.status == JobStatus::Running {
+                stale.status = JobStatus::Error;
+                stale.failure = Some(INTERRUPTED.into());
+                stale.finished_at = Some(ctx.now);
+                current.last_job = Some((stale.started_at, JobStatus::Error));
+                tx.put_doc(Table::CdiJob, &key, &stale)?;
+                tx.put_doc(INTEGRATION_TABLE, &i.id, &current)?;
+            }
+        }
+        Ok(())
     })
     .await
 }
@@ -227,7 +259,8 @@ pub async fn finish<S: Store>(
             current.last_job = Some((job.started_at, job.status));
         }
         current.updated_at = ctx.now;
-        current.next_run = current.schedule_secs.map(|s| Timestamp(ctx.now.0.saturating_add(s as i64 * 1000)));
+        let interval = |s: u64| i64::try_from(s).unwrap_or(i64::MAX).saturating_mul(1000);
+        current.next_run = current.schedule_secs.map(|s| Timestamp(ctx.now.0.saturating_add(interval(s))));
         tx.put_doc(Table::CdiJob, &key, &job)?;
         tx.put_doc(INTEGRATION_TABLE, &i.id, &current)?;
         Ok(job)

@@ -117,3 +117,27 @@ fn pages_of_ten_with_links_and_bad_cursors_and_ids() {
     // A one-item list has no Link header.
     assert!(kit.send(Method::Get, "/cdi/integrations", Value::Null).header_value("Link").is_none());
 }
+
+#[test]
+fn a_cursor_of_the_whole_list_is_not_one_of_a_narrowed_list() {
+    let kit = Kit::new();
+    let store = kit.engine().store();
+    let ws = WorkspaceName::parse("test").unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..11 {
+        ids.push(pollster::block_on(super::manage::create(store, &ws, &spec(DataKind::Users), kit.ctx())).unwrap().id);
+    }
+    let link = kit.send(Method::Get, "/cdi/integrations", Value::Null).header_value("Link").unwrap().to_string();
+    let cursor = link.split("cursor=").nth(1).and_then(|c| c.split('>').next()).unwrap().to_string();
+    for id in [&ids[0], &ids[10]] {
+        let path = format!("/cdi/integrations?integration_id={id}&cursor={cursor}");
+        assert_eq!(kit.call(Method::Get, &path, Value::Null), (400, json!({"message": "Invalid cursor"})));
+    }
+}
+
+#[test]
+fn schedules_are_bounded() {
+    let with = |s: u64| Spec { schedule_secs: Some(s), ..spec(DataKind::Users) }.check();
+    assert!(with(60).is_ok() && with(366 * 86_400).is_ok());
+    assert!(with(59).is_err() && with(366 * 86_400 + 1).is_err() && with(u64::MAX).is_err());
+}

@@ -150,11 +150,21 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
     }
 }
 
-/// A server owns the database: ask it to run the job and wait for the job to end.
+/// Another process owns the database: ask it to run the job (a server takes the
+/// request at once) and wait for the job to end.
 fn ask_the_server(store: &SqliteStore, i: &Integration, timeout: Duration) -> Result<Job, String> {
     let before = i.jobs;
     pollster::block_on(warehouse::request_run(store, &i.id, ctx())).map_err(|e| format!("{e:?}"))?;
     let started = Instant::now();
+    // A server's runner takes a request within a second; when nobody does, the
+    // owner is another command, not a server: say so rather than wait.
+    while pollster::block_on(warehouse::requested(store, &i.id)).map_err(|e| format!("{e:?}"))? {
+        if started.elapsed() > Duration::from_secs(10) {
+            pollster::block_on(warehouse::withdraw(store, &i.id, ctx())).map_err(|e| format!("{e:?}"))?;
+            return Err("another engage command holds the database and no server took the job; try again".into());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     loop {
         std::thread::sleep(Duration::from_millis(200));
         let now = pollster::block_on(warehouse::integration(store, &i.id))

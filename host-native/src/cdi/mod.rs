@@ -21,6 +21,15 @@ pub const BATCH_ROWS: usize = 1000;
 /// How long a source may take to answer a connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a source may go silent while a job reads it (a query starting, the next
+/// row arriving) before the job gives up with `error`.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Most rows that may share one `UPDATED_AT`: a batch never splits a timestamp, so
+/// one group is one batch (one unit of work). A larger group fails the job with a
+/// message saying so, rather than growing without bound.
+pub const MAX_GROUP_ROWS: usize = 50_000;
+
 /// Why a source could not be read.
 #[derive(Debug)]
 pub enum SourceError {
@@ -130,11 +139,20 @@ fn sync_from(store: &SqliteStore, begun: &Begun, source: &mut dyn Source) -> Res
         Ok(())
     };
     let after = cursor.as_ref().map(|c| c.updated_at);
+    let mut group = 0usize;
     source.rows_after(&i.table, &columns, after, &mut |row| {
         // A batch ends only where UPDATED_AT changes: rows sharing a timestamp are
         // committed together, so the cursor never falls between two of them.
-        if batch.len() >= BATCH_ROWS && batch.last().is_some_and(|l| l.updated_at != row.updated_at) {
+        let same = batch.last().is_some_and(|l| l.updated_at == row.updated_at);
+        if batch.len() >= BATCH_ROWS && !same {
             commit(&mut batch, &mut cursor)?;
+        }
+        group = if same { group + 1 } else { 1 };
+        if group > MAX_GROUP_ROWS {
+            return Err(format!(
+                "more than {MAX_GROUP_ROWS} rows share UPDATED_AT {}: give rows distinct timestamps",
+                row.updated_at.to_rfc3339()
+            ));
         }
         batch.push(row);
         Ok(())
@@ -152,6 +170,22 @@ pub fn spawn_runner(
         .spawn(move || {
             crate::priority::background();
             let store = engine.store();
+            // Only the database's owner runs jobs (they write profiles its cache holds).
+            if !store.is_owner() {
+                tracing::warn!("cdi: another process owns the database; this server runs no syncs");
+                return;
+            }
+            // A job a crash left running is closed now, not when its integration next runs.
+            match pollster::block_on(warehouse::all(store)) {
+                Ok(all) => {
+                    for i in all {
+                        if let Err(e) = pollster::block_on(warehouse::close_interrupted(store, &i, ctx())) {
+                            tracing::error!("cdi integration {}: closing its interrupted job failed: {e:?}", i.id);
+                        }
+                    }
+                }
+                Err(e) => tracing::error!("cdi: reading integrations failed: {e:?}"),
+            }
             while !stopping.load(std::sync::atomic::Ordering::SeqCst) {
                 let now = ctx();
                 match pollster::block_on(warehouse::due(store, now.now, now.seed)) {
@@ -267,5 +301,61 @@ mod tests {
         let visits: Vec<i64> =
             users.as_array().unwrap().iter().map(|u| u["custom_attributes"]["visits"].as_i64().unwrap()).collect();
         assert_eq!(visits, vec![250; 10]);
+    }
+
+    fn integration_on(dir: &std::path::Path, store: &SqliteStore, table: &str) -> Integration {
+        let spec = Spec {
+            name: "t".into(),
+            source: format!("sqlite:{}", dir.join("w.db").display()),
+            table: table.into(),
+            kind: DataKind::Users,
+            schedule_secs: None,
+            contact_emails: vec![],
+        };
+        let ws = WorkspaceName::parse("w").unwrap();
+        pollster::block_on(warehouse::create(store, &ws, &spec, ctx())).unwrap()
+    }
+
+    #[test]
+    fn sqlite_timestamps_in_text_offsets_and_numbers_order_as_one_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = rusqlite::Connection::open(dir.path().join("w.db")).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE T (UPDATED_AT, EXTERNAL_ID TEXT, PAYLOAD TEXT);
+             INSERT INTO T VALUES ('2024-01-01T00:00:04+01:00', 'a', '{}');
+             INSERT INTO T VALUES (1704067203, 'b', '{}');
+             INSERT INTO T VALUES ('1704067202.5', 'c', '{}');
+             INSERT INTO T VALUES ('2024-01-01 00:00:01', 'd', '{}');
+             INSERT INTO T VALUES ('2024-01-01T00:00:00.250Z', 'e', '{}');",
+        )
+        .unwrap();
+        let mut source = sqlite::SqliteSource::open(&format!("sqlite:{}", dir.path().join("w.db").display())).unwrap();
+        let columns = Columns::check(&source.columns("T").unwrap(), DataKind::Users).unwrap();
+        let mut seen = Vec::new();
+        source
+            .rows_after("T", &columns, None, &mut |r| {
+                seen.push((r.external_id.unwrap(), r.updated_at.0 - 1_704_067_200_000));
+                Ok(())
+            })
+            .unwrap();
+        let expected = [("a", -3_596_000), ("e", 250), ("d", 1000), ("c", 2500), ("b", 3000)];
+        assert_eq!(seen, expected.map(|(x, ms)| (x.to_string(), ms)));
+    }
+
+    #[test]
+    fn too_many_rows_on_one_timestamp_fail_the_job_and_commit_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = rusqlite::Connection::open(dir.path().join("w.db")).unwrap();
+        conn.execute_batch("CREATE TABLE T (UPDATED_AT TEXT, EXTERNAL_ID TEXT, PAYLOAD TEXT)").unwrap();
+        let tx = conn.transaction().unwrap();
+        for n in 0..=MAX_GROUP_ROWS {
+            tx.execute("INSERT INTO T VALUES ('2024-01-01T00:00:00Z', ?1, '{}')", [format!("u{n}")]).unwrap();
+        }
+        tx.commit().unwrap();
+        let store = SqliteStore::open(&dir.path().join("engage.db")).unwrap();
+        let i = integration_on(dir.path(), &store, "T");
+        let job = run(&store, &i).unwrap();
+        assert_eq!((job.status, job.rows_synced), (JobStatus::Error, 0));
+        assert!(job.failure.unwrap().contains("share UPDATED_AT"));
     }
 }

@@ -25,6 +25,13 @@ fn read(e: tokio_postgres::Error) -> SourceError {
     SourceError::Read(e.to_string())
 }
 
+/// A step of reading that must not take longer than [`super::READ_TIMEOUT`].
+async fn timed<T>(step: impl std::future::Future<Output = T>) -> Result<T, SourceError> {
+    tokio::time::timeout(super::READ_TIMEOUT, step)
+        .await
+        .map_err(|_| SourceError::Read("PostgreSQL went silent while the job read it".into()))
+}
+
 impl PostgresSource {
     /// Connects; an unreachable server or refused login is a configuration error.
     pub fn open(source: &str) -> Result<PostgresSource, SourceError> {
@@ -32,12 +39,15 @@ impl PostgresSource {
         let mut config: tokio_postgres::Config =
             source.parse().map_err(|_| SourceError::Config("the postgres:// URL is not valid".into()))?;
         config.connect_timeout(super::CONNECT_TIMEOUT);
+        config.keepalives_idle(std::time::Duration::from_secs(30));
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| SourceError::Read(format!("cannot start a runtime: {e}")))?;
+        // The connect timeout covers TCP only: the whole login is bounded too.
         let (client, connection) = runtime
-            .block_on(config.connect(NoTls))
+            .block_on(async { tokio::time::timeout(super::CONNECT_TIMEOUT, config.connect(NoTls)).await })
+            .map_err(|_| SourceError::Config("PostgreSQL did not answer the login in time".into()))?
             .map_err(|e| SourceError::Config(format!("cannot connect to PostgreSQL: {e}")))?;
         runtime.spawn(async move {
             let _ = connection.await;
@@ -52,16 +62,17 @@ impl Source for PostgresSource {
             Some((s, n)) => (Some(s.to_string()), n.to_string()),
             None => (None, table.to_string()),
         };
+        let client = &self.client;
         let rows = self
             .runtime
-            .block_on(self.client.query(
+            .block_on(timed(client.query(
                 "SELECT table_schema, table_name, column_name FROM information_schema.columns \
                  WHERE lower(table_name) = lower($2) \
                    AND (($1::text IS NULL AND table_schema = current_schema()) OR lower(table_schema) = lower($1::text)) \
                  ORDER BY ordinal_position",
                 &[&schema, &name],
-            ))
-            .map_err(read)?;
+            )))?
+            .map_err(|e| SourceError::Config(format!("cannot read the table's columns: {e}")))?;
         let Some(first) = rows.first() else {
             return Err(SourceError::Config(format!("no table '{table}' in the PostgreSQL database")));
         };
@@ -101,9 +112,13 @@ impl Source for PostgresSource {
         let runtime = &self.runtime;
         let client = &self.client;
         runtime.block_on(async {
-            let stream = client.query_raw(&sql, [param]).await.map_err(read)?;
+            // A query that cannot start (a column of the wrong type, no access) is the
+            // integration's configuration; a failure while reading is the job's.
+            let stream = timed(client.query_raw(&sql, [param]))
+                .await?
+                .map_err(|e| SourceError::Config(format!("cannot read the table: {e}")))?;
             let mut stream = pin!(stream);
-            while let Some(r) = stream.next().await {
+            while let Some(r) = timed(stream.next()).await? {
                 let r = r.map_err(read)?;
                 let row = Row {
                     updated_at: Timestamp(r.try_get::<_, i64>(0).map_err(read)?),

@@ -41,9 +41,10 @@ fn text(v: ValueRef<'_>) -> Option<String> {
 impl Source for SqliteSource {
     fn columns(&mut self, table: &str) -> Result<Vec<String>, SourceError> {
         let name = table.rsplit('.').next().unwrap_or(table);
-        let mut stmt = self.conn.prepare("SELECT name FROM pragma_table_info(?1)").map_err(read)?;
+        let config = |e: rusqlite::Error| SourceError::Config(format!("cannot read the SQLite database: {e}"));
+        let mut stmt = self.conn.prepare("SELECT name FROM pragma_table_info(?1)").map_err(config)?;
         let names: Vec<String> =
-            stmt.query_map([name], |r| r.get(0)).map_err(read)?.collect::<Result<_, _>>().map_err(read)?;
+            stmt.query_map([name], |r| r.get(0)).map_err(config)?.collect::<Result<_, _>>().map_err(config)?;
         if names.is_empty() {
             return Err(SourceError::Config(format!("no table '{table}' in the SQLite database")));
         }
@@ -60,8 +61,11 @@ impl Source for SqliteSource {
         let col = |i: usize| columns.names[i].as_deref().map(quoted).unwrap_or_else(|| "NULL".into());
         let ts = col(0);
         // Milliseconds since the epoch, one key for ordering, comparing and the cursor.
+        // Numbers (also written as text) are seconds since the epoch.
         let key = format!(
-            "CASE WHEN typeof({ts}) IN ('integer', 'real') THEN CAST(ROUND({ts} * 1000) AS INTEGER) \
+            "CASE WHEN typeof({ts}) IN ('integer', 'real') \
+                   OR (typeof({ts}) = 'text' AND trim({ts}) <> '' AND trim({ts}) NOT GLOB '*[^0-9.]*') \
+             THEN CAST(ROUND(CAST({ts} AS REAL) * 1000) AS INTEGER) \
              ELSE CAST(ROUND(unixepoch({ts}, 'subsec') * 1000) AS INTEGER) END"
         );
         let rest: Vec<String> = (1..8).map(col).collect();
@@ -70,8 +74,11 @@ impl Source for SqliteSource {
             rest.join(", "),
             quoted_table(table)
         );
-        let mut stmt = self.conn.prepare(&sql).map_err(read)?;
-        let mut rows = stmt.query([after.map_or(i64::MIN, |t| t.0)]).map_err(read)?;
+        // A query that cannot start (not a database, no access) is the integration's
+        // configuration; a failure while reading is the job's.
+        let config = |e: rusqlite::Error| SourceError::Config(e.to_string());
+        let mut stmt = self.conn.prepare(&sql).map_err(config)?;
+        let mut rows = stmt.query([after.map_or(i64::MIN, |t| t.0)]).map_err(config)?;
         while let Some(r) = rows.next().map_err(read)? {
             let get = |i: usize| r.get_ref(i).map(text).map_err(read);
             let row = Row {
