@@ -90,6 +90,14 @@ pub trait Source {
     ) -> Result<(), SourceError>;
 }
 
+/// A row from its key (milliseconds) and the other seven columns in [`COLUMNS`] order.
+pub fn row(
+    updated_at: i64,
+    [external_id, alias_name, alias_label, braze_id, email, phone, payload]: [Option<String>; 7],
+) -> Row {
+    Row { updated_at: Timestamp(updated_at), external_id, alias_name, alias_label, braze_id, email, phone, payload }
+}
+
 /// Opens an integration's source.
 fn open(i: &Integration) -> Result<Box<dyn Source>, SourceError> {
     match i.warehouse {

@@ -120,16 +120,11 @@ impl Source for PostgresSource {
             let mut stream = pin!(stream);
             while let Some(r) = timed(stream.next()).await? {
                 let r = r.map_err(read)?;
-                let row = Row {
-                    updated_at: Timestamp(r.try_get::<_, i64>(0).map_err(read)?),
-                    external_id: r.try_get(1).map_err(read)?,
-                    alias_name: r.try_get(2).map_err(read)?,
-                    alias_label: r.try_get(3).map_err(read)?,
-                    braze_id: r.try_get(4).map_err(read)?,
-                    email: r.try_get(5).map_err(read)?,
-                    phone: r.try_get(6).map_err(read)?,
-                    payload: r.try_get(7).map_err(read)?,
-                };
+                let mut values: [Option<String>; 7] = Default::default();
+                for (i, v) in values.iter_mut().enumerate() {
+                    *v = r.try_get(i + 1).map_err(read)?;
+                }
+                let row = super::row(r.try_get::<_, i64>(0).map_err(read)?, values);
                 each(row).map_err(SourceError::Read)?;
             }
             Ok(())

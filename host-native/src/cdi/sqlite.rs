@@ -80,17 +80,11 @@ impl Source for SqliteSource {
         let mut stmt = self.conn.prepare(&sql).map_err(config)?;
         let mut rows = stmt.query([after.map_or(i64::MIN, |t| t.0)]).map_err(config)?;
         while let Some(r) = rows.next().map_err(read)? {
-            let get = |i: usize| r.get_ref(i).map(text).map_err(read);
-            let row = Row {
-                updated_at: Timestamp(r.get::<_, i64>(0).map_err(read)?),
-                external_id: get(1)?,
-                alias_name: get(2)?,
-                alias_label: get(3)?,
-                braze_id: get(4)?,
-                email: get(5)?,
-                phone: get(6)?,
-                payload: get(7)?,
-            };
+            let mut values: [Option<String>; 7] = Default::default();
+            for (i, v) in values.iter_mut().enumerate() {
+                *v = r.get_ref(i + 1).map(text).map_err(read)?;
+            }
+            let row = super::row(r.get::<_, i64>(0).map_err(read)?, values);
             each(row).map_err(SourceError::Read)?;
         }
         Ok(())
