@@ -1,6 +1,8 @@
-//! `kill -9` in the middle of a warehouse sync: the killed job keeps what its
-//! committed batches did, the next job resumes after them, and every row's effect
-//! lands exactly once (each row adds 1 to a counter; the counters add up).
+//! `engage cdi` as an operator uses it: `kill -9` in the middle of a sync (the
+//! killed job keeps what its committed batches did, the next job resumes after
+//! them, and every row's effect lands exactly once: each row adds 1 to a counter,
+//! and the counters add up), and `engage cdi sync` beside a running server (the
+//! server runs the job; the command waits for it and prints it).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -110,4 +112,48 @@ fn a_killed_job_loses_no_row_and_applies_none_twice() {
     eprintln!("killed job: {killed}; resumed job synced {resumed}");
     assert_eq!(killed["job_status"], "error");
     assert_eq!(killed["rows_synced"].as_u64().unwrap() as usize + resumed, ROWS, "{killed}");
+}
+
+#[test]
+fn sync_beside_a_running_server_is_run_by_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().join("w.db");
+    let db = dir.path().join("engage.db");
+    let db_arg = db.to_str().unwrap();
+    let conn = rusqlite::Connection::open(&warehouse).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE T (UPDATED_AT TEXT, EXTERNAL_ID TEXT, PAYLOAD TEXT);
+         INSERT INTO T VALUES ('2024-01-01T00:00:00Z', 'u1', '{\"plan\": \"gold\"}');
+         INSERT INTO T VALUES ('2024-01-01T00:00:01Z', 'u2', 'broken');",
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_engage"))
+        .args(["serve", "--exit-on-stdin-eof", "--db", db_arg, "--listen", &format!("127.0.0.1:{port}")])
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let source = format!("sqlite:{}", warehouse.display());
+    let out = engage(&["cdi", "create", "--db", db_arg, "--name", "t", "--source", &source, "--table", "T"]);
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let out = engage(&["cdi", "sync", &id, "--db", db_arg]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&job["job_status"], &job["rows_synced"], &job["rows_failed_with_errors"]),
+        (&serde_json::json!("partial"), &serde_json::json!(1), &serde_json::json!(1))
+    );
+    assert!(job["row_errors"][0]["reason"].as_str().unwrap().contains("not valid JSON"), "{job}");
+    let list = String::from_utf8(engage(&["cdi", "list", "--db", db_arg]).stdout).unwrap();
+    assert!(list.contains(&id) && list.contains("partial"), "{list}");
+    drop(server.stdin.take());
+    server.wait().unwrap();
 }
