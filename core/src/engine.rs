@@ -129,10 +129,10 @@ impl<S: Store> Engine<S> {
 
     /// Handles one request. Never panics on input; failures are responses.
     pub async fn handle(&self, req: Request, ctx: Ctx) -> Response {
-        let path = req.path.clone();
+        let scim_path = scim::owns(&req.path);
         match self.route(req, ctx).await {
             Ok(resp) => resp,
-            Err(e) => error_response(&path, e),
+            Err(e) => shaped(scim_path, e),
         }
     }
 
@@ -255,7 +255,11 @@ impl<S: Store> Engine<S> {
 /// An error before any family's code in the shape its path's clients expect: SCIM's
 /// on a `/scim/v2` path (even one that no route has), the platform's elsewhere.
 fn error_response(path: &str, e: ApiError) -> Response {
-    if scim::owns(path) {
+    shaped(scim::owns(path), e)
+}
+
+fn shaped(scim_path: bool, e: ApiError) -> Response {
+    if scim_path {
         scim::error_response(e)
     } else {
         e.into_response()

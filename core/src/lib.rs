@@ -75,12 +75,12 @@ pub mod api {
 /// steps (begin, commit a batch of rows, finish). The host reads the rows; every
 /// rule (row parsing, what a row does, counts, cursors, statuses) is here.
 pub mod warehouse {
-    pub use crate::cdi::integration::all;
+    pub use crate::cdi::integration::{all, get as integration};
     pub use crate::cdi::integration::{Cursor, DataKind, Integration, JobStatus, Spec, Warehouse};
     pub use crate::cdi::job::{Job, RowError};
     pub use crate::cdi::manage::{create, due, request_run, requested, withdraw};
     pub use crate::cdi::rows::Row;
     pub use crate::cdi::sync::{
-        begin, close_interrupted, commit_batch, finish, integration, job, reads_payload, BatchReport, Begun,
+        begin, close_interrupted, commit_batch, finish, job, reads_payload, BatchReport, Begun,
     };
 }

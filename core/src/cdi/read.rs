@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 
 use super::cursor::{self, Direction, Position};
-use super::integration::{all, Integration, INTEGRATION_TABLE};
+use super::integration::{all, get, Integration};
 use super::job::{jobs_prefix, Job};
 use crate::error::ApiError;
 use crate::http::{Request, Response};
@@ -91,10 +91,7 @@ pub async fn integrations<S: Store>(store: &S, ws: &WorkspaceName, req: &Request
 
 /// GET /cdi/integrations/{id}/job_sync_status.
 pub async fn jobs<S: Store>(store: &S, ws: &WorkspaceName, id: &str, req: &Request) -> Result<Response, ApiError> {
-    let found = match store.get(INTEGRATION_TABLE, id).await? {
-        Some(e) => Some(decode::<Integration>(&e.value)?),
-        None => None,
-    };
+    let found = get(store, id).await?;
     if found.is_none_or(|i| i.workspace != *ws) {
         return Err(ApiError::bad(INVALID_INTEGRATION));
     }

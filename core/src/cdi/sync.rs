@@ -12,7 +12,7 @@
 //! - [`finish`] sets the job's status from its counts (or the failure) and the
 //!   integration's next scheduled run.
 
-use super::integration::{Cursor, DataKind, Integration, JobStatus, INTEGRATION_TABLE};
+use super::integration::{get, Cursor, DataKind, Integration, JobStatus, INTEGRATION_TABLE};
 use super::job::{job_key, Job, RowError};
 use super::rows::{Row, Work};
 use crate::ctx::Ctx;
@@ -42,11 +42,6 @@ pub const MAX_JOBS: u64 = 1000;
 pub const INTERRUPTED: &str =
     "the job was interrupted before it finished (the next job resumed after its last committed batch)";
 
-/// Reads an integration (any workspace: ids are unique).
-pub async fn integration<S: Store>(store: &S, id: &str) -> Result<Option<Integration>, ApiError> {
-    super::integration::get(store, id).await
-}
-
 /// Reads job `seq` of an integration.
 pub async fn job<S: Store>(store: &S, i: &Integration, seq: u64) -> Result<Option<Job>, ApiError> {
     match store.get(Table::CdiJob, &job_key(&i.workspace, &i.id, seq)).await? {
@@ -58,22 +53,12 @@ pub async fn job<S: Store>(store: &S, i: &Integration, seq: u64) -> Result<Optio
 /// Starts a job of integration `id`: a job left `running` by a crash is closed as
 /// `error` (its counts are what it committed), and a new `running` job recorded.
 pub async fn begin<S: Store>(store: &S, id: &str, ctx: Ctx) -> Result<Begun, ApiError> {
-    let first = integration(store, id).await?.ok_or_else(|| ApiError::NotFound(format!("no integration '{id}'")))?;
+    let first = get(store, id).await?.ok_or_else(|| ApiError::NotFound(format!("no integration '{id}'")))?;
     let ws = first.workspace.clone();
     transact(store, &ws, ctx.seed, async |tx, _| {
         let mut i: Integration =
             tx.doc(INTEGRATION_TABLE, id).await?.ok_or_else(|| ApiError::NotFound(format!("no integration '{id}'")))?;
-        if i.jobs > 0 {
-            let key = job_key(&ws, id, i.jobs);
-            if let Some(mut stale) = tx.doc::<Job>(Table::CdiJob, &key).await? {
-                if stale.status == JobStatus::Running {
-                    stale.status = JobStatus::Error;
-                    stale.failure = Some(INTERRUPTED.into());
-                    stale.finished_at = Some(ctx.now);
-                    tx.put_doc(Table::CdiJob, &key, &stale)?;
-                }
-            }
-        }
+        close_stale(tx, &mut i, ctx.now).await?;
         i.jobs += 1;
         // An integration keeps its last MAX_JOBS jobs: the status list reads them all.
         if i.jobs > MAX_JOBS {
@@ -97,23 +82,33 @@ pub async fn close_interrupted<S: Store>(store: &S, i: &Integration, ctx: Ctx) -
     if !matches!(i.last_job, Some((_, JobStatus::Running))) {
         return Ok(());
     }
-    let ws = i.workspace.clone();
-    transact(store, &ws, ctx.seed, async |tx, _| {
+    transact(store, &i.workspace, ctx.seed, async |tx, _| {
         let Some(mut current) = tx.doc::<Integration>(INTEGRATION_TABLE, &i.id).await? else { return Ok(()) };
-        let key = job_key(&ws, &i.id, current.jobs);
-        if let Some(mut stale) = tx.doc::<Job>(Table::CdiJob, &key).await? {
-            if stale.status == JobStatus::Running {
-                stale.status = JobStatus::Error;
-                stale.failure = Some(INTERRUPTED.into());
-                stale.finished_at = Some(ctx.now);
-                current.last_job = Some((stale.started_at, JobStatus::Error));
-                tx.put_doc(Table::CdiJob, &key, &stale)?;
-                tx.put_doc(INTEGRATION_TABLE, &i.id, &current)?;
-            }
+        if close_stale(tx, &mut current, ctx.now).await? {
+            tx.put_doc(INTEGRATION_TABLE, &i.id, &current)?;
         }
         Ok(())
     })
     .await
+}
+
+/// In a unit of work: closes the integration's last job as `error` (interrupted)
+/// if it is still `running`; says whether it did.
+async fn close_stale<S: Store>(tx: &mut Tx<'_, S>, i: &mut Integration, now: Timestamp) -> Result<bool, ApiError> {
+    if i.jobs == 0 {
+        return Ok(false);
+    }
+    let key = job_key(&i.workspace, &i.id, i.jobs);
+    let Some(mut stale) = tx.doc::<Job>(Table::CdiJob, &key).await? else { return Ok(false) };
+    if stale.status != JobStatus::Running {
+        return Ok(false);
+    }
+    stale.status = JobStatus::Error;
+    stale.failure = Some(INTERRUPTED.into());
+    stale.finished_at = Some(now);
+    i.last_job = Some((stale.started_at, JobStatus::Error));
+    tx.put_doc(Table::CdiJob, &key, &stale)?;
+    Ok(true)
 }
 
 /// What one committed batch did.
