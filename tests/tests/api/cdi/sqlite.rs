@@ -144,3 +144,38 @@ async fn an_unusable_source_is_a_config_error() {
     let list = api.get("/cdi/integrations").await.body;
     assert!(list["results"].as_array().unwrap().iter().all(|i| i["last_job_status"] == "config_error"), "{list}");
 }
+
+#[tokio::test]
+async fn a_scheduled_integration_runs_by_itself_and_is_next_due_an_interval_later() {
+    let api = Api::new().await;
+    let wh = Warehouse::new(&[("USERS_SYNC", true)]);
+    wh.add("USERS_SYNC", &[("2024-07-01T00:00:00Z", Some("s1"), r#"{"plan": "gold"}"#)]);
+    let body = json!({"workspace": api.workspace, "name": "scheduled", "source": wh.source(), "table": "USERS_SYNC",
+                      "kind": "users", "schedule_secs": 3600});
+    let r = engage_tests::admin("POST", "/_engage/cdi/integrations", body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.body["integration_id"].as_str().unwrap().to_string();
+    let listed = api.get(&format!("/cdi/integrations?integration_id={id}")).await.body;
+    assert!(listed["results"][0]["next_scheduled_run"].is_string(), "due at once: {listed}");
+    // Hosts that run syncs run it without being asked; others never do (asked about
+    // another integration, so that this one is run by its schedule alone).
+    let probe = api.integration("probe", &wh.source(), "USERS_SYNC", "users").await;
+    let runs = engage_tests::admin("POST", &format!("/_engage/cdi/integrations/{probe}/sync"), json!({})).await;
+    if runs.status == 400 {
+        return;
+    }
+    let started = std::time::Instant::now();
+    loop {
+        let state = engage_tests::admin("GET", &format!("/_engage/cdi/integrations/{id}"), json!(null)).await.body;
+        if state["jobs"].as_u64() >= Some(1) && state["last_job_status"] == "success" {
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "the scheduled job did not run: {state}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(api.user("s1").await["custom_attributes"], json!({"plan": "gold"}));
+    let entry = api.get(&format!("/cdi/integrations?integration_id={id}")).await.body["results"][0].clone();
+    let start = entry["last_job_start_time"].as_str().unwrap().to_string();
+    let next = entry["next_scheduled_run"].as_str().unwrap().to_string();
+    assert!(next > start, "the next run is an interval after the last job: {entry}");
+}
