@@ -3,17 +3,20 @@
 //! catch up with the queue → the endpoint's family. Dispatch is an exhaustive
 //! `match` over the route table's endpoint enums.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use crate::admin;
 use crate::auth::{self, KeyRecord};
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Request, Response, Then};
-use crate::ids::WorkspaceName;
+use crate::ids::{Identifier, WorkspaceName};
 use crate::preference_center::link::LinkConfig;
 use crate::preference_center::page::{PageOp, Visit};
 use crate::ratelimit::{Decision, RateLimiter};
 use crate::routes::{self, Api, Auth, Endpoint, Public};
 use crate::store::Store;
+use crate::track::backlog::Backlog;
 use crate::track::queue::QueueRun;
 use crate::{cdi, export, identity, input, preference_center, scim, subscriptions, track};
 
@@ -36,6 +39,10 @@ pub struct Config {
     /// Whether this host runs warehouse syncs (the native server does; the edge and
     /// the playground only answer the status endpoints).
     pub runs_syncs: bool,
+    /// Whether the host applies the queue in the background all the time (the native
+    /// server). Then a request applies ahead of the queue only the queued jobs that
+    /// concern the users it names; otherwise it applies everything queued before it.
+    pub applies_in_background: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -49,6 +56,7 @@ impl std::fmt::Debug for Config {
             .field("public_url", &self.public_url)
             .field("link_ttl_secs", &self.link_ttl_secs)
             .field("runs_syncs", &self.runs_syncs)
+            .field("applies_in_background", &self.applies_in_background)
             .finish()
     }
 }
@@ -63,6 +71,7 @@ impl Default for Config {
             public_url: None,
             link_ttl_secs: preference_center::link::DEFAULT_LINK_TTL_SECS,
             runs_syncs: false,
+            applies_in_background: false,
         }
     }
 }
@@ -85,6 +94,33 @@ pub struct Engine<S: Store> {
     config: Config,
     limiter: RateLimiter,
     admin_token_hash: Option<String>,
+    gate: Gate,
+}
+
+/// Whose turn it is to apply queued jobs. One holder at a time (the background
+/// applier, or a request catching up) applies, so they take turns instead of racing
+/// for the same jobs and failing each other's commits; requests waiting make the
+/// applier stop after its current batch.
+#[derive(Default)]
+struct Gate {
+    backlog: futures_util::lock::Mutex<Backlog>,
+    waiting: AtomicUsize,
+}
+
+/// Counts a request waiting for its turn, also when its future is dropped while waiting.
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl<'a> Waiting<'a> {
+    fn new(count: &'a AtomicUsize) -> Waiting<'a> {
+        count.fetch_add(1, Ordering::SeqCst);
+        Waiting(count)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl<S: Store> Engine<S> {
@@ -92,12 +128,17 @@ impl<S: Store> Engine<S> {
     pub fn new(store: S, config: Config) -> Engine<S> {
         let limiter = RateLimiter::new(config.rate_limits);
         let admin_token_hash = config.admin_token.as_deref().filter(|t| !t.is_empty()).map(auth::key_hash);
-        Engine { store, config, limiter, admin_token_hash }
+        Engine { store, config, limiter, admin_token_hash, gate: Gate::default() }
     }
 
     /// The store.
     pub fn store(&self) -> &S {
         &self.store
+    }
+
+    /// The store, giving up the engine.
+    pub fn into_store(self) -> S {
+        self.store
     }
 
     /// The settings.
@@ -186,8 +227,16 @@ impl<S: Store> Engine<S> {
     /// A preference center's page: it reads and changes profiles, so it catches up
     /// with the queue first, as API reads do.
     async fn page(&self, token: &str, op: PageOp, req: &Request, ctx: Ctx) -> Response {
-        if let Err(e) = track::queue::catch_up(&self.store, ctx.seed, self.config.apply_batch).await {
-            return e.into_response();
+        // The page's user, when the token holds; an invalid token reads nobody.
+        let claims = match preference_center::link::verify(&self.store, token, ctx.now).await {
+            Ok(claims) => claims.ok(),
+            Err(e) => return ApiError::from(e).into_response(),
+        };
+        if let Some(claims) = claims {
+            let seeds = vec![Identifier::External(claims.external_id)];
+            if let Err(e) = self.catch_up(&claims.ws, seeds, ctx).await {
+                return e.into_response();
+            }
         }
         let links = self.links(req);
         let visit = Visit { token, op, req, links: &links, ctx };
@@ -206,7 +255,7 @@ impl<S: Store> Engine<S> {
         let mut caught_up = QueueRun::default();
         if Endpoint::Api(api.clone()).catches_up() {
             // Read-your-writes: everything acknowledged before this request is applied first.
-            caught_up = track::queue::catch_up(&self.store, ctx.seed, self.config.apply_batch).await?;
+            caught_up = self.catch_up(ws, track::backlog::seeds(req), ctx).await?;
         }
         let mut resp = self.dispatch(api, req, ws, ctx).await?;
         if resp.internal.is_none() {
@@ -240,15 +289,40 @@ impl<S: Store> Engine<S> {
         }
     }
 
+    /// Read-your-writes: applies the queued jobs acknowledged before this request
+    /// that concern the users `seeds` name (with a background applier), or all of
+    /// them (without one), in its turn at the gate.
+    async fn catch_up(&self, ws: &WorkspaceName, seeds: Vec<Identifier>, ctx: Ctx) -> Result<QueueRun, ApiError> {
+        let waiting = Waiting::new(&self.gate.waiting);
+        let mut backlog = self.gate.backlog.lock().await;
+        drop(waiting);
+        if self.config.applies_in_background {
+            track::queue::catch_up_for(&self.store, &mut backlog, ws, seeds, ctx.seed).await
+        } else {
+            track::queue::catch_up(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await
+        }
+    }
+
     /// Applies up to one batch of queued jobs. Hosts call this from a background task.
     pub async fn apply_queued(&self, ctx: Ctx) -> Result<QueueRun, ApiError> {
-        track::queue::apply_batch(&self.store, ctx.seed, self.config.apply_batch).await
+        let mut backlog = self.gate.backlog.lock().await;
+        track::queue::apply_batch(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await
     }
 
     /// Applies up to `rounds` batches of queued jobs, each prepared while the one
     /// before it commits, for hosts whose store commits on another thread or machine.
+    /// Stops after the first batch when requests wait for their turn to catch up.
     pub async fn apply_queued_pipelined(&self, ctx: Ctx, rounds: usize) -> Result<QueueRun, ApiError> {
-        track::queue::apply_pipelined(&self.store, ctx.seed, self.config.apply_batch, rounds).await
+        let mut backlog = self.gate.backlog.lock().await;
+        let waiting = || self.requests_waiting();
+        track::queue::apply_pipelined(&self.store, &mut backlog, ctx.seed, self.config.apply_batch, rounds, &waiting)
+            .await
+    }
+
+    /// True when requests wait for their turn to apply queued jobs: a background
+    /// applier lets them go first before it takes its next turn.
+    pub fn requests_waiting(&self) -> bool {
+        self.gate.waiting.load(Ordering::SeqCst) > 0
     }
 }
 

@@ -31,13 +31,33 @@ pub(crate) struct Kit {
 impl Kit {
     /// A fresh in-memory engine with one workspace, `test`.
     pub(crate) fn new() -> Kit {
-        let config = Config { rate_limits: false, admin_token: Some(ADMIN_TOKEN.into()), ..Config::default() };
-        let engine = Engine::new(MemoryStore::new(), config);
+        Kit::over(MemoryStore::new(), false)
+    }
+
+    /// An engine over `store` (a fresh one has workspace `test` created) whose host
+    /// applies the queue in the background or not ([`Config::applies_in_background`]).
+    pub(crate) fn over(store: MemoryStore, applies_in_background: bool) -> Kit {
+        let config = Config {
+            rate_limits: false,
+            admin_token: Some(ADMIN_TOKEN.into()),
+            applies_in_background,
+            ..Config::default()
+        };
+        let engine = Engine::new(store, config);
         let ws = WorkspaceName::parse("test").expect("name");
-        let ctx = Ctx { now: Timestamp(1_700_000_000_000), seed: [9; 16] };
+        // A different seed per kit: a second kit over the same store makes another key.
+        static KITS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let mut seed = [9; 16];
+        seed[..8].copy_from_slice(&KITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_le_bytes());
+        let ctx = Ctx { now: Timestamp(1_700_000_000_000), seed };
         let key =
             pollster::block_on(workspace::create_key(engine.store(), &ws, Permission::ALL.to_vec(), ctx)).expect("key");
         Kit { engine, ws, key, tick: Cell::new(0) }
+    }
+
+    /// The store, for a new kit over it (as a server restarted on the same database).
+    pub(crate) fn into_store(self) -> MemoryStore {
+        self.engine.into_store()
     }
 
     /// The engine underneath.

@@ -221,6 +221,7 @@ fn main() {
                     .ok()
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(engage::server::APPLY_BATCH),
+                applies_in_background: true,
                 ..Config::default()
             };
             let engine: SharedEngine = Arc::new(Engine::new(store, config));

@@ -90,6 +90,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             public_url: Some(args.public_url.clone().unwrap_or_else(|| format!("http://{bound}"))),
             link_ttl_secs: args.link_ttl_secs,
             runs_syncs: true,
+            applies_in_background: true,
         };
         let engine: SharedEngine = Arc::new(Engine::new(store, config));
         let exit_on_stdin_eof = args.exit_on_stdin_eof;
@@ -236,8 +237,8 @@ pub const APPLY_BATCH: usize = 16;
 /// Batches the applier pipelines before it drains the pipeline and starts over.
 const APPLY_ROUNDS: usize = 64;
 
-/// Applies queued track jobs in the background. Reads catch up by themselves, so
-/// this only keeps the backlog short.
+/// Applies queued track jobs in the background. A request applies first only the
+/// queued jobs concerning its users, so this is what applies the rest.
 fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     let thread = std::thread::Builder::new().name("engage-applier".into());
     thread
@@ -251,6 +252,9 @@ fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread
                         }
                         if run.is_empty() {
                             std::thread::sleep(Duration::from_millis(2));
+                        } else if engine.requests_waiting() {
+                            // Let the requests waiting for their turn take it first.
+                            std::thread::sleep(Duration::from_millis(1));
                         }
                     }
                     Err(e) => {

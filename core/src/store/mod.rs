@@ -54,6 +54,9 @@ pub enum Table {
     CdiSecret = 16,
     /// Integration id → when an on-demand run was asked of the process that runs syncs.
     CdiRequest = 17,
+    /// Zero-padded queue sequence number → a queued job applied ahead of the queue
+    /// cursor (for a request that needed it); deleted when the cursor passes it.
+    QueueEarly = 18,
 }
 
 impl Table {
@@ -63,7 +66,7 @@ impl Table {
     }
 
     /// Every table, for backends that enumerate them.
-    pub const ALL: [Table; 17] = [
+    pub const ALL: [Table; 18] = [
         Table::Workspace,
         Table::ApiKey,
         Table::Profile,
@@ -81,6 +84,7 @@ impl Table {
         Table::CdiJob,
         Table::CdiSecret,
         Table::CdiRequest,
+        Table::QueueEarly,
     ];
 }
 

@@ -4,9 +4,13 @@
 //! queued jobs in batches, through the same [`apply::apply_op`].
 
 pub mod apply;
+pub mod backlog;
 pub mod parse;
 pub mod queue;
 mod sync;
+
+#[cfg(test)]
+mod early_tests;
 
 pub use sync::track_sync;
 

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::apply::apply_op;
+use super::backlog::Backlog;
 use super::parse::TrackJob;
 use crate::error::ApiError;
 use crate::ids::{IdGen, Identifier, WorkspaceName};
@@ -54,8 +55,15 @@ impl QueueRun {
 pub const DEFAULT_BATCH: usize = 64;
 
 /// Applies up to `max_jobs` of the oldest queued jobs in one commit; returns how
-/// many were applied (0 when the queue is empty).
-pub async fn apply_batch<S: Store>(store: &S, seed: [u8; 16], max_jobs: usize) -> Result<QueueRun, ApiError> {
+/// many were applied (0 when the queue is empty). Jobs the backlog says were
+/// applied early are skipped, and their records deleted with the acknowledgement.
+pub async fn apply_batch<S: Store>(
+    store: &S,
+    backlog: &mut Backlog,
+    seed: [u8; 16],
+    max_jobs: usize,
+) -> Result<QueueRun, ApiError> {
+    backlog.load(store).await?;
     for attempt in 0..MAX_ATTEMPTS {
         let jobs = store.queued(0, max_jobs.max(1)).await?;
         let Some(last) = jobs.last() else { return Ok(QueueRun::default()) };
@@ -64,15 +72,65 @@ pub async fn apply_batch<S: Store>(store: &S, seed: [u8; 16], max_jobs: usize) -
         // several batches (catch-up) and then the request's own handler.
         let mut ids = IdGen::derive(seed, "queue", jobs[0].seq.wrapping_mul(64).wrapping_add(attempt as u64));
         let mut txs: BTreeMap<WorkspaceName, Tx<'_, S>> = BTreeMap::new();
-        let batch = Batch::decode(&jobs)?;
+        let batch = Batch::decode(&jobs, backlog)?;
         apply_jobs(store, &mut txs, &batch.jobs, &mut ids).await?;
-        let mut changes = ChangeSet { ops: batch.set_aside.clone(), ack: None };
+        let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
         for tx in txs.into_values() {
             changes.ops.extend(tx.into_changes()?.ops);
         }
         changes.ack = Some(QueueAck { through, count: jobs.len() as u64 });
         match store.commit(changes).await {
-            Ok(()) => return Ok(batch.run(jobs.len())),
+            Ok(()) => {
+                backlog.applied_through(through);
+                return Ok(batch.run());
+            }
+            Err(CommitError::Conflict) => continue,
+            Err(CommitError::Store(e)) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::Busy)
+}
+
+/// Applies the queued jobs `seqs` (pending, in queue order, closed as
+/// [`Backlog::concerning`] makes them) ahead of the queue, in one commit with the
+/// records that make the in-order applier skip them.
+pub async fn apply_early<S: Store>(
+    store: &S,
+    backlog: &mut Backlog,
+    seed: [u8; 16],
+    seqs: &[u64],
+) -> Result<QueueRun, ApiError> {
+    if seqs.is_empty() {
+        return Ok(QueueRun::default());
+    }
+    let mut jobs = Vec::with_capacity(seqs.len());
+    for &seq in seqs {
+        // Pending jobs stay in the queue until the cursor passes them.
+        match store.queued(seq - 1, 1).await?.pop() {
+            Some(job) if job.seq == seq => jobs.push(job),
+            _ => return Err(StoreError(format!("queued job {seq} is missing")).into()),
+        }
+    }
+    for attempt in 0..MAX_ATTEMPTS {
+        let mut ids = IdGen::derive(seed, "early", seqs[0].wrapping_mul(64).wrapping_add(attempt as u64));
+        let mut txs: BTreeMap<WorkspaceName, Tx<'_, S>> = BTreeMap::new();
+        let batch = Batch::decode(&jobs, &Backlog::default())?;
+        apply_jobs(store, &mut txs, &batch.jobs, &mut ids).await?;
+        let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
+        for tx in txs.into_values() {
+            changes.ops.extend(tx.into_changes()?.ops);
+        }
+        for &seq in seqs {
+            let value = encode(&serde_json::json!({}))?;
+            changes.ops.push(Op::Put { table: Table::QueueEarly, key: set_aside_key(seq), value, expect: Expect::Absent });
+        }
+        match store.commit(changes).await {
+            Ok(()) => {
+                backlog.applied_early(seqs);
+                return Ok(batch.run());
+            }
+            // Another writer (a request, not an applier: the gate keeps those apart)
+            // changed one of these profiles first: read again.
             Err(CommitError::Conflict) => continue,
             Err(CommitError::Store(e)) => return Err(e.into()),
         }
@@ -103,16 +161,22 @@ pub fn set_aside_key(seq: u64) -> String {
 
 /// The decoded jobs of a batch, and the writes that keep aside those that could not
 /// be decoded: they are acknowledged with the batch (so they do not block the queue
-/// forever) but never dropped.
+/// forever) but never dropped. Jobs applied early are left out, and their records
+/// deleted with the batch.
 struct Batch {
     jobs: Vec<TrackJob>,
     set_aside: Vec<Op>,
+    early: Vec<Op>,
 }
 
 impl Batch {
-    fn decode(queued: &[QueuedJob]) -> Result<Batch, StoreError> {
-        let mut batch = Batch { jobs: Vec::with_capacity(queued.len()), set_aside: Vec::new() };
+    fn decode(queued: &[QueuedJob], backlog: &Backlog) -> Result<Batch, StoreError> {
+        let mut batch = Batch { jobs: Vec::with_capacity(queued.len()), set_aside: Vec::new(), early: Vec::new() };
         for q in queued {
+            if backlog.is_early(q.seq) {
+                batch.early.push(Op::Delete { table: Table::QueueEarly, key: set_aside_key(q.seq), expect: Expect::Any });
+                continue;
+            }
             match decode::<TrackJob>(&q.job) {
                 Ok(job) => batch.jobs.push(job),
                 Err(e) => {
@@ -134,8 +198,13 @@ impl Batch {
         Ok(batch)
     }
 
-    fn run(&self, jobs: usize) -> QueueRun {
-        QueueRun { applied: jobs - self.set_aside.len(), set_aside: self.set_aside.len() }
+    /// The writes of the batch besides the jobs' effects.
+    fn kept_ops(&self) -> Vec<Op> {
+        self.set_aside.iter().chain(&self.early).cloned().collect()
+    }
+
+    fn run(&self) -> QueueRun {
+        QueueRun { applied: self.jobs.len(), set_aside: self.set_aside.len() }
     }
 }
 
@@ -170,34 +239,41 @@ async fn apply_jobs<'s, S: Store>(
 /// two overlap. A batch is built on its predecessor's results as if committed
 /// ([`Tx::settle`]); should that commit fail, what was built on it is dropped and
 /// one batch is applied the plain way, so contention never stops the queue.
-/// Returns how many jobs were applied (0 when the queue is empty).
+/// After the first batch it stops early when `yield_now` says requests are waiting
+/// for their turn. Returns how many jobs were applied (0 when the queue is empty).
 pub async fn apply_pipelined<S: Store>(
     store: &S,
+    backlog: &mut Backlog,
     seed: [u8; 16],
     max_jobs: usize,
     rounds: usize,
+    yield_now: &dyn Fn() -> bool,
 ) -> Result<QueueRun, ApiError> {
+    backlog.load(store).await?;
     let mut txs: BTreeMap<WorkspaceName, Tx<'_, S>> = BTreeMap::new();
-    let mut in_flight: Option<(ChangeSet, QueueRun)> = None;
+    let mut in_flight: Option<(ChangeSet, QueueRun, u64)> = None;
     let mut after = 0;
     let mut done = QueueRun::default();
-    for _ in 0..rounds.max(1) {
+    for round in 0..rounds.max(1) {
+        if round > 0 && yield_now() {
+            break;
+        }
         let jobs = store.queued(after, max_jobs.max(1)).await?;
         let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else { break };
         let through = last.seq;
         // Distinct ids for every batch: each starts at a different sequence number, and
         // every call brings a fresh seed.
         let mut ids = IdGen::derive(seed, "pipeline", first.seq);
-        let batch = Batch::decode(&jobs)?;
+        let batch = Batch::decode(&jobs, backlog)?;
         let commit = async {
             match in_flight.take() {
-                Some((changes, run)) => store.commit(changes).await.map(|()| run),
-                None => Ok(QueueRun::default()),
+                Some((changes, run, through)) => store.commit(changes).await.map(|()| Some((run, through))),
+                None => Ok(None),
             }
         };
         let prepare = async {
             apply_jobs(store, &mut txs, &batch.jobs, &mut ids).await?;
-            let mut changes = ChangeSet { ops: batch.set_aside.clone(), ack: None };
+            let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
             for tx in txs.values_mut() {
                 changes.ops.extend(tx.settle()?.ops);
             }
@@ -205,19 +281,26 @@ pub async fn apply_pipelined<S: Store>(
         };
         let (committed, prepared) = futures_util::future::join(commit, prepare).await;
         match committed {
-            Ok(run) => done = done.plus(run),
-            Err(CommitError::Conflict) => return Ok(done.plus(apply_batch(store, seed, max_jobs).await?)),
+            Ok(Some((run, through))) => {
+                backlog.applied_through(through);
+                done = done.plus(run);
+            }
+            Ok(None) => {}
+            Err(CommitError::Conflict) => return Ok(done.plus(apply_batch(store, backlog, seed, max_jobs).await?)),
             Err(CommitError::Store(e)) => return Err(e.into()),
         }
         let mut changes = prepared?;
         changes.ack = Some(QueueAck { through, count: jobs.len() as u64 });
-        in_flight = Some((changes, batch.run(jobs.len())));
+        in_flight = Some((changes, batch.run(), through));
         after = through;
     }
-    if let Some((changes, run)) = in_flight {
+    if let Some((changes, run, through)) = in_flight {
         match store.commit(changes).await {
-            Ok(()) => done = done.plus(run),
-            Err(CommitError::Conflict) => return Ok(done.plus(apply_batch(store, seed, max_jobs).await?)),
+            Ok(()) => {
+                backlog.applied_through(through);
+                done = done.plus(run);
+            }
+            Err(CommitError::Conflict) => return Ok(done.plus(apply_batch(store, backlog, seed, max_jobs).await?)),
             Err(CommitError::Store(e)) => return Err(e.into()),
         }
     }
@@ -225,16 +308,36 @@ pub async fn apply_pipelined<S: Store>(
 }
 
 /// Applies every job acknowledged before this call (jobs queued meanwhile may be
-/// applied too). Reads call this first, so they see every acknowledged write.
-pub async fn catch_up<S: Store>(store: &S, seed: [u8; 16], batch: usize) -> Result<QueueRun, ApiError> {
+/// applied too): how hosts without a background applier keep read-your-writes.
+pub async fn catch_up<S: Store>(
+    store: &S,
+    backlog: &mut Backlog,
+    seed: [u8; 16],
+    batch: usize,
+) -> Result<QueueRun, ApiError> {
     let tail = store.queue_tail().await?;
     let mut done = QueueRun::default();
     loop {
         match store.queued(0, 1).await?.first() {
-            Some(j) if j.seq <= tail => done = done.plus(apply_batch(store, seed, batch).await?),
+            Some(j) if j.seq <= tail => done = done.plus(apply_batch(store, backlog, seed, batch).await?),
             _ => return Ok(done),
         }
     }
+}
+
+/// Applies, ahead of the queue, the queued jobs that may touch the profiles a
+/// request names (see [`super::backlog`]): how a host whose background applier owns
+/// the backlog keeps read-your-writes without waiting for all of it.
+pub async fn catch_up_for<S: Store>(
+    store: &S,
+    backlog: &mut Backlog,
+    ws: &WorkspaceName,
+    seeds: Vec<Identifier>,
+    seed: [u8; 16],
+) -> Result<QueueRun, ApiError> {
+    backlog.refresh(store).await?;
+    let seqs = backlog.concerning(store, ws, seeds).await?;
+    apply_early(store, backlog, seed, &seqs).await
 }
 
 #[cfg(test)]
@@ -292,7 +395,7 @@ mod tests {
     }
 
     async fn queue_run<S: Store>(store: &S, batch: usize, rounds: usize) -> usize {
-        apply_pipelined(store, [7; 16], batch, rounds).await.unwrap().applied
+        apply_pipelined(store, &mut Backlog::default(), [7; 16], batch, rounds, &|| false).await.unwrap().applied
     }
 
     /// A store whose applier commits land only after the applier has prepared its
@@ -384,7 +487,7 @@ mod tests {
         let bad_text = pollster::block_on(store.enqueue(b"{\"not\": \"a job\"}".to_vec())).unwrap();
         let bad_bytes = pollster::block_on(store.enqueue(vec![0xff, 0x00, 0x41])).unwrap();
         kit.track(json!({"attributes": [{"external_id": "after", "n": 2}]}));
-        let run = pollster::block_on(apply_batch(store, [1; 16], 64)).unwrap();
+        let run = pollster::block_on(apply_batch(store, &mut Backlog::default(), [1; 16], 64)).unwrap();
         assert_eq!(run, QueueRun { applied: 2, set_aside: 2 });
         assert!(pollster::block_on(store.queued(0, 10)).unwrap().is_empty(), "the queue is not blocked");
         assert_eq!(kit.user("before")["custom_attributes"]["n"], json!(1));
