@@ -88,6 +88,20 @@ pub enum BodyPlan {
     Refuse(Response),
 }
 
+/// Why a host could not read a request's body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyError {
+    /// Longer than [`Config::max_body_bytes`].
+    TooLarge,
+    /// Its framing is broken (a bad chunk size, a connection closed mid-body).
+    Malformed,
+    /// It did not arrive within the host's body timeout.
+    TimedOut {
+        /// The timeout, in seconds.
+        secs: u64,
+    },
+}
+
 /// The engine: a store, settings and rate-limit counters.
 pub struct Engine<S: Store> {
     store: S,
@@ -151,8 +165,26 @@ impl<S: Store> Engine<S> {
     pub fn plan_body(&self, path: &str, headers: &[(String, String)]) -> BodyPlan {
         match input::check_declared_length(headers, self.config.max_body_bytes) {
             Ok(()) => BodyPlan::Read { limit: self.config.max_body_bytes },
-            Err(e) => BodyPlan::Refuse(error_response(path, e)),
+            // The connection's framing is not trusted after a refusal: close it.
+            Err(e) => BodyPlan::Refuse(error_response(path, e).with_header("Connection", "close")),
         }
+    }
+
+    /// The response for a body the host could not read whole, for hosts that read
+    /// it themselves (each answer closes the connection: where the next request
+    /// starts is unknown).
+    pub fn body_error(&self, path: &str, e: BodyError) -> Response {
+        let e = match e {
+            BodyError::TooLarge => ApiError::PayloadTooLarge { limit: self.config.max_body_bytes },
+            BodyError::Malformed => ApiError::bad("Bad Request: malformed body framing (chunked encoding)"),
+            BodyError::TimedOut { secs } => ApiError::RequestTimeout { secs },
+        };
+        error_response(path, e).with_header("Connection", "close")
+    }
+
+    /// The response to a connection beyond the host's limit.
+    pub fn overloaded(&self) -> Response {
+        ApiError::Overloaded.into_response()
     }
 
     /// The response for a body over [`Config::max_body_bytes`] (or one that could not

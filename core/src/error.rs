@@ -49,6 +49,13 @@ pub enum ApiError {
     NotImplemented,
     /// Contention did not settle after several retries.
     Busy,
+    /// The request (its body) did not arrive in time.
+    RequestTimeout {
+        /// The limit, in seconds.
+        secs: u64,
+    },
+    /// The server holds as many connections as it may.
+    Overloaded,
     /// The storage backend failed; details go to the host's log, not to the client.
     Store(StoreError),
 }
@@ -85,7 +92,8 @@ impl ApiError {
             ApiError::RateLimited { .. } => 429,
             ApiError::BadRequest(_) | ApiError::Fatal { .. } => 400,
             ApiError::NotImplemented => 501,
-            ApiError::Busy | ApiError::Store(_) => 503,
+            ApiError::RequestTimeout { .. } => 408,
+            ApiError::Busy | ApiError::Store(_) | ApiError::Overloaded => 503,
         }
     }
 
@@ -111,6 +119,10 @@ impl ApiError {
             ApiError::NotImplemented => json!({"message": "Not Implemented: this endpoint is not available yet"}),
             ApiError::Busy => json!({"message": "Service Unavailable: too much contention, retry"}),
             ApiError::Store(_) => json!({"message": "Service Unavailable: storage failure, retry"}),
+            ApiError::RequestTimeout { secs } => {
+                json!({"message": format!("Request Timeout: the request did not arrive within {secs} s")})
+            }
+            ApiError::Overloaded => json!({"message": "Service Unavailable: too many connections, retry"}),
         };
         let mut resp = Response::json(status, &body);
         match self {
@@ -120,6 +132,9 @@ impl ApiError {
             }
             ApiError::RateLimited { retry_after } => {
                 resp = resp.with_header("X-Ratelimit-Retry-After", retry_after.to_string());
+            }
+            ApiError::Overloaded => {
+                resp = resp.with_header("Retry-After", "1").with_header("Connection", "close");
             }
             ApiError::Busy => {
                 resp = resp.with_header("Retry-After", "1");

@@ -8,13 +8,27 @@ use crate::error::ApiError;
 /// Default largest request body: the platform documents 4 MB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// Refuses a body whose declared `Content-Length` exceeds `limit` before it is read.
-/// An unparsable length is left to the host's HTTP layer (which refuses it).
+/// Refuses a body whose declared `Content-Length` exceeds `limit` before it is read,
+/// and framing that cannot be trusted: both `Content-Length` and
+/// `Transfer-Encoding`, a length that is not a number, lengths that disagree.
 pub fn check_declared_length(headers: &[(String, String)], limit: usize) -> Result<(), ApiError> {
-    let declared = headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-        .and_then(|(_, v)| v.trim().parse::<u64>().ok());
+    let named =
+        |name: &'static str| headers.iter().filter(move |(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.trim());
+    // Two framings of one body is how requests are smuggled past a proxy that reads
+    // the other one (RFC 9112 6.3): refuse rather than pick.
+    if named("content-length").next().is_some() && named("transfer-encoding").next().is_some() {
+        return Err(ApiError::bad("Bad Request: both Content-Length and Transfer-Encoding are set"));
+    }
+    let lengths: Vec<&str> = named("content-length").flat_map(|v| v.split(',')).map(str::trim).collect();
+    let parsed: Option<Vec<u64>> =
+        lengths.iter().map(|v| v.bytes().all(|b| b.is_ascii_digit()).then(|| v.parse().ok()).flatten()).collect();
+    let declared = match parsed {
+        None => return Err(ApiError::bad("Bad Request: Content-Length is not a number")),
+        Some(ns) if ns.windows(2).any(|w| w[0] != w[1]) => {
+            return Err(ApiError::bad("Bad Request: conflicting Content-Length values"))
+        }
+        Some(ns) => ns.first().copied(),
+    };
     match declared {
         Some(n) if n > limit as u64 => Err(ApiError::PayloadTooLarge { limit }),
         _ => Ok(()),

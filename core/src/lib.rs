@@ -43,10 +43,12 @@ mod track;
 mod users;
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod testkit;
 
 pub use ctx::Ctx;
-pub use engine::{BodyPlan, Config, Engine};
+pub use engine::{BodyError, BodyPlan, Config, Engine};
 pub use error::ApiError;
 pub use http::{AssetPath, Method, Request, Response, Then};
 pub use preference_center::link::DEFAULT_LINK_TTL_SECS;

@@ -2,6 +2,7 @@
 //! `engage` binary and by the load benchmark.
 
 pub mod cdi;
+pub mod conn;
 pub mod playground;
 pub mod priority;
 pub mod server;

@@ -3,13 +3,12 @@
 //! due, and stops cleanly on a signal.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use engage_core::{BodyPlan, Config, Engine, Method, Request, Response, Then};
+use engage_core::{BodyError, BodyPlan, Config, Engine, Method, Request, Response, Then};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -19,6 +18,7 @@ use tokio::net::TcpListener;
 
 use clap::Args;
 
+use crate::conn::{AcceptBackoff, Guarded, Limits, Phase};
 use crate::ctx;
 use crate::store::SqliteStore;
 
@@ -56,6 +56,20 @@ pub struct ServeArgs {
     /// How long a preference-center link stays valid, in seconds (default: 30 days).
     #[arg(long, default_value_t = engage_core::DEFAULT_LINK_TTL_SECS)]
     pub link_ttl_secs: u64,
+    /// Seconds from a request's first byte to the end of its headers.
+    #[arg(long, env = "ENGAGE_HEADER_TIMEOUT_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_timeout_secs: u64,
+    /// Seconds to receive a request's whole body (then 408).
+    #[arg(long, env = "ENGAGE_BODY_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    pub body_timeout_secs: u64,
+    /// Seconds a kept-alive connection may wait for its next request (and a write
+    /// may stall on a client that does not read).
+    #[arg(long, env = "ENGAGE_IDLE_TIMEOUT_SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout_secs: u64,
+    /// Most connections open at once (more are answered 503 and closed). Default:
+    /// half of the open-files limit (raised to its hard limit at start) less 256.
+    #[arg(long, env = "ENGAGE_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
     /// Directory of the built playground (www/build.sh), served at /playground/.
     /// Default: www/dist under the current directory, when it exists.
     #[arg(long)]
@@ -77,6 +91,19 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
     if let Some(dir) = crate::playground::init(args.playground_dir.clone())? {
         tracing::info!("serving the playground from {} at /playground/", dir.display());
     }
+    let limits = Limits {
+        header: Duration::from_secs(args.header_timeout_secs),
+        body: Duration::from_secs(args.body_timeout_secs),
+        idle: Duration::from_secs(args.idle_timeout_secs),
+        max_connections: crate::conn::connection_cap(args.max_connections),
+    };
+    tracing::info!(
+        "at most {} connections; timeouts: headers {} s, body {} s, idle {} s",
+        limits.max_connections,
+        args.header_timeout_secs,
+        args.body_timeout_secs,
+        args.idle_timeout_secs
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
         let listener =
@@ -94,7 +121,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         };
         let engine: SharedEngine = Arc::new(Engine::new(store, config));
         let exit_on_stdin_eof = args.exit_on_stdin_eof;
-        run(engine, listener, async move {
+        run_with(engine, listener, limits, async move {
             if exit_on_stdin_eof {
                 tokio::select! { _ = shutdown_signal() => {}, _ = stdin_closed() => {} }
             } else {
@@ -130,10 +157,21 @@ async fn stdin_closed() {
     let _ = rx.await;
 }
 
-/// Serves on `listener` until `shutdown` completes, with the background applier.
+/// Serves on `listener` until `shutdown` completes, with the background applier
+/// and the default [`Limits`].
 pub async fn run(
     engine: SharedEngine,
     listener: TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
+    run_with(engine, listener, Limits::default(), shutdown).await
+}
+
+/// Serves on `listener` until `shutdown` completes, with the background applier.
+pub async fn run_with(
+    engine: SharedEngine,
+    listener: TcpListener,
+    limits: Limits,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), String> {
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
@@ -144,21 +182,44 @@ pub async fn run(
     let syncs = crate::cdi::spawn_runner(engine.clone(), stopping.clone());
     warm_blocking_pool().await;
     let connections = tokio_util_tracker();
+    let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let refusal = raw_response(engine.overloaded());
+    let mut backoff = AcceptBackoff::default();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
-                    Ok(a) => a,
-                    Err(e) => { tracing::warn!("accept failed: {e}"); continue; }
+                    Ok(a) => {
+                        backoff.reset();
+                        a
+                    }
+                    Err(e) => {
+                        backoff.failed(&e).await;
+                        continue;
+                    }
+                };
+                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    tokio::spawn(crate::conn::refuse(stream, refusal.clone()));
+                    continue;
                 };
                 let _ = stream.set_nodelay(true);
                 let engine = engine.clone();
                 let guard = connections.clone();
                 tokio::spawn(async move {
-                    let _guard = guard;
-                    let service = service_fn(move |req| handle(engine.clone(), req, peer));
-                    if let Err(e) = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await {
+                    let _guard = (guard, permit);
+                    let phase = Arc::new(Phase::default());
+                    let io = TokioIo::new(Guarded::new(stream, limits, phase.clone()));
+                    let service = service_fn(move |req| {
+                        let (engine, phase) = (engine.clone(), phase.clone());
+                        async move {
+                            let sent_length = phase.start();
+                            let response = handle(engine, req, sent_length, limits.body).await;
+                            phase.finish();
+                            response
+                        }
+                    });
+                    if let Err(e) = http1::Builder::new().serve_connection(io, service).await {
                         tracing::debug!("connection from {peer} ended: {e}");
                     }
                 });
@@ -270,22 +331,31 @@ fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread
 async fn handle(
     engine: SharedEngine,
     req: hyper::Request<Incoming>,
-    _peer: SocketAddr,
+    sent_length: Option<String>,
+    body_timeout: Duration,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
     let (parts, body) = req.into_parts();
-    let headers: Vec<(String, String)> = parts
+    let mut headers: Vec<(String, String)> = parts
         .headers
         .iter()
         .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_string(), v.to_string())))
         .collect();
+    // The core sees the head as sent: hyper drops `Content-Length` beside `Transfer-Encoding`.
+    if let Some(length) = sent_length.filter(|_| !parts.headers.contains_key(hyper::header::CONTENT_LENGTH)) {
+        headers.push(("content-length".into(), length));
+    }
     let body = match engine.plan_body(parts.uri.path(), &headers) {
         BodyPlan::Refuse(response) => {
             discard(body).await;
             return Ok(to_hyper(response));
         }
-        BodyPlan::Read { limit } => match read_bounded(body, limit).await {
-            Some(body) => body,
-            None => return Ok(to_hyper(engine.payload_too_large(parts.uri.path()))),
+        BodyPlan::Read { limit } => match tokio::time::timeout(body_timeout, read_bounded(body, limit)).await {
+            Ok(Ok(body)) => body,
+            Ok(Err(e)) => return Ok(to_hyper(engine.body_error(parts.uri.path(), e))),
+            Err(_) => {
+                let e = BodyError::TimedOut { secs: body_timeout.as_secs() };
+                return Ok(to_hyper(engine.body_error(parts.uri.path(), e)));
+            }
         },
     };
     let request = Request {
@@ -325,21 +395,37 @@ async fn handle(
     Ok(to_hyper(response))
 }
 
-/// Reads the body, or `None` (after draining what the client still sends) when it
-/// exceeds `limit`.
-async fn read_bounded(mut body: Incoming, limit: usize) -> Option<Vec<u8>> {
+/// Reads the body: too large past `limit` (after draining what the client still
+/// sends), malformed when its framing breaks (a bad chunk, a connection closed early).
+async fn read_bounded(mut body: Incoming, limit: usize) -> Result<Vec<u8>, BodyError> {
     let mut buf = Vec::new();
     while let Some(frame) = body.frame().await {
-        let Ok(frame) = frame else { return None };
+        let Ok(frame) = frame else { return Err(BodyError::Malformed) };
         if let Ok(data) = frame.into_data() {
             if buf.len() + data.len() > limit {
                 discard(body).await;
-                return None;
+                return Err(BodyError::TooLarge);
             }
             buf.extend_from_slice(&data);
         }
     }
-    Some(buf)
+    Ok(buf)
+}
+
+/// A response as raw HTTP/1.1 bytes, for a connection hyper never serves.
+fn raw_response(resp: Response) -> Vec<u8> {
+    let mut out = format!("HTTP/1.1 {} {}\r\n", resp.status, reason(resp.status));
+    for (k, v) in &resp.headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str(&format!("Content-Length: {}\r\n\r\n", resp.body.len()));
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(&resp.body);
+    bytes
+}
+
+fn reason(status: u16) -> &'static str {
+    hyper::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("")
 }
 
 /// Reads and drops what is left of a refused body (up to a bound), so the client,

@@ -243,7 +243,8 @@ fn walk(v: &Value, texts: &mut Vec<String>, aliases: &mut Vec<UserAlias>) {
         Value::String(s) => texts.push(s.clone()),
         Value::Array(items) => items.iter().for_each(|i| walk(i, texts, aliases)),
         Value::Object(map) => {
-            if let (Some(Value::String(name)), Some(Value::String(label))) = (map.get("alias_name"), map.get("alias_label"))
+            if let (Some(Value::String(name)), Some(Value::String(label))) =
+                (map.get("alias_name"), map.get("alias_label"))
             {
                 aliases.push(UserAlias { alias_name: name.clone(), alias_label: label.clone() });
             }

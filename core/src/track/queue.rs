@@ -122,7 +122,12 @@ pub async fn apply_early<S: Store>(
         }
         for &seq in seqs {
             let value = encode(&serde_json::json!({}))?;
-            changes.ops.push(Op::Put { table: Table::QueueEarly, key: set_aside_key(seq), value, expect: Expect::Absent });
+            changes.ops.push(Op::Put {
+                table: Table::QueueEarly,
+                key: set_aside_key(seq),
+                value,
+                expect: Expect::Absent,
+            });
         }
         match store.commit(changes).await {
             Ok(()) => {
@@ -174,7 +179,11 @@ impl Batch {
         let mut batch = Batch { jobs: Vec::with_capacity(queued.len()), set_aside: Vec::new(), early: Vec::new() };
         for q in queued {
             if backlog.is_early(q.seq) {
-                batch.early.push(Op::Delete { table: Table::QueueEarly, key: set_aside_key(q.seq), expect: Expect::Any });
+                batch.early.push(Op::Delete {
+                    table: Table::QueueEarly,
+                    key: set_aside_key(q.seq),
+                    expect: Expect::Any,
+                });
                 continue;
             }
             match decode::<TrackJob>(&q.job) {
