@@ -21,7 +21,8 @@ pub fn check_declared_length(headers: &[(String, String)], limit: usize) -> Resu
     }
     let lengths: Vec<&str> = named("content-length").flat_map(|v| v.split(',')).map(str::trim).collect();
     let parsed: Option<Vec<u64>> =
-        lengths.iter().map(|v| v.bytes().all(|b| b.is_ascii_digit()).then(|| v.parse().ok()).flatten()).collect();
+        // All digits but past u64: longer than any limit.
+        lengths.iter().map(|v| v.bytes().all(|b| b.is_ascii_digit()).then(|| v.parse().unwrap_or(u64::MAX))).collect();
     let declared = match parsed {
         None => return Err(ApiError::bad("Bad Request: Content-Length is not a number")),
         Some(ns) if ns.windows(2).any(|w| w[0] != w[1]) => {
@@ -70,7 +71,25 @@ mod tests {
         let h = |v: &str| vec![("Content-Length".to_string(), v.to_string())];
         assert_eq!(check_declared_length(&h("10"), 10), Ok(()));
         assert_eq!(check_declared_length(&h("11"), 10), Err(ApiError::PayloadTooLarge { limit: 10 }));
-        assert_eq!(check_declared_length(&h("99999999999999999999"), 10), Ok(()), "not a u64: the HTTP layer's call");
+        assert_eq!(check_declared_length(&h("99999999999999999999"), 10), Err(ApiError::PayloadTooLarge { limit: 10 }));
         assert_eq!(check_declared_length(&[], 10), Ok(()));
+    }
+
+    #[test]
+    fn framing_that_cannot_be_trusted_is_refused() {
+        let bad = |headers: &[(&str, &str)]| {
+            let headers: Vec<(String, String)> = headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            match check_declared_length(&headers, 100) {
+                Err(ApiError::BadRequest(m)) => m,
+                other => panic!("{headers:?}: {other:?}"),
+            }
+        };
+        assert!(bad(&[("Content-Length", "5"), ("transfer-encoding", "chunked")]).contains("both"));
+        assert!(bad(&[("Content-Length", "5x")]).contains("not a number"));
+        assert!(bad(&[("Content-Length", "-1")]).contains("not a number"));
+        assert!(bad(&[("Content-Length", "5, 6")]).contains("conflicting"));
+        assert!(bad(&[("Content-Length", "5"), ("content-length", "7")]).contains("conflicting"));
+        let same = vec![("Content-Length".to_string(), "5, 5".to_string())];
+        assert_eq!(check_declared_length(&same, 100), Ok(()));
     }
 }

@@ -60,6 +60,9 @@ pub struct Tx<'s, S: Store> {
     overlay_keys: BTreeMap<ServiceId, Vec<String>>,
     /// Profiles handed out for change since the overlay was last refreshed.
     stale: HashSet<ServiceId>,
+    /// Profiles handed out for change since [`Tx::take_touched`] (the queue applier
+    /// checks each job's against the bound on a profile's size).
+    touched: HashSet<ServiceId>,
     /// Unique-identifier index entries already read from the store.
     unique_read: BTreeMap<String, Option<ServiceId>>,
     /// Index entries of the profiles whose identifiers changed in the change set last
@@ -87,6 +90,7 @@ impl<'s, S: Store> Tx<'s, S> {
             overlay: BTreeMap::new(),
             overlay_keys: BTreeMap::new(),
             stale: HashSet::new(),
+            touched: HashSet::new(),
             unique_read: BTreeMap::new(),
             settled: BTreeMap::new(),
         }
@@ -130,6 +134,9 @@ impl<'s, S: Store> Tx<'s, S> {
         if !self.stale.contains(id) {
             self.stale.insert(id.clone());
         }
+        if !self.touched.contains(id) {
+            self.touched.insert(id.clone());
+        }
         Ok(self.profiles.get_mut(id).and_then(|s| {
             if s.doc.is_some() {
                 s.dirty = true;
@@ -142,6 +149,7 @@ impl<'s, S: Store> Tx<'s, S> {
     pub fn insert_profile(&mut self, p: Profile) {
         let id = p.id.clone();
         self.stale.insert(id.clone());
+        self.touched.insert(id.clone());
         let slot = self.profiles.entry(id).or_insert(Slot { version: None, stored: None, doc: None, dirty: true });
         // A new profile must not exist: should its id collide with a stored profile,
         // the commit conflicts instead of overwriting it.
@@ -319,6 +327,13 @@ impl<'s, S: Store> Tx<'s, S> {
         slot.dirty = true;
     }
 
+    /// The first profile changed since the last call that is over the bound on a
+    /// profile's size ([`Profile::size_error`]), as its message.
+    pub fn take_oversized(&mut self) -> Option<String> {
+        let touched = std::mem::take(&mut self.touched);
+        touched.iter().find_map(|id| self.profiles.get(id).and_then(|s| s.doc.as_ref()).and_then(Profile::size_error))
+    }
+
     /// Turns the collected changes into one change set.
     pub fn into_changes(self) -> Result<ChangeSet, StoreError> {
         self.changes()
@@ -371,6 +386,7 @@ impl<'s, S: Store> Tx<'s, S> {
         self.overlay.clear();
         self.overlay_keys.clear();
         self.stale.clear();
+        self.touched.clear();
         Ok(changes)
     }
 

@@ -44,6 +44,10 @@ async fn run<'s, S: Store, T, E: From<ApiError>>(
         let mut ids = IdGen::derive(seed, "request", u64::from(attempt));
         let mut tx = Tx::new(store, ws.clone());
         let out = work(&mut tx, &mut ids).await?;
+        // A request that would take a profile over the bound on its size is refused whole.
+        if let Some(message) = tx.take_oversized() {
+            return Err(E::from(ApiError::bad(message)));
+        }
         let changes = tx.into_changes().map_err(|e| E::from(e.into()))?;
         if changes.is_empty() {
             return Ok(out);

@@ -71,9 +71,7 @@ pub async fn apply_batch<S: Store>(
         // Distinct ids for every batch and attempt: the same request seed may drive
         // several batches (catch-up) and then the request's own handler.
         let mut ids = IdGen::derive(seed, "queue", jobs[0].seq.wrapping_mul(64).wrapping_add(attempt as u64));
-        let mut txs: BTreeMap<WorkspaceName, Tx<'_, S>> = BTreeMap::new();
-        let batch = Batch::decode(&jobs, backlog)?;
-        apply_jobs(store, &mut txs, &batch.jobs, &mut ids).await?;
+        let (batch, txs) = prepare(store, &jobs, backlog, &mut ids).await?;
         let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
         for tx in txs.into_values() {
             changes.ops.extend(tx.into_changes()?.ops);
@@ -113,9 +111,7 @@ pub async fn apply_early<S: Store>(
     }
     for attempt in 0..MAX_ATTEMPTS {
         let mut ids = IdGen::derive(seed, "early", seqs[0].wrapping_mul(64).wrapping_add(attempt as u64));
-        let mut txs: BTreeMap<WorkspaceName, Tx<'_, S>> = BTreeMap::new();
-        let batch = Batch::decode(&jobs, &Backlog::default())?;
-        apply_jobs(store, &mut txs, &batch.jobs, &mut ids).await?;
+        let (batch, txs) = prepare(store, &jobs, &Backlog::default(), &mut ids).await?;
         let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
         for tx in txs.into_values() {
             changes.ops.extend(tx.into_changes()?.ops);
@@ -169,13 +165,15 @@ pub fn set_aside_key(seq: u64) -> String {
 /// forever) but never dropped. Jobs applied early are left out, and their records
 /// deleted with the batch.
 struct Batch {
-    jobs: Vec<TrackJob>,
+    jobs: Vec<(u64, TrackJob)>,
     set_aside: Vec<Op>,
     early: Vec<Op>,
 }
 
 impl Batch {
-    fn decode(queued: &[QueuedJob], backlog: &Backlog) -> Result<Batch, StoreError> {
+    /// The batch of `queued`, less the jobs applied early, with those in `refused`
+    /// (and those that cannot be decoded) set aside.
+    fn decode(queued: &[QueuedJob], backlog: &Backlog, refused: &BTreeMap<u64, String>) -> Result<Batch, StoreError> {
         let mut batch = Batch { jobs: Vec::with_capacity(queued.len()), set_aside: Vec::new(), early: Vec::new() };
         for q in queued {
             if backlog.is_early(q.seq) {
@@ -186,8 +184,12 @@ impl Batch {
                 });
                 continue;
             }
-            match decode::<TrackJob>(&q.job) {
-                Ok(job) => batch.jobs.push(job),
+            let decoded = match refused.get(&q.seq) {
+                Some(why) => Err(StoreError(why.clone())),
+                None => decode::<TrackJob>(&q.job),
+            };
+            match decoded {
+                Ok(job) => batch.jobs.push((q.seq, job)),
                 Err(e) => {
                     let (job, hex) = match std::str::from_utf8(&q.job) {
                         Ok(text) => (text.to_string(), false),
@@ -217,25 +219,64 @@ impl Batch {
     }
 }
 
+/// Decodes and applies a batch in fresh units of work, again without any job that
+/// would take a profile over the bound on a profile's size (set aside instead).
+async fn prepare<'s, S: Store>(
+    store: &'s S,
+    queued: &[QueuedJob],
+    backlog: &Backlog,
+    ids: &mut IdGen,
+) -> Result<(Batch, BTreeMap<WorkspaceName, Tx<'s, S>>), StoreError> {
+    let mut refused = BTreeMap::new();
+    loop {
+        let batch = Batch::decode(queued, backlog, &refused)?;
+        let mut txs = BTreeMap::new();
+        match apply_jobs(store, &mut txs, &batch.jobs, ids).await {
+            Ok(()) => return Ok((batch, txs)),
+            Err(Failure::Store(e)) => return Err(e),
+            Err(Failure::Oversized(seq, why)) => {
+                refused.insert(seq, why);
+            }
+        }
+    }
+}
+
+/// Why a batch could not be prepared.
+enum Failure {
+    Store(StoreError),
+    /// Job `seq` would take a profile over the bound on a profile's size: it is set
+    /// aside whole with this message, and the batch prepared again without it.
+    Oversized(u64, String),
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Failure::Store(e)
+    }
+}
+
 /// Applies the operations of `jobs`, in one unit of work per workspace, after reading
 /// in one go what they name (so a batch does not pay one store read per object).
 async fn apply_jobs<'s, S: Store>(
     store: &'s S,
     txs: &mut BTreeMap<WorkspaceName, Tx<'s, S>>,
-    jobs: &[TrackJob],
+    jobs: &[(u64, TrackJob)],
     ids: &mut IdGen,
-) -> Result<(), StoreError> {
+) -> Result<(), Failure> {
     let mut targets: BTreeMap<&WorkspaceName, Vec<Identifier>> = BTreeMap::new();
-    for job in jobs {
+    for (_, job) in jobs {
         targets.entry(&job.workspace).or_default().extend(job.ops.iter().map(|op| op.target().ident.clone()));
     }
     for (ws, idents) in targets {
         txs.entry(ws.clone()).or_insert_with(|| Tx::new(store, ws.clone())).prefetch(&idents).await?;
     }
-    for job in jobs {
+    for (seq, job) in jobs {
         let tx = txs.entry(job.workspace.clone()).or_insert_with(|| Tx::new(store, job.workspace.clone()));
         for op in &job.ops {
             apply_op(tx, op, job.at, ids).await?;
+        }
+        if let Some(message) = tx.take_oversized() {
+            return Err(Failure::Oversized(*seq, message));
         }
     }
     Ok(())
@@ -273,7 +314,7 @@ pub async fn apply_pipelined<S: Store>(
         // Distinct ids for every batch: each starts at a different sequence number, and
         // every call brings a fresh seed.
         let mut ids = IdGen::derive(seed, "pipeline", first.seq);
-        let batch = Batch::decode(&jobs, backlog)?;
+        let batch = Batch::decode(&jobs, backlog, &BTreeMap::new())?;
         let commit = async {
             match in_flight.take() {
                 Some((changes, run, through)) => store.commit(changes).await.map(|()| Some((run, through))),
@@ -286,7 +327,7 @@ pub async fn apply_pipelined<S: Store>(
             for tx in txs.values_mut() {
                 changes.ops.extend(tx.settle()?.ops);
             }
-            Ok::<ChangeSet, StoreError>(changes)
+            Ok::<ChangeSet, Failure>(changes)
         };
         let (committed, prepared) = futures_util::future::join(commit, prepare).await;
         match committed {
@@ -298,7 +339,12 @@ pub async fn apply_pipelined<S: Store>(
             Err(CommitError::Conflict) => return Ok(done.plus(apply_batch(store, backlog, seed, max_jobs).await?)),
             Err(CommitError::Store(e)) => return Err(e.into()),
         }
-        let mut changes = prepared?;
+        let mut changes = match prepared {
+            Ok(changes) => changes,
+            Err(Failure::Store(e)) => return Err(e.into()),
+            // A job to set aside: the plain way prepares batches again without it.
+            Err(Failure::Oversized(..)) => return Ok(done.plus(apply_batch(store, backlog, seed, max_jobs).await?)),
+        };
         changes.ack = Some(QueueAck { through, count: jobs.len() as u64 });
         in_flight = Some((changes, batch.run(), through));
         after = through;

@@ -56,6 +56,17 @@ impl Summary {
     }
 }
 
+/// Most custom attributes one profile keeps. The platform publishes no bound; without
+/// one a single user can grow without limit (1.2M attributes took 844 MB and slowed
+/// every request), so Engage sets one well above real profiles'.
+pub const MAX_CUSTOM_ATTRIBUTES: usize = 1000;
+
+/// Most bytes of one profile's custom attributes (as compact JSON).
+pub const MAX_CUSTOM_BYTES: usize = 1 << 20;
+
+/// Most distinct custom event names, and most distinct products, one profile keeps.
+pub const MAX_NAMES: usize = 1000;
+
 /// One user's profile.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
@@ -141,6 +152,24 @@ impl Profile {
             .iter()
             .map(|(label, name)| UserAlias { alias_name: name.clone(), alias_label: label.clone() })
             .collect()
+    }
+
+    /// Why this profile is over Engage's bound on a profile's size, if it is: the
+    /// message names the user and the bound.
+    pub fn size_error(&self) -> Option<String> {
+        let who = self.external_id.as_ref().map_or_else(|| self.id.as_str().to_string(), |x| x.as_str().to_string());
+        let over = |what: &str, n: usize, max: usize| {
+            (n > max).then(|| {
+                format!("Profile too large: user '{who}' would have {n} {what}; a profile keeps at most {max}")
+            })
+        };
+        over("custom attributes", self.custom.len(), MAX_CUSTOM_ATTRIBUTES)
+            .or_else(|| {
+                let bytes = crate::users::custom::encoded_len(&self.custom);
+                over("bytes of custom attributes", bytes, MAX_CUSTOM_BYTES)
+            })
+            .or_else(|| over("custom event names", self.events.len(), MAX_NAMES))
+            .or_else(|| over("purchased products", self.purchases.len(), MAX_NAMES))
     }
 
     /// True when the profile has this alias.
