@@ -145,6 +145,8 @@ pub enum Operator {
     ListGroups,
     /// GET /_engage/queue/set-aside: queued jobs that could not be decoded.
     SetAsideJobs,
+    /// GET /_engage/queue: how many jobs wait, and since when the oldest.
+    QueueState,
     /// POST /_engage/conformance: the store conformance suite, where the host can run it.
     Conformance,
 }
@@ -358,6 +360,7 @@ pub static ROUTES: &[Route] = &[
     operator!(Get "/_engage/cdi/integrations/{}", |v| Operator::IntegrationState(param(v))),
     operator!(Get "/_engage/groups", |_| Operator::ListGroups),
     operator!(Get "/_engage/queue/set-aside", |_| Operator::SetAsideJobs),
+    operator!(Get "/_engage/queue", |_| Operator::QueueState),
     operator!(Post "/_engage/conformance", |_| Operator::Conformance),
     // The file routes first: `/playground/` is a file path (the index), not the root.
     public!(Get "/playground/{..}", Playground, |v| Public::PlaygroundFile(param(v))),

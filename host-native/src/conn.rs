@@ -46,12 +46,18 @@ pub const RESERVED_FILES: u64 = 256;
 
 /// Raises the soft open-files limit to the hard one and returns the resulting
 /// connection cap: half of what is left after [`RESERVED_FILES`] (request handling
-/// may open a database reader per connection), at most `wanted` when given.
+/// may open a database reader per connection), or `wanted` when given (an operator
+/// may know better; past the limit, accepts fail and back off).
 pub fn connection_cap(wanted: Option<usize>) -> usize {
     let files = raise_open_files_limit();
     let cap = (files.saturating_sub(RESERVED_FILES) / 2).max(16) as usize;
     match wanted {
-        Some(w) => w.clamp(1, cap),
+        Some(w) => {
+            if w > cap {
+                tracing::warn!("--max-connections {w} is above what {files} open files leave room for ({cap})");
+            }
+            w.max(1)
+        }
         None => cap.min(16_384),
     }
 }

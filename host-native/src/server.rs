@@ -106,8 +106,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
     );
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
-        let listener =
-            TcpListener::bind(&args.listen).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+        let listener = listen(&args.listen).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         let config = Config {
             max_body_bytes: args.max_body_bytes,
@@ -130,6 +129,23 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         })
         .await
     })
+}
+
+/// Connections the kernel queues for accepting: a burst (or a full descriptor
+/// table, while accepts back off) waits here instead of clients retrying SYNs.
+const ACCEPT_BACKLOG: u32 = 4096;
+
+async fn listen(address: &str) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for addr in tokio::net::lookup_host(address).await? {
+        let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+        socket.set_reuseaddr(true)?;
+        match socket.bind(addr).and_then(|()| socket.listen(ACCEPT_BACKLOG)) {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no address")))
 }
 
 fn parse_public_url(text: &str) -> Result<String, String> {

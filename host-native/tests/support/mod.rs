@@ -1,0 +1,198 @@
+//! What the server-level tests share: a server process they own (started on a free
+//! port, optionally under a wrapper such as `prlimit`, killed with SIGKILL on
+//! demand) and a small blocking HTTP/1.1 client that keeps its connection alive.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Runs `engage` with these arguments and returns its standard output, trimmed.
+pub fn engage(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_engage")).args(args).output().expect("run engage");
+    assert!(out.status.success(), "engage {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// An all-permissions key of workspace `default` in the database at `db`.
+pub fn key(db: &Path) -> String {
+    engage(&["keys", "create", "--db", db.to_str().unwrap()])
+}
+
+/// A running `engage serve`.
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+impl Server {
+    /// Starts `engage serve --db DB` with `args`, under `wrapper` (a command and its
+    /// arguments, the server's command line appended) when given.
+    pub fn start(db: &Path, args: &[&str], wrapper: &[&str]) -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let log = db.with_extension(format!("{port}.log"));
+        let listen = format!("127.0.0.1:{port}");
+        let mut line: Vec<String> = wrapper.iter().map(|s| s.to_string()).collect();
+        line.push(env!("CARGO_BIN_EXE_engage").to_string());
+        line.extend(["serve", "--db", db.to_str().unwrap(), "--listen", &listen].map(String::from));
+        line.extend(args.iter().map(|s| s.to_string()));
+        let child = Command::new(&line[0])
+            .args(&line[1..])
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut server = Server { child, port, log };
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("the server exited ({status}): {}", server.log_text());
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "the server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server
+    }
+
+    /// SIGKILL, and wait for the process to be gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn log_bytes(&self) -> u64 {
+        std::fs::metadata(&self.log).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// CPU time (user + system) the process has used so far.
+    pub fn cpu(&self) -> Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        // Fields after the command name (which may hold spaces) start after ')'.
+        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("").split_whitespace().collect();
+        let ticks: u64 = [11, 12].iter().filter_map(|&i| fields.get(i).and_then(|f| f.parse::<u64>().ok())).sum();
+        Duration::from_millis(ticks * 10)
+    }
+
+    pub fn conn(&self) -> Conn {
+        Conn::open(self.port).expect("connect")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// One kept-alive HTTP/1.1 connection.
+pub struct Conn {
+    reader: BufReader<TcpStream>,
+}
+
+/// A response: status, headers (lower-cased names) and body.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+impl Conn {
+    pub fn open(port: u16) -> std::io::Result<Conn> {
+        let stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+        stream.set_nodelay(true)?;
+        Ok(Conn { reader: BufReader::new(stream) })
+    }
+
+    pub fn stream(&mut self) -> &mut TcpStream {
+        self.reader.get_mut()
+    }
+
+    /// Sends a request with a JSON body (or none) and reads the response.
+    pub fn send(&mut self, method: &str, path: &str, auth: &str, body: Option<&Value>) -> std::io::Result<Reply> {
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(body.as_bytes());
+        self.stream().write_all(&bytes)?;
+        self.read_reply()
+    }
+
+    pub fn post(&mut self, path: &str, auth: &str, body: &Value) -> std::io::Result<Reply> {
+        self.send("POST", path, auth, Some(body))
+    }
+
+    /// Reads one response (its body by `Content-Length`).
+    pub fn read_reply(&mut self) -> std::io::Result<Reply> {
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "closed"));
+        }
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
+        let mut headers = Vec::new();
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line)?;
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = l.split_once(':') {
+                headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+            }
+        }
+        let len: usize =
+            headers.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+        let mut body = vec![0; len];
+        self.reader.read_exact(&mut body)?;
+        Ok(Reply { status, headers, body })
+    }
+
+    /// Waits until the server closes the connection (reads and drops anything it
+    /// sends first); returns what it sent.
+    pub fn read_until_closed(&mut self, limit: Duration) -> std::io::Result<Vec<u8>> {
+        self.reader.get_ref().set_read_timeout(Some(limit))?;
+        let mut all = Vec::new();
+        self.reader.read_to_end(&mut all)?;
+        Ok(all)
+    }
+}
+
+/// Percentile `p` (0-100) of `samples` (sorted here).
+pub fn percentile(samples: &mut [Duration], p: f64) -> Duration {
+    if samples.is_empty() {
+        return Duration::ZERO;
+    }
+    samples.sort();
+    let i = ((samples.len() as f64 - 1.0) * p / 100.0).round() as usize;
+    samples[i]
+}
