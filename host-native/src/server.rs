@@ -84,6 +84,9 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
+        // Reporting a failed log write prints to stderr, which panics when stderr is
+        // what failed (a full disk): a server must outlive its log.
+        .log_internal_errors(false)
         .init();
     let options = crate::store::Options { cache_bytes: args.cache_mib.saturating_mul(1 << 20) };
     let store =

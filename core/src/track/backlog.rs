@@ -1,18 +1,23 @@
-//! The backlog: queued track jobs not yet applied, indexed by the identifiers they
-//! name, so that a request can have applied, first, just the queued jobs that concern
-//! the users it reads or writes ([`Backlog::concerning`] then
-//! [`super::queue::apply_early`]) instead of waiting for the whole backlog.
+//! The backlog: the operations of queued track jobs not yet applied, indexed by the
+//! identifiers they name, so that a request can have applied, first, just the queued
+//! operations that concern the users it reads or writes ([`Backlog::concerning`]
+//! then [`super::queue::apply_early`]) instead of waiting for the whole backlog.
 //!
-//! Why that is safe: the jobs applied early are closed under "may touch the same
-//! profile". Starting from the request's identifiers, the set takes in every
-//! pending job naming one of them, every identifier those jobs name or give (an
-//! email or phone set by an attribute), and every identifier of every stored
-//! profile one of them resolves to, until nothing new comes in. No job outside the
-//! set can read or write a profile inside it, so applying the set ahead of the
-//! queue gives each of those profiles exactly the state in-order application
-//! would have given it. Jobs applied early are recorded ([`Table::QueueEarly`])
-//! in the same commit as their effects; the in-order applier skips them and
-//! deletes the record when the queue cursor passes them.
+//! Why that is safe: the operations applied early are closed under "may touch the
+//! same profile". Starting from the request's identifiers, the set takes in every
+//! pending operation naming one of them, every identifier those operations name or
+//! give (an email or phone set by an attribute), and every identifier of every
+//! stored profile one of them resolves to, until nothing new comes in. No operation
+//! outside the set can read or write a profile inside it, so applying the set ahead
+//! of the queue, in queue order, gives each of those profiles exactly the state
+//! in-order application would have given it. The unit is the operation, not the job:
+//! one track request names up to 75 users, and closing over whole jobs would join
+//! every user of a busy workspace into one set. A read naming several users sees
+//! each one's part of a request whole.
+//!
+//! Operations applied early are recorded ([`Table::QueueEarly`]) in the same commit
+//! as their effects; the in-order applier skips them and deletes the records when
+//! the queue cursor passes them.
 //!
 //! One backlog belongs to one engine, behind its gate (see `engine::Gate`): only
 //! its holder applies queued jobs, so early and in-order application never race.
@@ -36,25 +41,33 @@ const INDEX_CHUNK: usize = 1000;
 /// hundred users at most (75 objects a track request, 50 ids an export).
 const MAX_SEEDS: usize = 4096;
 
-/// A pending job as the index keeps it: its workspace and the identifiers it names.
+/// One operation of a queued job: its sequence number and its index in the job.
+pub type OpKey = (u64, u32);
+
+/// The store key of the record of an operation applied early.
+pub fn early_key((seq, op): OpKey) -> String {
+    format!("{seq:020}/{op:05}")
+}
+
+/// A pending operation as the index keeps it: its workspace and the identifiers it names.
 struct Pending {
     ws: WorkspaceName,
     idents: Vec<Identifier>,
 }
 
-/// The pending jobs this engine knows of, by identifier, and those applied early.
+/// The pending operations this engine knows of, by identifier, and those applied early.
 #[derive(Default)]
 pub struct Backlog {
     /// The early-applied records have been read from the store.
     loaded: bool,
     /// Highest sequence number indexed (or known applied).
     indexed: u64,
-    jobs: BTreeMap<u64, Pending>,
-    by_key: HashMap<String, BTreeSet<u64>>,
-    /// Pending jobs indexed, by workspace: a workspace without any needs no lookups.
+    ops: BTreeMap<OpKey, Pending>,
+    by_key: HashMap<String, BTreeSet<OpKey>>,
+    /// Pending operations indexed, by workspace: a workspace without any needs no lookups.
     per_ws: HashMap<WorkspaceName, usize>,
     /// Applied ahead of the queue cursor; the in-order applier skips them.
-    early: BTreeSet<u64>,
+    early: BTreeSet<OpKey>,
 }
 
 impl Backlog {
@@ -62,8 +75,10 @@ impl Backlog {
     pub async fn load<S: Store>(&mut self, store: &S) -> Result<(), StoreError> {
         if !self.loaded {
             for (key, _) in store.scan(Table::QueueEarly, "", crate::store::MAX_SCAN).await? {
-                if let Ok(seq) = key.parse::<u64>() {
-                    self.early.insert(seq);
+                if let Some((seq, op)) = key.split_once('/') {
+                    if let (Ok(seq), Ok(op)) = (seq.parse(), op.parse()) {
+                        self.early.insert((seq, op));
+                    }
                 }
             }
             self.loaded = true;
@@ -71,9 +86,9 @@ impl Backlog {
         Ok(())
     }
 
-    /// True when job `seq` was applied early: the in-order applier skips it.
-    pub fn is_early(&self, seq: u64) -> bool {
-        self.early.contains(&seq)
+    /// The operations of job `seq` applied early: the in-order applier skips them.
+    pub fn early_ops(&self, seq: u64) -> Vec<u32> {
+        self.early.range((seq, 0)..=(seq, u32::MAX)).map(|(_, op)| *op).collect()
     }
 
     /// Indexes every job queued so far (everything acknowledged before this call).
@@ -84,12 +99,14 @@ impl Backlog {
             let jobs = store.queued(self.indexed, INDEX_CHUNK).await?;
             let Some(last) = jobs.last().map(|j| j.seq) else { break };
             for q in jobs {
-                if self.early.contains(&q.seq) {
-                    continue;
-                }
                 // A job that cannot be decoded names nobody: the applier sets it aside.
                 if let Ok(job) = decode::<TrackJob>(&q.job) {
-                    self.insert(q.seq, &job);
+                    for (i, op) in job.ops.iter().enumerate() {
+                        let key = (q.seq, i as u32);
+                        if !self.early.contains(&key) {
+                            self.insert(key, &job.workspace, op);
+                        }
+                    }
                 }
             }
             self.indexed = last;
@@ -97,17 +114,17 @@ impl Backlog {
         Ok(())
     }
 
-    fn insert(&mut self, seq: u64, job: &TrackJob) {
-        let idents = named(job);
+    fn insert(&mut self, key: OpKey, ws: &WorkspaceName, op: &TrackOp) {
+        let idents = named(ws, op);
         for ident in &idents {
-            self.by_key.entry(index_key(&job.workspace, ident)).or_default().insert(seq);
+            self.by_key.entry(index_key(ws, ident)).or_default().insert(key);
         }
-        *self.per_ws.entry(job.workspace.clone()).or_default() += 1;
-        self.jobs.insert(seq, Pending { ws: job.workspace.clone(), idents });
+        *self.per_ws.entry(ws.clone()).or_default() += 1;
+        self.ops.insert(key, Pending { ws: ws.clone(), idents });
     }
 
-    fn remove(&mut self, seq: u64) {
-        if let Some(p) = self.jobs.remove(&seq) {
+    fn remove(&mut self, seq: OpKey) {
+        if let Some(p) = self.ops.remove(&seq) {
             if let Some(n) = self.per_ws.get_mut(&p.ws) {
                 *n -= 1;
                 if *n == 0 {
@@ -128,31 +145,32 @@ impl Backlog {
 
     /// The queue cursor passed `through`: forget what it applied or skipped.
     pub fn applied_through(&mut self, through: u64) {
-        let done: Vec<u64> = self.jobs.range(..=through).map(|(s, _)| *s).collect();
-        for seq in done {
-            self.remove(seq);
+        let done: Vec<OpKey> = self.ops.range(..=(through, u32::MAX)).map(|(k, _)| *k).collect();
+        for key in done {
+            self.remove(key);
         }
-        self.early = self.early.split_off(&(through + 1));
+        self.early = self.early.split_off(&(through + 1, 0));
         self.indexed = self.indexed.max(through);
     }
 
-    /// These jobs were applied early (committed with their records).
-    pub fn applied_early(&mut self, seqs: &[u64]) {
-        for &seq in seqs {
-            self.remove(seq);
-            self.early.insert(seq);
+    /// These operations were applied early (committed with their records).
+    pub fn applied_early(&mut self, keys: &[OpKey]) {
+        for &key in keys {
+            self.remove(key);
+            self.early.insert(key);
         }
     }
 
-    /// The pending jobs of workspace `ws` that may touch a profile `seeds` name,
-    /// closed as the module comment says, in queue order. Call [`Backlog::refresh`] first.
+    /// The pending operations of workspace `ws` that may touch a profile `seeds`
+    /// name, closed as the module comment says, in queue order. Call
+    /// [`Backlog::refresh`] first.
     pub async fn concerning<S: Store>(
         &self,
         store: &S,
         ws: &WorkspaceName,
         seeds: Vec<Identifier>,
-    ) -> Result<Vec<u64>, StoreError> {
-        let mut found: BTreeSet<u64> = BTreeSet::new();
+    ) -> Result<Vec<OpKey>, StoreError> {
+        let mut found: BTreeSet<OpKey> = BTreeSet::new();
         if !self.per_ws.contains_key(ws) {
             return Ok(Vec::new());
         }
@@ -163,9 +181,9 @@ impl Backlog {
             if !seen.insert(index_key(ws, &ident)) {
                 continue;
             }
-            for &seq in self.by_key.get(&index_key(ws, &ident)).into_iter().flatten() {
-                if found.insert(seq) {
-                    todo.extend(self.jobs.get(&seq).into_iter().flat_map(|p| p.idents.iter().cloned()));
+            for &key in self.by_key.get(&index_key(ws, &ident)).into_iter().flatten() {
+                if found.insert(key) {
+                    todo.extend(self.ops.get(&key).into_iter().flat_map(|p| p.idents.iter().cloned()));
                 }
             }
             for id in tx.resolve(&ident).await? {
@@ -182,23 +200,20 @@ impl Backlog {
     }
 }
 
-/// The identifiers a job names: each operation's target, and the email addresses
-/// and phone numbers its attribute objects give (later jobs may name a user by them).
-fn named(job: &TrackJob) -> Vec<Identifier> {
-    let mut out: Vec<Identifier> = Vec::new();
-    for op in &job.ops {
-        out.push(op.target().ident.clone());
-        if let TrackOp::Attributes { updates, .. } = op {
-            for u in updates {
-                match u {
-                    AttrUpdate::Email(Some(e)) => out.push(Identifier::Email(e.clone())),
-                    AttrUpdate::Phone(Some(p)) => out.push(Identifier::Phone(p.clone())),
-                    _ => {}
-                }
+/// The identifiers an operation names: its target, and the email address and phone
+/// number an attribute object gives (later operations may name the user by them).
+fn named(ws: &WorkspaceName, op: &TrackOp) -> Vec<Identifier> {
+    let mut out: Vec<Identifier> = vec![op.target().ident.clone()];
+    if let TrackOp::Attributes { updates, .. } = op {
+        for u in updates {
+            match u {
+                AttrUpdate::Email(Some(e)) => out.push(Identifier::Email(e.clone())),
+                AttrUpdate::Phone(Some(p)) => out.push(Identifier::Phone(p.clone())),
+                _ => {}
             }
         }
     }
-    out.sort_by_cached_key(|i| index_key(&job.workspace, i));
+    out.sort_by_cached_key(|i| index_key(ws, i));
     out.dedup();
     out
 }

@@ -115,3 +115,20 @@ fn a_request_naming_nobody_applies_nothing_early() {
     assert!(status >= 400, "{body}");
     assert_eq!(early_records(&kit), 0, "a request naming nobody applies nothing early");
 }
+
+#[test]
+fn a_request_naming_many_users_is_applied_early_only_for_the_users_read() {
+    let kit = Kit::over(MemoryStore::new(), true);
+    let pair = |a: &str, b: &str| json!({"attributes": [{"external_id": a, "n": {"inc": 1}}, {"external_id": b, "n": {"inc": 1}}]});
+    kit.track(pair("x", "y"));
+    kit.track(pair("y", "z"));
+    assert_eq!(kit.user("x")["custom_attributes"]["n"], json!(1));
+    assert_eq!(early_records(&kit), 1, "only x's operation: y and z are not joined to x by a shared request");
+    assert_eq!(kit.user("y")["custom_attributes"]["n"], json!(2));
+    assert_eq!(early_records(&kit), 3);
+    assert_eq!(apply_all(&kit), 1, "the second job's operation on z is left");
+    assert_eq!(early_records(&kit), 0);
+    for (u, n) in [("x", 1), ("y", 2), ("z", 1)] {
+        assert_eq!(kit.user(u)["custom_attributes"]["n"], json!(n), "{u}");
+    }
+}

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::apply::apply_op;
-use super::backlog::Backlog;
+use super::backlog::{early_key, Backlog, OpKey};
 use super::parse::TrackJob;
 use crate::error::ApiError;
 use crate::ids::{IdGen, Identifier, WorkspaceName};
@@ -24,7 +24,8 @@ use crate::store::{ChangeSet, CommitError, Expect, Op, QueueAck, QueuedJob, Stor
 pub struct QueueRun {
     /// Jobs applied.
     pub applied: usize,
-    /// Jobs that could not be decoded: kept aside (readable at the operator route
+    /// Jobs that could not be decoded, or would take a profile over the bound on its
+    /// size: kept aside (readable at the operator route
     /// `GET /_engage/queue/set-aside`) and acknowledged, so they no longer block the queue.
     pub set_aside: usize,
 }
@@ -44,7 +45,7 @@ impl QueueRun {
     pub fn set_aside_note(&self) -> Option<String> {
         (self.set_aside > 0).then(|| {
             format!(
-                "{} queued job(s) could not be decoded: kept aside (operator route GET /_engage/queue/set-aside) and acknowledged",
+                "{} queued job(s) could not be decoded or would take a profile over its size bound: kept aside (operator route GET /_engage/queue/set-aside) and acknowledged",
                 self.set_aside
             )
         })
@@ -89,50 +90,75 @@ pub async fn apply_batch<S: Store>(
     Err(ApiError::Busy)
 }
 
-/// Applies the queued jobs `seqs` (pending, in queue order, closed as
+/// Applies the queued operations `keys` (pending, in queue order, closed as
 /// [`Backlog::concerning`] makes them) ahead of the queue, in one commit with the
-/// records that make the in-order applier skip them.
+/// records that make the in-order applier skip them. A job whose operations would
+/// take a profile over the bound on its size is set aside whole here, as the
+/// in-order applier would.
 pub async fn apply_early<S: Store>(
     store: &S,
     backlog: &mut Backlog,
     seed: [u8; 16],
-    seqs: &[u64],
+    keys: &[OpKey],
 ) -> Result<QueueRun, ApiError> {
-    if seqs.is_empty() {
-        return Ok(QueueRun::default());
+    let Some(&(first, _)) = keys.first() else { return Ok(QueueRun::default()) };
+    let mut wanted: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+    for &(seq, op) in keys {
+        wanted.entry(seq).or_default().push(op);
     }
-    let mut jobs = Vec::with_capacity(seqs.len());
-    for &seq in seqs {
+    let mut queued = Vec::with_capacity(wanted.len());
+    for &seq in wanted.keys() {
         // Pending jobs stay in the queue until the cursor passes them.
         match store.queued(seq - 1, 1).await?.pop() {
-            Some(job) if job.seq == seq => jobs.push(job),
+            Some(job) if job.seq == seq => queued.push(job),
             _ => return Err(StoreError(format!("queued job {seq} is missing")).into()),
         }
     }
-    for attempt in 0..MAX_ATTEMPTS {
-        let mut ids = IdGen::derive(seed, "early", seqs[0].wrapping_mul(64).wrapping_add(attempt as u64));
-        let (batch, txs) = prepare(store, &jobs, &Backlog::default(), &mut ids).await?;
-        let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
+    let mut refused: BTreeMap<u64, String> = BTreeMap::new();
+    let mut attempt = 0;
+    while attempt < MAX_ATTEMPTS {
+        let mut ids = IdGen::derive(seed, "early", first.wrapping_mul(64).wrapping_add(u64::from(attempt)));
+        let mut jobs: Vec<(u64, TrackJob)> = Vec::new();
+        let mut records: Vec<OpKey> = Vec::new();
+        let mut changes = ChangeSet::default();
+        for q in &queued {
+            // A job that cannot be decoded names nobody: it is not in the set.
+            let Ok(mut job) = decode::<TrackJob>(&q.job) else { continue };
+            if let Some(why) = refused.get(&q.seq) {
+                changes.ops.push(set_aside_op(q, why.clone())?);
+                records.extend((0..job.ops.len() as u32).map(|op| (q.seq, op)));
+                continue;
+            }
+            let ops = &wanted[&q.seq];
+            records.extend(ops.iter().map(|&op| (q.seq, op)));
+            job.ops =
+                job.ops.into_iter().enumerate().filter(|(i, _)| ops.contains(&(*i as u32))).map(|(_, o)| o).collect();
+            jobs.push((q.seq, job));
+        }
+        let mut txs = BTreeMap::new();
+        match apply_jobs(store, &mut txs, &jobs, &mut ids).await {
+            Ok(()) => {}
+            Err(Failure::Store(e)) => return Err(e.into()),
+            Err(Failure::Oversized(seq, why)) => {
+                refused.insert(seq, why);
+                continue;
+            }
+        }
         for tx in txs.into_values() {
             changes.ops.extend(tx.into_changes()?.ops);
         }
-        for &seq in seqs {
+        for &key in &records {
             let value = encode(&serde_json::json!({}))?;
-            changes.ops.push(Op::Put {
-                table: Table::QueueEarly,
-                key: set_aside_key(seq),
-                value,
-                expect: Expect::Absent,
-            });
+            changes.ops.push(Op::Put { table: Table::QueueEarly, key: early_key(key), value, expect: Expect::Absent });
         }
         match store.commit(changes).await {
             Ok(()) => {
-                backlog.applied_early(seqs);
-                return Ok(batch.run());
+                backlog.applied_early(&records);
+                return Ok(QueueRun { applied: jobs.len(), set_aside: refused.len() });
             }
             // Another writer (a request, not an applier: the gate keeps those apart)
             // changed one of these profiles first: read again.
-            Err(CommitError::Conflict) => continue,
+            Err(CommitError::Conflict) => attempt += 1,
             Err(CommitError::Store(e)) => return Err(e.into()),
         }
     }
@@ -160,6 +186,16 @@ pub fn set_aside_key(seq: u64) -> String {
     format!("{seq:020}")
 }
 
+/// The write that keeps job `q` aside, with why, for an operator.
+fn set_aside_op(q: &QueuedJob, error: String) -> Result<Op, StoreError> {
+    let (job, hex) = match std::str::from_utf8(&q.job) {
+        Ok(text) => (text.to_string(), false),
+        Err(_) => (q.job.iter().map(|b| format!("{b:02x}")).collect(), true),
+    };
+    let record = SetAside { seq: q.seq, error, job, hex };
+    Ok(Op::Put { table: Table::SetAside, key: set_aside_key(q.seq), value: encode(&record)?, expect: Expect::Any })
+}
+
 /// The decoded jobs of a batch, and the writes that keep aside those that could not
 /// be decoded: they are acknowledged with the batch (so they do not block the queue
 /// forever) but never dropped. Jobs applied early are left out, and their records
@@ -176,34 +212,29 @@ impl Batch {
     fn decode(queued: &[QueuedJob], backlog: &Backlog, refused: &BTreeMap<u64, String>) -> Result<Batch, StoreError> {
         let mut batch = Batch { jobs: Vec::with_capacity(queued.len()), set_aside: Vec::new(), early: Vec::new() };
         for q in queued {
-            if backlog.is_early(q.seq) {
+            let early = backlog.early_ops(q.seq);
+            for &op in &early {
                 batch.early.push(Op::Delete {
                     table: Table::QueueEarly,
-                    key: set_aside_key(q.seq),
+                    key: early_key((q.seq, op)),
                     expect: Expect::Any,
                 });
-                continue;
             }
             let decoded = match refused.get(&q.seq) {
                 Some(why) => Err(StoreError(why.clone())),
                 None => decode::<TrackJob>(&q.job),
             };
             match decoded {
-                Ok(job) => batch.jobs.push((q.seq, job)),
-                Err(e) => {
-                    let (job, hex) = match std::str::from_utf8(&q.job) {
-                        Ok(text) => (text.to_string(), false),
-                        Err(_) => (q.job.iter().map(|b| format!("{b:02x}")).collect(), true),
-                    };
-                    let record = SetAside { seq: q.seq, error: e.0, job, hex };
-                    let op = Op::Put {
-                        table: Table::SetAside,
-                        key: set_aside_key(q.seq),
-                        value: encode(&record)?,
-                        expect: Expect::Any,
-                    };
-                    batch.set_aside.push(op);
+                Ok(mut job) => {
+                    if !early.is_empty() {
+                        let ops = std::mem::take(&mut job.ops).into_iter().enumerate();
+                        job.ops = ops.filter(|(i, _)| !early.contains(&(*i as u32))).map(|(_, op)| op).collect();
+                    }
+                    if !job.ops.is_empty() {
+                        batch.jobs.push((q.seq, job));
+                    }
                 }
+                Err(e) => batch.set_aside.push(set_aside_op(q, e.0)?),
             }
         }
         Ok(batch)
@@ -564,7 +595,7 @@ mod tests {
         let resp = kit.send(crate::http::Method::Post, "/users/export/ids", json!({"external_ids": ["x"]}));
         assert_eq!(resp.status, 200);
         assert!(
-            resp.internal.as_deref().is_some_and(|n| n.contains("1 queued job(s) could not be decoded")),
+            resp.internal.as_deref().is_some_and(|n| n.contains("1 queued job(s) could not be decoded or would")),
             "{:?}",
             resp.internal
         );

@@ -34,8 +34,14 @@ impl Server {
     /// Starts `engage serve --db DB` with `args`, under `wrapper` (a command and its
     /// arguments, the server's command line appended) when given.
     pub fn start(db: &Path, args: &[&str], wrapper: &[&str]) -> Server {
+        Server::start_logging(db, args, wrapper, None)
+    }
+
+    /// [`Server::start`] with the server's standard error written to `log` (default:
+    /// a file in the temporary directory).
+    pub fn start_logging(db: &Path, args: &[&str], wrapper: &[&str], log: Option<PathBuf>) -> Server {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let log = db.with_extension(format!("{port}.log"));
+        let log = log.unwrap_or_else(|| std::env::temp_dir().join(format!("engage-test-{port}.log")));
         let listen = format!("127.0.0.1:{port}");
         let mut line: Vec<String> = wrapper.iter().map(|s| s.to_string()).collect();
         line.push(env!("CARGO_BIN_EXE_engage").to_string());
@@ -43,7 +49,7 @@ impl Server {
         line.extend(args.iter().map(|s| s.to_string()));
         let child = Command::new(&line[0])
             .args(&line[1..])
-            .env("RUST_LOG", "info")
+            .env("RUST_LOG", std::env::var("ENGAGE_TEST_LOG").unwrap_or("info".into()))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
