@@ -37,6 +37,9 @@ cargo test --workspace --exclude engage-edge --exclude engage-www
 step "SCIM 2.0 compliance tester (scim2-tester) against the native host"
 bash tests/scim/run.sh
 
+step "OpenAPI 3.1 description (openapi-spec-validator) of the native host's /openapi.json"
+bash tests/openapi/check.sh
+
 step "reliability: the release server killed under load, read through a backlog, on a full disk"
 # ENGAGE_CRASH_KILLS=25 (say) for the longer crash test; see host-native/tests/reliability.rs.
 cargo test --release -p engage --features reliability-tests --test reliability -- --nocapture --test-threads 1
@@ -44,6 +47,8 @@ cargo test --release -p engage --features reliability-tests --test reliability -
 if [ -z "${ENGAGE_SKIP_WWW:-}" ] && [ -f www/test.sh ]; then
   step "playground: wasm bindings and browser end-to-end test"
   bash www/test.sh
+  step "newcomer: a fresh clone, the README's run command, / and /playground/ in Chromium"
+  bash tests/newcomer/run.sh
 fi
 
 if [ -z "${ENGAGE_SKIP_EDGE:-}" ] && [ -f host-edge/test.sh ]; then

@@ -8,8 +8,9 @@ use crate::error::ApiError;
 use crate::http::Request;
 use crate::ids::WorkspaceName;
 use crate::permission::Permission;
-use crate::repo::codec::decode;
-use crate::store::{Store, Table};
+use crate::repo::codec::{decode, encode};
+use crate::store::{ChangeSet, CommitError, Expect, Op, Store, StoreError, Table};
+use crate::time::Timestamp;
 
 /// What is stored for one API key (under the key's hash).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,6 +23,9 @@ pub struct KeyRecord {
     pub hint: String,
     /// When it was created (ms since epoch).
     pub created_at: i64,
+    /// When it last authenticated a request (ms since epoch), noted at most hourly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_used_at: Option<i64>,
 }
 
 impl KeyRecord {
@@ -41,6 +45,24 @@ pub fn key_hash(secret: &str) -> String {
 pub async fn key_record<S: Store>(store: &S, token: &str) -> Result<KeyRecord, ApiError> {
     let entry = store.get(Table::ApiKey, &key_hash(token)).await?.ok_or(ApiError::InvalidKey)?;
     Ok(decode(&entry.value)?)
+}
+
+/// Notes that the key with hash `hash` was used at `now` (a conflict means another
+/// request noted it first, or the key was revoked: either way nothing to do).
+pub async fn note_use<S: Store>(store: &S, hash: &str, now: Timestamp) -> Result<(), StoreError> {
+    let Some(entry) = store.get(Table::ApiKey, hash).await? else { return Ok(()) };
+    let mut record: KeyRecord = decode(&entry.value)?;
+    record.last_used_at = Some(now.0);
+    let op = Op::Put {
+        table: Table::ApiKey,
+        key: hash.to_string(),
+        value: encode(&record)?,
+        expect: Expect::Version(entry.version),
+    };
+    match store.commit(ChangeSet { ops: vec![op], ack: None }).await {
+        Ok(()) | Err(CommitError::Conflict) => Ok(()),
+        Err(CommitError::Store(e)) => Err(e),
+    }
 }
 
 /// The bearer token of a request, if any.

@@ -3,22 +3,23 @@
 //! catch up with the queue → the endpoint's family. Dispatch is an exhaustive
 //! `match` over the route table's endpoint enums.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 use crate::admin;
 use crate::auth::{self, KeyRecord};
 use crate::ctx::Ctx;
 use crate::error::ApiError;
-use crate::http::{Request, Response, Then};
+use crate::http::{Method, Request, Response, Then};
 use crate::ids::{Identifier, WorkspaceName};
 use crate::preference_center::link::LinkConfig;
 use crate::preference_center::page::{PageOp, Visit};
 use crate::ratelimit::{Decision, RateLimiter};
 use crate::routes::{self, Api, Auth, Endpoint, Public};
 use crate::store::Store;
+use crate::time::Timestamp;
 use crate::track::backlog::Backlog;
 use crate::track::queue::QueueRun;
-use crate::{cdi, export, identity, input, preference_center, scim, subscriptions, track};
+use crate::{cdi, export, identity, input, preference_center, scim, service, subscriptions, track};
 
 /// Engine settings.
 #[derive(Clone)]
@@ -109,7 +110,12 @@ pub struct Engine<S: Store> {
     limiter: RateLimiter,
     admin_token_hash: Option<String>,
     gate: Gate,
+    /// When this engine last noted each key's use (by key hash).
+    keys_noted: std::sync::Mutex<std::collections::HashMap<String, i64>>,
 }
+
+/// How finely a key's last use is kept: an hour.
+const KEY_USE_RESOLUTION_MS: i64 = 3_600_000;
 
 /// Whose turn it is to apply queued jobs. One holder at a time (the background
 /// applier, or a request catching up) applies, so they take turns instead of racing
@@ -119,6 +125,8 @@ pub struct Engine<S: Store> {
 struct Gate {
     backlog: futures_util::lock::Mutex<Backlog>,
     waiting: AtomicUsize,
+    /// When a turn last found the queue empty or applied something (ms): readiness.
+    progress_at: AtomicI64,
 }
 
 /// Counts a request waiting for its turn, also when its future is dropped while waiting.
@@ -142,7 +150,7 @@ impl<S: Store> Engine<S> {
     pub fn new(store: S, config: Config) -> Engine<S> {
         let limiter = RateLimiter::new(config.rate_limits);
         let admin_token_hash = config.admin_token.as_deref().filter(|t| !t.is_empty()).map(auth::key_hash);
-        Engine { store, config, limiter, admin_token_hash, gate: Gate::default() }
+        Engine { store, config, limiter, admin_token_hash, gate: Gate::default(), keys_noted: Default::default() }
     }
 
     /// The store.
@@ -203,10 +211,23 @@ impl<S: Store> Engine<S> {
     /// Handles one request. Never panics on input; failures are responses.
     pub async fn handle(&self, req: Request, ctx: Ctx) -> Response {
         let scim_path = scim::owns(&req.path);
-        match self.route(req, ctx).await {
+        let id = crate::http::request_id(&req.headers, ctx.seed);
+        let resp = match self.route(req, ctx).await {
             Ok(resp) => resp,
             Err(e) => shaped(scim_path, e),
-        }
+        };
+        resp.with_header("X-Request-Id", id)
+    }
+
+    /// The route pattern a request matches (for logs and metrics: never the raw
+    /// path, which may carry identifiers or link tokens), or `"unmatched"`.
+    pub fn route_label(&self, method: Method, path: &str) -> &'static str {
+        routes::find(method, path).map_or("unmatched", |(route, _)| route.pattern)
+    }
+
+    /// The queue's backlog now (for metrics).
+    pub async fn backlog_state(&self, now: Timestamp) -> Result<track::queue::BacklogState, ApiError> {
+        Ok(track::queue::backlog_state(&self.store, now).await?)
     }
 
     async fn route(&self, req: Request, ctx: Ctx) -> Result<Response, ApiError> {
@@ -226,7 +247,7 @@ impl<S: Store> Engine<S> {
                 // Rows with an API endpoint are built with a key (see `routes`); a
                 // mismatch could only be a broken table, and it fails closed.
                 let Auth::Key(permission, bucket) = route.auth else { return Err(ApiError::RouteNotFound) };
-                let key = self.authenticate(&req).await?;
+                let key = self.authenticate(&req, ctx.now).await?;
                 if !key.allows(permission) {
                     return Err(ApiError::MissingPermission(permission));
                 }
@@ -253,6 +274,14 @@ impl<S: Store> Engine<S> {
             Public::PreferenceSubmit(token) => self.page(&token, PageOp::Submit, req, ctx).await,
             Public::PlaygroundRoot => playground_root(),
             Public::PlaygroundFile(raw) => playground_file(&raw),
+            Public::Landing => service::landing(),
+            Public::Health => service::health(),
+            Public::Ready => service::ready(&self.store, self.gate.progress_at.load(Ordering::SeqCst), ctx).await,
+            Public::OpenApi => Response::json(200, &crate::openapi::document()),
+            Public::Metrics => {
+                let none = ApiError::NotFound("Not Found: this host keeps no metrics".into()).into_response();
+                none.then(Then::Metrics)
+            }
         }
     }
 
@@ -279,8 +308,25 @@ impl<S: Store> Engine<S> {
         LinkConfig::new(self.config.public_url.as_deref(), req, self.config.link_ttl_secs)
     }
 
-    async fn authenticate(&self, req: &Request) -> Result<KeyRecord, ApiError> {
-        auth::key_record(&self.store, auth::bearer_token(req)?).await
+    async fn authenticate(&self, req: &Request, now: Timestamp) -> Result<KeyRecord, ApiError> {
+        let token = auth::bearer_token(req)?;
+        let record = auth::key_record(&self.store, token).await?;
+        // When a key was last used, to the hour: one write per key and hour (per
+        // engine), never a write per request. A failure here fails nothing.
+        let hash = auth::key_hash(token);
+        let due = {
+            let mut noted = self.keys_noted.lock().unwrap_or_else(|e| e.into_inner());
+            let last = noted.get(&hash).copied().or(record.last_used_at).unwrap_or(i64::MIN);
+            let due = now.0.saturating_sub(last) >= KEY_USE_RESOLUTION_MS;
+            if due {
+                noted.insert(hash.clone(), now.0);
+            }
+            due
+        };
+        if due {
+            let _ = auth::note_use(&self.store, &hash, now).await;
+        }
+        Ok(record)
     }
 
     async fn api(&self, api: Api, req: &Request, ws: &WorkspaceName, ctx: Ctx) -> Result<Response, ApiError> {
@@ -328,17 +374,22 @@ impl<S: Store> Engine<S> {
         let waiting = Waiting::new(&self.gate.waiting);
         let mut backlog = self.gate.backlog.lock().await;
         drop(waiting);
-        if self.config.applies_in_background {
-            track::queue::catch_up_for(&self.store, &mut backlog, ws, seeds, ctx.seed).await
+        let run = if self.config.applies_in_background {
+            track::queue::catch_up_for(&self.store, &mut backlog, ws, seeds, ctx.seed).await?
         } else {
-            track::queue::catch_up(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await
-        }
+            let run = track::queue::catch_up(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await?;
+            self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
+            run
+        };
+        Ok(run)
     }
 
     /// Applies up to one batch of queued jobs. Hosts call this from a background task.
     pub async fn apply_queued(&self, ctx: Ctx) -> Result<QueueRun, ApiError> {
         let mut backlog = self.gate.backlog.lock().await;
-        track::queue::apply_batch(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await
+        let run = track::queue::apply_batch(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await?;
+        self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
+        Ok(run)
     }
 
     /// Applies up to `rounds` batches of queued jobs, each prepared while the one
@@ -347,8 +398,17 @@ impl<S: Store> Engine<S> {
     pub async fn apply_queued_pipelined(&self, ctx: Ctx, rounds: usize) -> Result<QueueRun, ApiError> {
         let mut backlog = self.gate.backlog.lock().await;
         let waiting = || self.requests_waiting();
-        track::queue::apply_pipelined(&self.store, &mut backlog, ctx.seed, self.config.apply_batch, rounds, &waiting)
-            .await
+        let run = track::queue::apply_pipelined(
+            &self.store,
+            &mut backlog,
+            ctx.seed,
+            self.config.apply_batch,
+            rounds,
+            &waiting,
+        )
+        .await?;
+        self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
+        Ok(run)
     }
 
     /// True when requests wait for their turn to apply queued jobs: a background

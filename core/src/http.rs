@@ -180,6 +180,9 @@ pub enum Then {
     /// Serve this file of the built playground in place of the response (which is
     /// the 404 to send when the host has no such file).
     ServeAsset(AssetPath),
+    /// Answer with the host's metrics in Prometheus' text format, in place of the
+    /// response (the 404 to send when the host keeps none).
+    Metrics,
     /// Run the store conformance suite on a scratch store and answer with
     /// [`crate::store::conformance::report`], in place of the response (the 404
     /// to send when the host cannot).
@@ -252,6 +255,20 @@ fn strict_percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// The id of a request: the client's `X-Request-Id` when it is a sane token (1 to
+/// 128 letters, digits and `-_.:`), else 32 hex digits from the request's seed.
+pub fn request_id(headers: &[(String, String)], seed: [u8; 16]) -> String {
+    let given = headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("x-request-id")).map(|(_, v)| v.trim());
+    match given {
+        Some(v)
+            if (1..=128).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)) =>
+        {
+            v.to_string()
+        }
+        _ => seed.iter().map(|b| format!("{b:02x}")).collect(),
+    }
+}
+
 impl Response {
     /// A JSON response.
     pub fn json<T: Serialize + ?Sized>(status: u16, body: &T) -> Response {
@@ -264,6 +281,13 @@ impl Response {
             internal: None,
             then: Then::Nothing,
         }
+    }
+
+    /// An HTML page.
+    pub fn html(status: u16, page: &str) -> Response {
+        Response::empty(status)
+            .with_header("Content-Type", "text/html; charset=utf-8")
+            .with_body(page.as_bytes().to_vec())
     }
 
     /// A response without a body.

@@ -30,12 +30,14 @@ mod http;
 mod identity;
 mod ids;
 mod input;
+mod openapi;
 mod permission;
 mod preference_center;
 mod ratelimit;
 mod repo;
 mod routes;
 mod scim;
+mod service;
 pub mod store;
 mod subscriptions;
 mod time;
@@ -50,7 +52,7 @@ mod testkit;
 pub use ctx::Ctx;
 pub use engine::{BodyError, BodyPlan, Config, Engine};
 pub use error::ApiError;
-pub use http::{AssetPath, Method, Request, Response, Then};
+pub use http::{request_id, AssetPath, Method, Request, Response, Then};
 pub use preference_center::link::DEFAULT_LINK_TTL_SECS;
 pub use store::Store;
 pub use time::Timestamp;
@@ -60,6 +62,8 @@ pub use track::queue::QueueRun;
 /// page): workspaces, API keys and subscription groups. Never reachable through the
 /// platform's API; the operator routes under `/_engage/` use the same functions.
 pub mod provision {
+    pub use crate::admin::keys::{list as list_keys, revoke as revoke_key, workspaces as list_workspaces};
+    pub use crate::admin::keys::{KeyInfo, WorkspaceInfo};
     pub use crate::admin::workspace::{create_group, create_key, seed_profiles};
     pub use crate::auth::key_hash;
     pub use crate::ids::WorkspaceName;

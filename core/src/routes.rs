@@ -147,6 +147,12 @@ pub enum Operator {
     SetAsideJobs,
     /// GET /_engage/queue: how many jobs wait, and since when the oldest.
     QueueState,
+    /// GET /_engage/keys: every API key, without secrets.
+    ListKeys,
+    /// DELETE /_engage/keys/{id}: revoke a key.
+    RevokeKey(String),
+    /// GET /_engage/workspaces
+    ListWorkspaces,
     /// POST /_engage/conformance: the store conformance suite, where the host can run it.
     Conformance,
 }
@@ -162,6 +168,16 @@ pub enum Public {
     PreferencePage(String),
     /// POST /preferences/{token}: its form.
     PreferenceSubmit(String),
+    /// GET /: what this is, and where to go.
+    Landing,
+    /// GET /healthz: the process answers.
+    Health,
+    /// GET /readyz: the store answers and the queue is applied.
+    Ready,
+    /// GET /openapi.json: the API described from this table.
+    OpenApi,
+    /// GET /metrics: Prometheus text, from the host's counters.
+    Metrics,
 }
 
 /// Every endpoint, by how it authenticates.
@@ -226,6 +242,8 @@ pub enum Family {
     Admin,
     /// The playground's static files.
     Playground,
+    /// The landing page, health, readiness, the API description and metrics.
+    Service,
 }
 
 /// Path parameters matched by `{}` (and `{..}`, the rest of the path), in order.
@@ -241,6 +259,10 @@ pub struct Route {
     pub auth: Auth,
     /// The family it belongs to.
     pub family: Family,
+    /// What it does, in a few words: the API description's summary.
+    pub summary: &'static str,
+    /// The names of its path parameters, one per `{}` (or `{..}`), in order.
+    pub params: &'static [&'static str],
     endpoint: fn(Params) -> Endpoint,
 }
 
@@ -249,6 +271,12 @@ impl Route {
     /// operator and playground routes.
     pub fn is_platform_api(&self) -> bool {
         matches!(self.auth, Auth::Key(..) | Auth::Scim)
+    }
+
+    /// The endpoint of this row for these path parameters, without a request (to
+    /// describe the row, as the API description does).
+    pub fn endpoint_with(&self, params: Params) -> Endpoint {
+        (self.endpoint)(params)
     }
 }
 
@@ -262,48 +290,56 @@ fn two(mut v: Params) -> (String, String) {
 }
 
 macro_rules! api {
-    ($m:ident $p:literal, $perm:ident, $bucket:ident, $family:ident, $ep:expr) => {
+    ($m:ident $p:literal $([$($n:ident),+])?, $perm:ident, $bucket:ident, $family:ident, $s:literal, $ep:expr) => {
         Route {
             method: Method::$m,
             pattern: $p,
             auth: Auth::Key(Permission::$perm, Bucket::$bucket),
             family: Family::$family,
+            summary: $s,
+            params: &[$($(stringify!($n)),+)?],
             endpoint: |v| Endpoint::Api(($ep)(v)),
         }
     };
 }
 
 macro_rules! scim {
-    ($m:ident $p:literal, $ep:expr) => {
+    ($m:ident $p:literal $([$($n:ident),+])?, $s:literal, $ep:expr) => {
         Route {
             method: Method::$m,
             pattern: $p,
             auth: Auth::Scim,
             family: Family::Scim,
+            summary: $s,
+            params: &[$($(stringify!($n)),+)?],
             endpoint: |v| Endpoint::Scim(($ep)(v)),
         }
     };
 }
 
 macro_rules! operator {
-    ($m:ident $p:literal, $ep:expr) => {
+    ($m:ident $p:literal $([$($n:ident),+])?, $s:literal, $ep:expr) => {
         Route {
             method: Method::$m,
             pattern: $p,
             auth: Auth::Admin,
             family: Family::Admin,
+            summary: $s,
+            params: &[$($(stringify!($n)),+)?],
             endpoint: |v| Endpoint::Operator(($ep)(v)),
         }
     };
 }
 
 macro_rules! public {
-    ($m:ident $p:literal, $family:ident, $ep:expr) => {
+    ($m:ident $p:literal $([$($n:ident),+])?, $family:ident, $s:literal, $ep:expr) => {
         Route {
             method: Method::$m,
             pattern: $p,
             auth: Auth::Public,
             family: Family::$family,
+            summary: $s,
+            params: &[$($(stringify!($n)),+)?],
             endpoint: |v| Endpoint::Public(($ep)(v)),
         }
     };
@@ -311,62 +347,73 @@ macro_rules! public {
 
 /// The whole API. Order matters only where a literal segment and a parameter
 /// overlap (`/preference_center/v1/list` before `/preference_center/v1/{}`).
+/// A row reads `kind!(Method "pattern" [path parameter names], <the kind's fields>,
+/// "summary", endpoint)`; the API description (`GET /openapi.json`) is made from
+/// these rows, so a route cannot go undescribed.
 pub static ROUTES: &[Route] = &[
-    api!(Post "/users/track", UsersTrack, Track, Track, |_| Api::Track),
-    api!(Post "/users/track/sync", UsersTrackSync, TrackSync, Track, |_| Api::TrackSync),
-    api!(Post "/users/export/ids", UsersExportIds, Export, Export, |_| Api::ExportIds),
-    api!(Post "/users/identify", UsersIdentify, Identity, Identity, |_| Api::Identify),
-    api!(Post "/users/merge", UsersMerge, Identity, Identity, |_| Api::Merge),
-    api!(Post "/users/delete", UsersDelete, Identity, Identity, |_| Api::Delete),
-    api!(Post "/users/alias/new", UsersAliasNew, Identity, Identity, |_| Api::AliasNew),
-    api!(Post "/users/alias/update", UsersAliasUpdate, Identity, Identity, |_| Api::AliasUpdate),
-    api!(Post "/subscription/status/set", SubscriptionStatusSet, SubscriptionSet, Subscriptions, |_| Api::SubscriptionSetV1),
-    api!(Post "/v2/subscription/status/set", SubscriptionStatusSet, SubscriptionSet, Subscriptions, |_| Api::SubscriptionSetV2),
-    api!(Get "/subscription/user/status", SubscriptionGroupsGet, EmailAndStatus, Subscriptions, |_| Api::SubscriptionUserStatus),
-    api!(Get "/subscription/status/get", SubscriptionStatusGet, EmailAndStatus, Subscriptions, |_| Api::SubscriptionStatusGet),
-    api!(Post "/email/status", EmailStatus, EmailAndStatus, Subscriptions, |_| Api::EmailStatus),
-    api!(Post "/email/blacklist", EmailBlacklist, EmailAndStatus, Subscriptions, |_| Api::EmailBlocklist),
-    api!(Post "/email/blocklist", EmailBlacklist, EmailAndStatus, Subscriptions, |_| Api::EmailBlocklist),
-    api!(Post "/preference_center/v1", PreferenceCenterUpdate, PreferenceWrite, PreferenceCenter, |_| Api::PreferenceCenter(PreferenceCenter::Create)),
-    api!(Get "/preference_center/v1/list", PreferenceCenterList, PreferenceRead, PreferenceCenter, |_| Api::PreferenceCenter(PreferenceCenter::List)),
-    api!(Get "/preference_center/v1/{}", PreferenceCenterGet, PreferenceRead, PreferenceCenter, |v| Api::PreferenceCenter(PreferenceCenter::Get(param(v)))),
-    api!(Put "/preference_center/v1/{}", PreferenceCenterUpdate, PreferenceWrite, PreferenceCenter, |v| Api::PreferenceCenter(PreferenceCenter::Update(param(v)))),
-    api!(Get "/preference_center/v1/{}/url/{}", PreferenceCenterUserGet, PreferenceUrl, PreferenceCenter, |v| {
+    api!(Post "/users/track", UsersTrack, Track, Track, "Record events, purchases and attributes (queued)", |_| Api::Track),
+    api!(Post "/users/track/sync", UsersTrackSync, TrackSync, Track, "Record one object and answer with the result", |_| Api::TrackSync),
+    api!(Post "/users/export/ids", UsersExportIds, Export, Export, "Export profiles by identifier", |_| Api::ExportIds),
+    api!(Post "/users/identify", UsersIdentify, Identity, Identity, "Identify anonymous profiles", |_| Api::Identify),
+    api!(Post "/users/merge", UsersMerge, Identity, Identity, "Merge profiles", |_| Api::Merge),
+    api!(Post "/users/delete", UsersDelete, Identity, Identity, "Delete profiles", |_| Api::Delete),
+    api!(Post "/users/alias/new", UsersAliasNew, Identity, Identity, "Add user aliases", |_| Api::AliasNew),
+    api!(Post "/users/alias/update", UsersAliasUpdate, Identity, Identity, "Rename user aliases", |_| Api::AliasUpdate),
+    api!(Post "/subscription/status/set", SubscriptionStatusSet, SubscriptionSet, Subscriptions, "Set users' state in one group (v1)", |_| Api::SubscriptionSetV1),
+    api!(Post "/v2/subscription/status/set", SubscriptionStatusSet, SubscriptionSet, Subscriptions, "Set users' states in several groups (v2)", |_| Api::SubscriptionSetV2),
+    api!(Get "/subscription/user/status", SubscriptionGroupsGet, EmailAndStatus, Subscriptions, "List the groups in users' histories", |_| Api::SubscriptionUserStatus),
+    api!(Get "/subscription/status/get", SubscriptionStatusGet, EmailAndStatus, Subscriptions, "Read users' state in one group", |_| Api::SubscriptionStatusGet),
+    api!(Post "/email/status", EmailStatus, EmailAndStatus, Subscriptions, "Set the global email subscription state", |_| Api::EmailStatus),
+    api!(Post "/email/blacklist", EmailBlacklist, EmailAndStatus, Subscriptions, "Blocklist email addresses (former name)", |_| Api::EmailBlocklist),
+    api!(Post "/email/blocklist", EmailBlacklist, EmailAndStatus, Subscriptions, "Blocklist email addresses", |_| Api::EmailBlocklist),
+    api!(Post "/preference_center/v1", PreferenceCenterUpdate, PreferenceWrite, PreferenceCenter, "Create a preference center", |_| Api::PreferenceCenter(PreferenceCenter::Create)),
+    api!(Get "/preference_center/v1/list", PreferenceCenterList, PreferenceRead, PreferenceCenter, "List preference centers", |_| Api::PreferenceCenter(PreferenceCenter::List)),
+    api!(Get "/preference_center/v1/{}" [preferenceCenterExternalID], PreferenceCenterGet, PreferenceRead, PreferenceCenter, "Read a preference center", |v| Api::PreferenceCenter(PreferenceCenter::Get(param(v)))),
+    api!(Put "/preference_center/v1/{}" [preferenceCenterExternalID], PreferenceCenterUpdate, PreferenceWrite, PreferenceCenter, "Update a preference center", |v| Api::PreferenceCenter(PreferenceCenter::Update(param(v)))),
+    api!(Get "/preference_center/v1/{}/url/{}" [preferenceCenterExternalID, external_id], PreferenceCenterUserGet, PreferenceUrl, PreferenceCenter, "A user's link to a preference center", |v| {
         let (center, user) = two(v);
         Api::PreferenceCenter(PreferenceCenter::UserUrl(center, user))
     }),
-    public!(Get "/preferences/{}", PreferenceCenter, |v| Public::PreferencePage(param(v))),
-    public!(Post "/preferences/{}", PreferenceCenter, |v| Public::PreferenceSubmit(param(v))),
-    scim!(Get "/scim/v2/Users", |_| Scim::Search),
-    scim!(Post "/scim/v2/Users", |_| Scim::Create),
-    scim!(Post "/scim/v2/Users/.search", |_| Scim::SearchPost),
-    scim!(Post "/scim/v2/.search", |_| Scim::SearchRoot),
-    scim!(Get "/scim/v2/Users/{}", |v| Scim::Get(param(v))),
-    scim!(Put "/scim/v2/Users/{}", |v| Scim::Replace(param(v))),
-    scim!(Delete "/scim/v2/Users/{}", |v| Scim::Delete(param(v))),
-    scim!(Patch "/scim/v2/Users/{}", |v| Scim::Patch(param(v))),
-    scim!(Get "/scim/v2/ServiceProviderConfig", |_| Scim::ServiceProviderConfig),
-    scim!(Get "/scim/v2/ResourceTypes", |_| Scim::ResourceTypes),
-    scim!(Get "/scim/v2/ResourceTypes/{}", |v| Scim::ResourceType(param(v))),
-    scim!(Get "/scim/v2/Schemas", |_| Scim::Schemas),
-    scim!(Get "/scim/v2/Schemas/{}", |v| Scim::Schema(param(v))),
-    api!(Get "/cdi/integrations", CdiIntegrationList, CdiList, Cdi, |_| Api::Cdi(Cdi::Integrations)),
-    api!(Get "/cdi/integrations/{}/job_sync_status", CdiIntegrationJobStatus, CdiJobs, Cdi, |v| Api::Cdi(Cdi::JobSyncStatus(param(v)))),
-    operator!(Post "/_engage/keys", |_| Operator::CreateKey),
-    operator!(Post "/_engage/groups", |_| Operator::CreateGroup),
-    operator!(Post "/_engage/scim-tokens", |_| Operator::CreateScimToken),
-    operator!(Post "/_engage/cdi/integrations", |_| Operator::CreateIntegration),
-    operator!(Post "/_engage/cdi/integrations/{}/sync", |v| Operator::RequestSync(param(v))),
-    operator!(Get "/_engage/cdi/integrations/{}", |v| Operator::IntegrationState(param(v))),
-    operator!(Get "/_engage/groups", |_| Operator::ListGroups),
-    operator!(Get "/_engage/queue/set-aside", |_| Operator::SetAsideJobs),
-    operator!(Get "/_engage/queue", |_| Operator::QueueState),
-    operator!(Post "/_engage/conformance", |_| Operator::Conformance),
+    public!(Get "/preferences/{}" [token], PreferenceCenter, "A user's preference page (HTML)", |v| Public::PreferencePage(param(v))),
+    public!(Post "/preferences/{}" [token], PreferenceCenter, "Submit a preference page's form", |v| Public::PreferenceSubmit(param(v))),
+    scim!(Get "/scim/v2/Users", "Find dashboard users (filter, paging)", |_| Scim::Search),
+    scim!(Post "/scim/v2/Users", "Create a dashboard user", |_| Scim::Create),
+    scim!(Post "/scim/v2/Users/.search", "Find dashboard users (search request)", |_| Scim::SearchPost),
+    scim!(Post "/scim/v2/.search", "Search every resource type (users)", |_| Scim::SearchRoot),
+    scim!(Get "/scim/v2/Users/{}" [id], "Read a dashboard user", |v| Scim::Get(param(v))),
+    scim!(Put "/scim/v2/Users/{}" [id], "Replace a dashboard user", |v| Scim::Replace(param(v))),
+    scim!(Delete "/scim/v2/Users/{}" [id], "Delete a dashboard user", |v| Scim::Delete(param(v))),
+    scim!(Patch "/scim/v2/Users/{}" [id], "Modify a dashboard user", |v| Scim::Patch(param(v))),
+    scim!(Get "/scim/v2/ServiceProviderConfig", "What this SCIM server supports", |_| Scim::ServiceProviderConfig),
+    scim!(Get "/scim/v2/ResourceTypes", "List SCIM resource types", |_| Scim::ResourceTypes),
+    scim!(Get "/scim/v2/ResourceTypes/{}" [id], "Read a SCIM resource type", |v| Scim::ResourceType(param(v))),
+    scim!(Get "/scim/v2/Schemas", "List SCIM schemas", |_| Scim::Schemas),
+    scim!(Get "/scim/v2/Schemas/{}" [id], "Read a SCIM schema", |v| Scim::Schema(param(v))),
+    api!(Get "/cdi/integrations", CdiIntegrationList, CdiList, Cdi, "List warehouse integrations", |_| Api::Cdi(Cdi::Integrations)),
+    api!(Get "/cdi/integrations/{}/job_sync_status" [integration_id], CdiIntegrationJobStatus, CdiJobs, Cdi, "List an integration's sync jobs", |v| Api::Cdi(Cdi::JobSyncStatus(param(v)))),
+    operator!(Post "/_engage/keys", "Create an API key", |_| Operator::CreateKey),
+    operator!(Get "/_engage/keys", "List API keys (without secrets)", |_| Operator::ListKeys),
+    operator!(Delete "/_engage/keys/{}" [id], "Revoke an API key", |v| Operator::RevokeKey(param(v))),
+    operator!(Get "/_engage/workspaces", "List workspaces", |_| Operator::ListWorkspaces),
+    operator!(Post "/_engage/groups", "Create a subscription group", |_| Operator::CreateGroup),
+    operator!(Post "/_engage/scim-tokens", "Create a SCIM token", |_| Operator::CreateScimToken),
+    operator!(Post "/_engage/cdi/integrations", "Create a warehouse integration", |_| Operator::CreateIntegration),
+    operator!(Post "/_engage/cdi/integrations/{}/sync" [id], "Start an integration's sync now", |v| Operator::RequestSync(param(v))),
+    operator!(Get "/_engage/cdi/integrations/{}" [id], "An integration's job count and last status", |v| Operator::IntegrationState(param(v))),
+    operator!(Get "/_engage/groups", "List subscription groups", |_| Operator::ListGroups),
+    operator!(Get "/_engage/queue/set-aside", "Queued jobs set aside as unreadable", |_| Operator::SetAsideJobs),
+    operator!(Get "/_engage/queue", "The queue's backlog", |_| Operator::QueueState),
+    operator!(Post "/_engage/conformance", "Run the store conformance suite", |_| Operator::Conformance),
     // The file routes first: `/playground/` is a file path (the index), not the root.
-    public!(Get "/playground/{..}", Playground, |v| Public::PlaygroundFile(param(v))),
-    public!(Head "/playground/{..}", Playground, |v| Public::PlaygroundFile(param(v))),
-    public!(Get "/playground", Playground, |_| Public::PlaygroundRoot),
-    public!(Head "/playground", Playground, |_| Public::PlaygroundRoot),
+    public!(Get "/playground/{..}" [path], Playground, "A file of the playground", |v| Public::PlaygroundFile(param(v))),
+    public!(Head "/playground/{..}" [path], Playground, "A file of the playground (headers only)", |v| Public::PlaygroundFile(param(v))),
+    public!(Get "/playground", Playground, "Redirect to the playground", |_| Public::PlaygroundRoot),
+    public!(Head "/playground", Playground, "Redirect to the playground (headers only)", |_| Public::PlaygroundRoot),
+    public!(Get "/", Service, "What this is, and where to go", |_| Public::Landing),
+    public!(Get "/healthz", Service, "Whether the process answers", |_| Public::Health),
+    public!(Get "/readyz", Service, "Whether the store answers and the queue moves", |_| Public::Ready),
+    public!(Get "/openapi.json", Service, "This API description (OpenAPI 3.1)", |_| Public::OpenApi),
+    public!(Get "/metrics", Service, "Prometheus metrics", |_| Public::Metrics),
 ];
 
 fn match_pattern(pattern: &str, path: &str) -> Option<Params> {

@@ -289,7 +289,20 @@ impl Store for D1Store {
         let took = Date::now().as_millis().saturating_sub(started) as f64;
         self.batch_ms.set(0.8 * self.batch_ms.get() + 0.2 * took);
         match result {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                // A key record changed (its last use noted) or went (revoked): this
+                // isolate and KV forget it now; other isolates within the TTL.
+                if let Some(cache) = &self.keys {
+                    for op in &changes.ops {
+                        if let Op::Put { table: Table::ApiKey, key, .. }
+                        | Op::Delete { table: Table::ApiKey, key, .. } = op
+                        {
+                            cache.forget(key).await;
+                        }
+                    }
+                }
+                Ok(())
+            }
             Err(e) => {
                 let text = error_text(&e);
                 if text.contains(GUARD_CONSTRAINT) {

@@ -146,7 +146,8 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
             None => response,
         },
         // Workers serve no playground files (the playground is its own static site).
-        Then::Nothing | Then::ServeAsset(_) => response,
+        // The edge keeps no metrics (the platform's analytics count its requests).
+        Then::Nothing | Then::ServeAsset(_) | Then::Metrics => response,
     };
     to_worker(response)
 }

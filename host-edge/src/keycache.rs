@@ -3,10 +3,10 @@
 //!
 //! Every request authenticates first, and D1 lives in one region while KV reads are
 //! served from the location that runs the Worker; caching the key lookup saves one
-//! D1 round trip per request. It is safe because a key record is written once (the
-//! key is created with `Expect::Absent`) and never changed; only hits from D1 are
-//! cached (an unknown key always goes to D1, so a new key works at once), and the
-//! TTL bounds how long a record could outlive a future revocation. The cache key
+//! D1 round trip per request. Only hits from D1 are cached (an unknown key always
+//! goes to D1, so a new key works at once); a key record written or deleted through
+//! this isolate (its last use noted, its revocation) is forgotten here and in KV at
+//! once, and the TTL bounds how long another isolate's memory could still hold it. The cache key
 //! is the key's SHA-256 hash (the secret itself is never stored), and the record
 //! names its one workspace, so nothing crosses workspaces.
 
@@ -59,6 +59,14 @@ impl KeyCache {
         let entry = Entry { version: version.parse().ok()?, value: value.as_bytes().to_vec() };
         self.remember(key_hash, &entry);
         Some(entry)
+    }
+
+    /// Forgets a record that changed or went.
+    pub async fn forget(&self, key_hash: &str) {
+        self.memory.borrow_mut().remove(key_hash);
+        if let Err(e) = self.kv.delete(&cache_key(key_hash)).await {
+            worker::console_warn!("KV key cache delete failed: {e:?}");
+        }
     }
 
     /// Stores a record read from D1; a failure only costs the next lookup a D1 read.

@@ -1,8 +1,10 @@
 //! Engage's native host: the SQLite store and the hyper server, used by the
 //! `engage` binary and by the load benchmark.
 
+pub mod backup;
 pub mod cdi;
 pub mod conn;
+pub mod metrics;
 pub mod playground;
 pub mod priority;
 pub mod server;

@@ -26,6 +26,11 @@ enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// List workspaces.
+    Workspaces {
+        #[command(subcommand)]
+        command: WorkspacesCommand,
+    },
     /// Manage subscription groups.
     Groups {
         #[command(subcommand)]
@@ -41,6 +46,8 @@ enum Command {
         #[command(subcommand)]
         command: engage::cdi::cli::CdiCommand,
     },
+    /// Copy the database (and its queued writes) while the server runs.
+    Backup(engage::backup::BackupArgs),
 }
 
 #[derive(Subcommand)]
@@ -71,7 +78,30 @@ struct WorkspaceArg {
 }
 
 #[derive(Subcommand)]
+enum WorkspacesCommand {
+    /// One `name<TAB>created<TAB>keys` line per workspace.
+    List {
+        #[command(flatten)]
+        db: DbArg,
+    },
+}
+
+#[derive(Subcommand)]
 enum KeysCommand {
+    /// List API keys, one `id<TAB>workspace<TAB>permissions<TAB>created<TAB>last used`
+    /// line each (no secrets: the id is the start of the key's hash).
+    List {
+        #[command(flatten)]
+        db: DbArg,
+    },
+    /// Revoke an API key by its id (from `keys list`): it stops working at once
+    /// (at the edge within a minute, the lifetime of its key cache).
+    Revoke {
+        #[command(flatten)]
+        db: DbArg,
+        /// The key's id.
+        id: String,
+    },
     /// Create an API key and print it (only the key, on stdout).
     Create {
         #[command(flatten)]
@@ -116,6 +146,30 @@ fn workspace(name: &str) -> Result<WorkspaceName, String> {
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Serve(args) => server::serve(args),
+        Command::Keys { command: KeysCommand::List { db } } => {
+            let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
+            for k in pollster::block_on(provision::list_keys(&store)).map_err(|e| format!("{e:?}"))? {
+                let used = k.last_used_at.as_deref().unwrap_or("never");
+                println!("{}\t{}\t{}\t{}\t{used}", k.id, k.workspace, k.permissions.join(","), k.created_at);
+            }
+            Ok(())
+        }
+        Command::Keys { command: KeysCommand::Revoke { db, id } } => {
+            let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
+            match pollster::block_on(provision::revoke_key(&store, &id)) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(format!("no API key with id '{id}'")),
+                Err(engage_core::ApiError::BadRequest(m)) => Err(m),
+                Err(e) => Err(format!("{e:?}")),
+            }
+        }
+        Command::Workspaces { command: WorkspacesCommand::List { db } } => {
+            let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
+            for w in pollster::block_on(provision::list_workspaces(&store)).map_err(|e| format!("{e:?}"))? {
+                println!("{}\t{}\t{}", w.name, w.created_at, w.keys);
+            }
+            Ok(())
+        }
         Command::Keys { command: KeysCommand::Create { db, workspace: ws, permissions } } => {
             let ws = workspace(&ws.workspace)?;
             let perms = parse_permission_list(&permissions)?;
@@ -145,6 +199,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Command::Cdi { command } => engage::cdi::cli::run(command),
+        Command::Backup(args) => engage::backup::run(args),
         Command::Groups { command: GroupsCommand::List { db, workspace: ws } } => {
             let ws = workspace(&ws.workspace)?;
             let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;

@@ -20,28 +20,29 @@ use clap::Args;
 
 use crate::conn::{AcceptBackoff, Guarded, Limits, Phase};
 use crate::ctx;
+use crate::metrics::METRICS;
 use crate::store::SqliteStore;
 
 /// Options of `engage serve`.
 #[derive(Args)]
 pub struct ServeArgs {
     /// SQLite database file (created on first use).
-    #[arg(long, default_value = "engage.db")]
+    #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
     pub db: std::path::PathBuf,
     /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    #[arg(long, env = "ENGAGE_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: String,
     /// Largest request body accepted, in bytes.
-    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    #[arg(long, env = "ENGAGE_MAX_BODY_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_body_bytes: usize,
     /// Do not enforce the API's rate limits (for load tests).
-    #[arg(long)]
+    #[arg(long, env = "ENGAGE_NO_RATE_LIMITS")]
     pub no_rate_limits: bool,
     /// Memory for profiles and identifiers kept in front of the database, MiB.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, env = "ENGAGE_CACHE_MIB", default_value_t = 1024)]
     pub cache_mib: usize,
     /// Queued track requests applied per commit.
-    #[arg(long, default_value_t = APPLY_BATCH)]
+    #[arg(long, env = "ENGAGE_APPLY_BATCH", default_value_t = APPLY_BATCH)]
     pub apply_batch: usize,
     /// Enables the operator routes under /_engage/ (create keys and groups over HTTP).
     #[arg(long, env = "ENGAGE_ADMIN_TOKEN", hide_env_values = true)]
@@ -54,7 +55,7 @@ pub struct ServeArgs {
     #[arg(long, env = "ENGAGE_PUBLIC_URL", value_parser = parse_public_url)]
     pub public_url: Option<String>,
     /// How long a preference-center link stays valid, in seconds (default: 30 days).
-    #[arg(long, default_value_t = engage_core::DEFAULT_LINK_TTL_SECS)]
+    #[arg(long, env = "ENGAGE_LINK_TTL_SECS", default_value_t = engage_core::DEFAULT_LINK_TTL_SECS)]
     pub link_ttl_secs: u64,
     /// Seconds from a request's first byte to the end of its headers.
     #[arg(long, env = "ENGAGE_HEADER_TIMEOUT_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
@@ -72,8 +73,20 @@ pub struct ServeArgs {
     pub max_connections: Option<usize>,
     /// Directory of the built playground (www/build.sh), served at /playground/.
     /// Default: www/dist under the current directory, when it exists.
-    #[arg(long)]
+    #[arg(long, env = "ENGAGE_PLAYGROUND_DIR")]
     pub playground_dir: Option<std::path::PathBuf>,
+    /// Log lines as text or as JSON objects (one per line).
+    #[arg(long, env = "ENGAGE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// How log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// The engine shared by all connections.
@@ -81,13 +94,16 @@ pub type SharedEngine = Arc<Engine<SqliteStore>>;
 
 /// Runs `engage serve` until SIGINT or SIGTERM.
 pub fn serve(args: ServeArgs) -> Result<(), String> {
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         // Reporting a failed log write prints to stderr, which panics when stderr is
         // what failed (a full disk): a server must outlive its log.
-        .log_internal_errors(false)
-        .init();
+        .log_internal_errors(false);
+    match args.log_format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().flatten_event(true).init(),
+    }
     let options = crate::store::Options { cache_bytes: args.cache_mib.saturating_mul(1 << 20) };
     let store =
         SqliteStore::open_with(&args.db, options).map_err(|e| format!("cannot open {}: {e}", args.db.display()))?;
@@ -219,6 +235,7 @@ pub async fn run_with(
                     }
                 };
                 let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    METRICS.refused_connections.inc();
                     tokio::spawn(crate::conn::refuse(stream, refusal.clone()));
                     continue;
                 };
@@ -226,7 +243,7 @@ pub async fn run_with(
                 let engine = engine.clone();
                 let guard = connections.clone();
                 tokio::spawn(async move {
-                    let _guard = (guard, permit);
+                    let _guard = (guard, permit, crate::metrics::OpenConnection::default());
                     let phase = Arc::new(Phase::default());
                     let io = TokioIo::new(Guarded::new(stream, limits, phase.clone()));
                     let service = service_fn(move |req| {
@@ -327,6 +344,11 @@ fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread
             while !stopping.load(Ordering::SeqCst) {
                 match pollster::block_on(engine.apply_queued_pipelined(ctx(), APPLY_ROUNDS)) {
                     Ok(run) => {
+                        if !run.is_empty() {
+                            METRICS.applied_batches.inc();
+                            METRICS.applied_jobs.inc_by(run.applied as u64);
+                            METRICS.set_aside_jobs.inc_by(run.set_aside as u64);
+                        }
                         if let Some(note) = run.set_aside_note() {
                             tracing::error!("{note}");
                         }
@@ -347,12 +369,41 @@ fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread
         .expect("spawn the applier thread")
 }
 
+/// Answers one request, then logs it (one line: method, route, status, latency,
+/// request id; never the raw path, a key or a body) and counts it.
 async fn handle(
     engine: SharedEngine,
     req: hyper::Request<Incoming>,
     sent_length: Option<String>,
     body_timeout: Duration,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let started = std::time::Instant::now();
+    let method = Method::parse(req.method().as_str());
+    let route = engine.route_label(method, req.uri().path());
+    let response = respond(&engine, req, sent_length, body_timeout).await;
+    let took = started.elapsed();
+    let id = response.header_value("X-Request-Id").unwrap_or("-");
+    if let Some(why) = &response.internal {
+        tracing::error!(method = method.as_str(), route, status = response.status, request_id = id, "{why}");
+    }
+    tracing::info!(
+        target: "engage::request",
+        method = method.as_str(),
+        route,
+        status = response.status,
+        micros = took.as_micros() as u64,
+        request_id = id,
+    );
+    METRICS.request(route, method.as_str(), response.status, took);
+    Ok(to_hyper(response))
+}
+
+async fn respond(
+    engine: &SharedEngine,
+    req: hyper::Request<Incoming>,
+    sent_length: Option<String>,
+    body_timeout: Duration,
+) -> Response {
     let (parts, body) = req.into_parts();
     let mut headers: Vec<(String, String)> = parts
         .headers
@@ -363,17 +414,22 @@ async fn handle(
     if let Some(length) = sent_length.filter(|_| !parts.headers.contains_key(hyper::header::CONTENT_LENGTH)) {
         headers.push(("content-length".into(), length));
     }
+    // Answers given before the core runs carry a request id too.
+    let early = |response: Response| {
+        let id = engage_core::request_id(&headers, ctx().seed);
+        response.with_header("X-Request-Id", id)
+    };
     let body = match engine.plan_body(parts.uri.path(), &headers) {
         BodyPlan::Refuse(response) => {
             discard(body).await;
-            return Ok(to_hyper(response));
+            return early(response);
         }
         BodyPlan::Read { limit } => match tokio::time::timeout(body_timeout, read_bounded(body, limit)).await {
             Ok(Ok(body)) => body,
-            Ok(Err(e)) => return Ok(to_hyper(engine.body_error(parts.uri.path(), e))),
+            Ok(Err(e)) => return early(engine.body_error(parts.uri.path(), e)),
             Err(_) => {
                 let e = BodyError::TimedOut { secs: body_timeout.as_secs() };
-                return Ok(to_hyper(engine.body_error(parts.uri.path(), e)));
+                return early(engine.body_error(parts.uri.path(), e));
             }
         },
     };
@@ -387,31 +443,37 @@ async fn handle(
         origin: None,
     };
     let method = request.method;
-    let path = request.path.clone();
-    let started = std::time::Instant::now();
     let core = engine.clone();
     // SQLite calls block: run the core on the blocking pool.
     let response = tokio::task::spawn_blocking(move || pollster::block_on(core.handle(request, ctx())))
         .await
         .unwrap_or_else(|_| engage_core::ApiError::Busy.into_response());
-    if let Some(why) = &response.internal {
-        tracing::error!(method = method.as_str(), path, status = response.status, "{why}");
-    }
-    tracing::debug!(
-        method = method.as_str(),
-        path,
-        status = response.status,
-        micros = started.elapsed().as_micros() as u64
-    );
-    let response = match &response.then {
-        Then::ServeAsset(file) => match crate::playground::read(file) {
-            Some(content) => Response::asset(file, content, method == Method::Head),
-            None => response,
-        },
+    let id = response.header_value("X-Request-Id").unwrap_or_default().to_string();
+    let replaced = match &response.then {
+        Then::ServeAsset(file) => {
+            crate::playground::read(file).map(|content| Response::asset(file, content, method == Method::Head))
+        }
+        Then::Metrics => Some(metrics_response(engine).await),
         // The applier thread polls the queue; this host cannot run the conformance suite.
-        Then::Nothing | Then::ApplyQueue | Then::RunConformance => response,
+        Then::Nothing | Then::ApplyQueue | Then::RunConformance => None,
     };
-    Ok(to_hyper(response))
+    match replaced {
+        Some(r) => r.with_header("X-Request-Id", id),
+        None => response,
+    }
+}
+
+/// `GET /metrics`: the backlog's gauges brought up to date, then every metric.
+async fn metrics_response(engine: &SharedEngine) -> Response {
+    let core = engine.clone();
+    let state = tokio::task::spawn_blocking(move || pollster::block_on(core.backlog_state(ctx().now))).await;
+    if let Ok(Ok(state)) = state {
+        METRICS.queue_pending.set(state.pending as i64);
+        METRICS.queue_oldest_age.set(state.oldest_age_seconds.unwrap_or(0.0));
+    }
+    Response::empty(200)
+        .with_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+        .with_body(METRICS.render().into_bytes())
 }
 
 /// Reads the body: too large past `limit` (after draining what the client still

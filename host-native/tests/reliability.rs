@@ -5,7 +5,7 @@
 //!
 //! Run by tests/run.sh: `cargo test --release -p engage --features reliability-tests
 //! --test reliability -- --nocapture --test-threads 1`. ENGAGE_CRASH_KILLS (default 5)
-//! sets the number of kills; ENGAGE_BACKLOG_LOAD_SECS (default 12) the load before
+//! sets the number of kills; ENGAGE_BACKLOG_LOAD_SECS (default 15) the load before
 //! the backlog is read through.
 
 mod support;
@@ -151,7 +151,7 @@ fn kill_9_under_load_loses_nothing_acknowledged_and_applies_nothing_twice_or_hal
 
 #[test]
 fn reads_during_a_long_backlog_answer_and_see_every_acknowledged_write() {
-    let load_secs = env_or("ENGAGE_BACKLOG_LOAD_SECS", 12);
+    let load_secs = env_or("ENGAGE_BACKLOG_LOAD_SECS", 15);
     const USERS: u64 = 5000;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("e.db");

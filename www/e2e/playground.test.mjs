@@ -350,3 +350,52 @@ test("a person manages their subscriptions on the page engage serve hosts", { sk
     await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.on("exit", resolve)));
   }
 });
+
+test("the API reference lists every operation of the in-page engine's /openapi.json, and loads one into the editor", () =>
+  inStaticPlayground(async (page) => {
+    await page.waitForSelector('#reference[data-loaded="true"]', { timeout: 30_000 });
+    assert.match(await page.textContent("#reference-count"), /^\d+ operations · OpenAPI 3\.1\.0/);
+    const operations = await page.locator("#reference li.operation").count();
+    assert.ok(operations >= 55, `${operations} operations`);
+    // Every route of the picker is in the reference.
+    const routes = await page.$$eval("#routes button", (bs) => bs.map((b) => b.dataset.route));
+    const patterns = await page.$$eval("#reference li.operation", (lis) => lis.map((li) => li.dataset.operation));
+    assert.equal(patterns.length, operations);
+    assert.ok(routes.length >= 20 && routes.length <= operations, `${routes.length} routes`);
+
+    const track = page.locator('#reference [data-operation="POST /users/track"]');
+    assert.match(await track.textContent(), /Record events, purchases and attributes/);
+    assert.match(await track.locator(".chip").first().textContent(), /^users\.track$/);
+    const keys = page.locator('#reference [data-operation="POST /_engage/keys"]');
+    assert.match(await keys.textContent(), /admin token/);
+    assert.equal(await page.locator('#reference section.tag[data-tag="Engage operator"] li.operation').count() >= 10, true);
+    assert.equal(await page.locator('#reference section.tag[data-tag="Engage service"] [data-operation="GET /openapi.json"]').count(), 1);
+
+    // The details: the description, the permission and the body's fields.
+    await track.locator("summary").click();
+    const details = await track.locator(".op-details").textContent();
+    assert.match(details, /users\.track/);
+    assert.match(details, /attributes/);
+    assert.match(details, /429/);
+
+    // The filter.
+    await page.fill("#reference-filter", "cdi.integration");
+    assert.equal(await page.locator("#reference li.operation:not([hidden])").count(), 2);
+    await page.fill("#reference-filter", "");
+
+    // Load: the picker's example when there is one, ready to send.
+    await track.locator("button.op-load").click();
+    assert.equal(await page.inputValue("#method"), "POST");
+    assert.equal(await page.inputValue("#path"), "/users/track");
+    assert.match(await page.inputValue("#headers"), /Authorization: Bearer [0-9a-f-]{36}/);
+    assert.equal((await send(page)).status, 201);
+    // Otherwise the method, the path to fill in and a skeleton of the body.
+    await page.locator('#reference [data-operation="DELETE /_engage/keys/{id}"] button.op-load').click();
+    assert.equal(await page.inputValue("#method"), "DELETE");
+    assert.equal(await page.inputValue("#path"), "/_engage/keys/{id}");
+    assert.match(await page.inputValue("#headers"), /Bearer <ADMIN_TOKEN>/);
+    await page.locator('#reference [data-operation="GET /healthz"] button.op-load').click();
+    const health = await send(page);
+    assert.deepEqual([health.status, health.body], [200, { status: "ok" }]);
+    await page.screenshot({ path: path.join(os.tmpdir(), "engage-playground-reference.png"), fullPage: true });
+  }));

@@ -1,6 +1,7 @@
 // The playground page. It only renders: requests are answered by the Engage core
 // compiled to wasm (./pkg), which also provides the examples and the curl commands.
 import init, { Playground, curl } from "./pkg/engage_www.js";
+import { renderReference, skeleton } from "./reference.js";
 
 const STATE = "engage-playground:state";
 const HISTORY = "engage-playground:history";
@@ -12,6 +13,7 @@ const started = performance.now();
 let pg;
 let examples = [];
 let history = [];
+let reference = null;
 
 function load(name, fallback) {
   try {
@@ -103,6 +105,46 @@ function renderSession() {
       return li;
     }),
   );
+}
+
+// An operation of the API reference, in the editor: its ready example when the
+// picker has one, else its method and path (parameters to fill in), the credentials
+// it needs and a skeleton of its body.
+function loadOperation({ method, path, op }) {
+  const pattern = op["x-engage-pattern"];
+  const ex = examples.find((e) => e.method === method && e.pattern === pattern);
+  if (ex) {
+    fillEditor(ex);
+  } else {
+    const security = (op.security || [])[0] || {};
+    const headers = [];
+    if (security.apiKey) headers.push(`Authorization: Bearer ${pg.key}`);
+    if (security.adminToken) headers.push("Authorization: Bearer <ADMIN_TOKEN>");
+    const [media, content] = Object.entries((op.requestBody || {}).content || {})[0] || [];
+    if (media) headers.push(`Content-Type: ${media}`);
+    const body = media && media.endsWith("json") ? JSON.stringify(skeleton(reference, content.schema), null, 2) : "";
+    fillEditor({ method, path, query: "", headers: headers.join("\n"), body });
+  }
+  const list = $("routes");
+  list.querySelectorAll("button.active").forEach((x) => x.classList.remove("active"));
+  list.querySelector(`[data-route="${method} ${pattern}"]`)?.classList.add("active");
+  notice(path.includes("{") && !ex ? `Fill in the path parameters of ${path} before sending.` : "");
+  $("request").scrollIntoView({ block: "nearest" });
+}
+
+// The reference panel, from the in-page engine's own GET /openapi.json.
+function renderReferencePanel() {
+  const res = pg.send("GET", "/openapi.json", "", "", "");
+  if (res.status !== 200) {
+    $("reference-count").textContent = `unavailable (status ${res.status})`;
+    return;
+  }
+  reference = JSON.parse(res.body);
+  const n = renderReference($("reference-list"), reference, $("reference-filter"), loadOperation);
+  $("reference-count").textContent = `${n} operations · OpenAPI ${reference.openapi} · Engage ${reference.info.version}`;
+  const file = new Blob([JSON.stringify(reference, null, 2)], { type: "application/json" });
+  $("reference-download").href = URL.createObjectURL(file);
+  $("reference").dataset.loaded = "true";
 }
 
 function renderHistory() {
@@ -269,6 +311,14 @@ async function main() {
   // performance.now() counts from the start of navigation.
   window.engagePlaygroundReady = { sinceNavigationMs: performance.now(), sinceScriptMs: performance.now() - started };
   document.body.dataset.ready = "true";
+  // After the page is interactive: the document is built by the core on demand.
+  setTimeout(() => {
+    try {
+      renderReferencePanel();
+    } catch (e) {
+      $("reference-count").textContent = `unavailable: ${e.message || e}`;
+    }
+  }, 0);
 }
 
 main().catch((e) => {

@@ -3,6 +3,8 @@
 //! the same way. They exist only when the host configures an admin token, and they
 //! are not part of the platform's API.
 
+pub mod keys;
+pub mod schema;
 pub mod workspace;
 
 use serde_json::{json, Map, Value};
@@ -44,6 +46,12 @@ pub async fn handle<S: Store>(
         Operator::ListGroups => list_groups(store, req).await,
         Operator::SetAsideJobs => set_aside_jobs(store).await,
         Operator::QueueState => queue_state(store, ctx).await,
+        Operator::ListKeys => Ok(Response::json(200, &json!({"keys": keys::list(store).await?}))),
+        Operator::RevokeKey(id) => match keys::revoke(store, &id).await? {
+            true => Ok(Response::json(200, &json!({"revoked": id}))),
+            false => Err(ApiError::NotFound(format!("no API key with id '{id}'"))),
+        },
+        Operator::ListWorkspaces => Ok(Response::json(200, &json!({"workspaces": keys::workspaces(store).await?}))),
         // Only the host can make a scratch store; one that cannot answers the 404.
         Operator::Conformance => Ok(ApiError::RouteNotFound.into_response().then(Then::RunConformance)),
     }
@@ -189,28 +197,13 @@ async fn list_groups<S: Store>(store: &S, req: &Request) -> Result<Response, Api
     Ok(Response::json(200, &json!({"groups": list})))
 }
 
-/// GET /_engage/queue/set-aside → `{"count": n, "jobs": [...]}`: queued jobs that
-/// could not be decoded (the oldest 100), kept for an operator to inspect.
-/// The queue's backlog: jobs between the oldest not applied and the newest (some
-/// may have been applied early, for requests that needed them), and the oldest's age.
+/// GET /_engage/queue: the queue's backlog (see [`crate::track::queue::backlog_state`]).
 async fn queue_state<S: Store>(store: &S, ctx: Ctx) -> Result<Response, ApiError> {
-    let tail = store.queue_tail().await?;
-    let oldest = store.queued(0, 1).await?.pop();
-    let body = match oldest {
-        Some(job) => {
-            let at = decode::<crate::track::parse::TrackJob>(&job.job).ok().map(|j| j.at);
-            json!({
-                "pending": tail.saturating_sub(job.seq) + 1,
-                "tail": tail,
-                "oldest_seq": job.seq,
-                "oldest_age_seconds": at.map(|at| (ctx.now.0 - at.0).max(0) as f64 / 1000.0),
-            })
-        }
-        None => json!({"pending": 0, "tail": tail, "oldest_seq": null, "oldest_age_seconds": null}),
-    };
-    Ok(Response::json(200, &body))
+    Ok(Response::json(200, &crate::track::queue::backlog_state(store, ctx.now).await?))
 }
 
+/// GET /_engage/queue/set-aside → `{"count": n, "jobs": [...]}`: queued jobs that
+/// could not be decoded (the oldest 100), kept for an operator to inspect.
 async fn set_aside_jobs<S: Store>(store: &S) -> Result<Response, ApiError> {
     let all = store.scan(Table::SetAside, "", MAX_SCAN).await?;
     let mut jobs = Vec::new();

@@ -37,18 +37,25 @@ pub async fn create_key<S: Store>(
     // shared with other ids.
     let h: String = ctx.seed.iter().map(|b| format!("{b:02x}")).collect();
     let secret = format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32]);
-    let record =
-        KeyRecord { workspace: workspace.clone(), permissions, hint: secret[..8].to_string(), created_at: ctx.now.0 };
+    let record = KeyRecord {
+        workspace: workspace.clone(),
+        permissions,
+        hint: secret[..8].to_string(),
+        created_at: ctx.now.0,
+        last_used_at: None,
+    };
     let ws = WorkspaceRecord { name: workspace.clone(), created_at: ctx.now.0 };
-    let ops = vec![
-        Op::Put { table: Table::ApiKey, key: key_hash(&secret), value: encode(&record)?, expect: Expect::Absent },
-        Op::Put {
+    let mut ops =
+        vec![Op::Put { table: Table::ApiKey, key: key_hash(&secret), value: encode(&record)?, expect: Expect::Absent }];
+    // The workspace is made with its first key (and keeps that creation time).
+    if store.get(Table::Workspace, workspace.as_str()).await?.is_none() {
+        ops.push(Op::Put {
             table: Table::Workspace,
             key: workspace.as_str().to_string(),
             value: encode(&ws)?,
-            expect: Expect::Any,
-        },
-    ];
+            expect: Expect::Absent,
+        });
+    }
     store.commit(ChangeSet { ops, ack: None }).await?;
     Ok(secret)
 }

@@ -19,6 +19,7 @@ pub mod job;
 pub mod manage;
 pub mod read;
 pub mod rows;
+pub mod schema;
 pub mod sync;
 
 use crate::error::ApiError;

@@ -1,5 +1,7 @@
 //! POST /users/export/ids: read profiles back by identifier.
 
+pub mod schema;
+
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;

@@ -195,6 +195,9 @@ pub(super) fn example(route: &Route) -> Option<Example> {
         | (Method::Get, "/scim/v2/ServiceProviderConfig" | "/scim/v2/ResourceTypes")
         | (Method::Get, "/scim/v2/ResourceTypes/{}" | "/scim/v2/Schemas" | "/scim/v2/Schemas/{}")
         | (Method::Get, "/_engage/cdi/integrations/{}" | "/_engage/queue/set-aside" | "/_engage/queue")
+        | (Method::Get, "/_engage/keys" | "/_engage/workspaces")
+        | (Method::Delete, "/_engage/keys/{}")
+        | (Method::Get, "/" | "/healthz" | "/readyz" | "/openapi.json" | "/metrics")
         | (Method::Delete, "/scim/v2/Users/{}")
         | (Method::Post, "/_engage/cdi/integrations/{}/sync" | "/_engage/conformance")
         | (Method::Get | Method::Head, "/playground/{..}" | "/playground") => query(&[]),

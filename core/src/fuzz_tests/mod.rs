@@ -194,8 +194,9 @@ fn every_route_has_an_example() {
         let req = world.request(route, path.clone(), query, body, &ContentType::Right);
         let resp = world.send(req).unwrap_or_else(|e| panic!("{e}"));
         // The examples are meant to succeed (the playground's files are the host's
-        // to serve; the conformance run is the host's to do; this host runs no syncs).
-        let host_only = matches!(route.pattern, "/playground/{..}" | "/_engage/conformance")
+        // to serve; the conformance run and the metrics are the host's to do; this
+        // host runs no syncs).
+        let host_only = matches!(route.pattern, "/playground/{..}" | "/_engage/conformance" | "/metrics")
             || route.pattern == "/_engage/cdi/integrations/{}/sync";
         if !host_only {
             assert!(

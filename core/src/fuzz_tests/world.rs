@@ -128,6 +128,10 @@ impl World {
             let failure = (n == 5).then(|| (JobStatus::ConfigError, "no such table".to_string()));
             block_on(crate::cdi::sync::finish(store, &begun, failure, kit.ctx())).expect("finish");
         }
+        // A second key, for the revocation route to revoke (the world's own stays).
+        let spare = block_on(crate::admin::workspace::create_key(store, &ws, vec![Permission::UsersTrack], kit.ctx()))
+            .expect("spare key");
+        let spare_key = crate::auth::key_hash(&spare)[..16].to_string();
         let cursor_i = cursor_of(&kit.send(Method::Get, "/cdi/integrations", Value::Null));
         let jobs = format!("/cdi/integrations/{integration}/job_sync_status");
         let cursor_j = cursor_of(&kit.send(Method::Get, &jobs, Value::Null));
@@ -142,6 +146,7 @@ impl World {
             ("§service_id", service_id),
             ("§cursor_i", cursor_i),
             ("§cursor_j", cursor_j),
+            ("§spare_key", spare_key),
         ];
         World { kit, key, scim_token, ids }
     }
@@ -200,6 +205,7 @@ impl World {
             ("/preference_center/v1/{}/url/{}", _) => vec!["u1".into(), "u2".into(), "nobody".into()],
             ("/preferences/{}", _) => one("§token"),
             ("/scim/v2/Users/{}", _) => one("§scim_user"),
+            ("/_engage/keys/{}", _) => one("§spare_key"),
             ("/scim/v2/ResourceTypes/{}", _) => vec!["User".into()],
             ("/scim/v2/Schemas/{}", _) => vec![USER_URN.into(), USER_URN.to_uppercase()],
             ("/cdi/integrations/{}/job_sync_status" | "/_engage/cdi/integrations/{}/sync", _)

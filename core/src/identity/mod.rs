@@ -6,3 +6,4 @@ pub mod alias;
 pub mod delete;
 pub mod identify;
 pub mod merge;
+pub mod schema;

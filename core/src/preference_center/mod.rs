@@ -15,6 +15,7 @@ pub mod link;
 pub mod liquid;
 pub mod page;
 pub mod read;
+pub mod schema;
 pub mod write;
 
 use crate::ctx::Ctx;

@@ -31,7 +31,19 @@ pub enum ScimType {
 }
 
 impl ScimType {
-    fn as_str(self) -> &'static str {
+    /// Every type, in RFC 7644's order (for the API description).
+    pub const ALL: [ScimType; 7] = [
+        ScimType::InvalidFilter,
+        ScimType::InvalidValue,
+        ScimType::InvalidSyntax,
+        ScimType::Uniqueness,
+        ScimType::Mutability,
+        ScimType::InvalidPath,
+        ScimType::NoTarget,
+    ];
+
+    /// The name SCIM writes in `scimType`.
+    pub fn as_str(self) -> &'static str {
         match self {
             ScimType::InvalidFilter => "invalidFilter",
             ScimType::InvalidValue => "invalidValue",

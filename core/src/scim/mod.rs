@@ -19,6 +19,7 @@ pub mod patch;
 pub mod permissions;
 pub mod protocol;
 pub mod read;
+pub mod schema;
 pub mod token;
 pub mod user;
 pub mod values;

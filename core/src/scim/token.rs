@@ -54,8 +54,10 @@ pub async fn create<S: Store>(store: &S, origin: &str, ctx: Ctx) -> Result<Strin
     Ok(secret)
 }
 
-const MISSING: &str = "Missing credentials: send Authorization: Bearer <SCIM token> and X-Request-Origin";
-const INVALID: &str = "Invalid SCIM token or X-Request-Origin";
+/// The 401 detail for a request without a token or origin.
+pub const MISSING: &str = "Missing credentials: send Authorization: Bearer <SCIM token> and X-Request-Origin";
+/// The 401 detail for a token or origin that does not hold.
+pub const INVALID: &str = "Invalid SCIM token or X-Request-Origin";
 
 /// Checks a request's token and origin. A wrong origin answers the same as an
 /// unknown token, so the answer does not tell which of the two was right.

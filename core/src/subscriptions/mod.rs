@@ -12,6 +12,7 @@ pub mod address;
 pub mod email;
 pub mod groups;
 pub mod read;
+pub mod schema;
 pub mod set;
 pub mod state;
 pub mod values;

@@ -426,6 +426,33 @@ pub async fn catch_up_for<S: Store>(
     apply_early(store, backlog, seed, &seqs).await
 }
 
+/// The queue's backlog as an operator (or a metrics scrape) sees it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BacklogState {
+    /// Jobs between the oldest not applied and the newest (some may have been
+    /// applied early, for requests that needed them).
+    pub pending: u64,
+    /// The newest job's sequence number.
+    pub tail: u64,
+    /// The oldest job not applied.
+    pub oldest_seq: Option<u64>,
+    /// How long it has waited, in seconds.
+    pub oldest_age_seconds: Option<f64>,
+}
+
+/// The queue's backlog now.
+pub async fn backlog_state<S: Store>(store: &S, now: crate::time::Timestamp) -> Result<BacklogState, StoreError> {
+    let tail = store.queue_tail().await?;
+    let oldest = store.queued(0, 1).await?.pop();
+    let at = oldest.as_ref().and_then(|j| decode::<TrackJob>(&j.job).ok()).map(|j| j.at);
+    Ok(BacklogState {
+        pending: oldest.as_ref().map_or(0, |j| tail.saturating_sub(j.seq) + 1),
+        tail,
+        oldest_seq: oldest.map(|j| j.seq),
+        oldest_age_seconds: at.map(|at| (now.0 - at.0).max(0) as f64 / 1000.0),
+    })
+}
+
 #[cfg(test)]
 #[path = "queue_tests.rs"]
 mod tests;

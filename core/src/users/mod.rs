@@ -5,4 +5,5 @@ pub mod custom;
 pub mod locate;
 pub mod prioritization;
 pub mod profile;
+pub mod schema;
 pub mod standard;

@@ -32,11 +32,11 @@ use std::sync::{Arc, Mutex};
 
 use engage_core::store::{QueuedJob, StoreError};
 
-const HEADER: usize = 16;
+pub(crate) const HEADER: usize = 16;
 /// A new segment is started once the current one is this large.
 const SEGMENT_BYTES: u64 = 64 << 20;
 /// Largest job accepted (the request body limit is far below it).
-const MAX_JOB: usize = 256 << 20;
+pub(crate) const MAX_JOB: usize = 256 << 20;
 /// Applied segments kept for reuse; beyond this many they are deleted.
 const MAX_SPARES: usize = 4;
 
@@ -44,7 +44,7 @@ fn io(what: &str, e: std::io::Error) -> StoreError {
     StoreError(format!("queue log: {what}: {e}"))
 }
 
-fn checksum(seq: u64, job: &[u8]) -> u32 {
+pub(crate) fn checksum(seq: u64, job: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
     h.update(&seq.to_le_bytes());
     h.update(&(job.len() as u32).to_le_bytes());

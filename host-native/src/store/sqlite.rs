@@ -250,6 +250,8 @@ impl Store for SqliteStore {
         let mut out = cache.get_many(table, keys);
         let missing: Vec<String> =
             keys.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(k, _)| k.clone()).collect();
+        crate::metrics::METRICS.cache_hits.inc_by((keys.len() - missing.len()) as u64);
+        crate::metrics::METRICS.cache_misses.inc_by(missing.len() as u64);
         if missing.is_empty() {
             return Ok(out);
         }
@@ -265,13 +267,17 @@ impl Store for SqliteStore {
     }
 
     async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
-        if changes.ack.is_none() {
-            return self.shared.commit(changes);
-        }
-        let stopped = || CommitError::Store(StoreError("the apply writer stopped".into()));
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.apply_writer.send((changes, reply)).map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
+        let started = std::time::Instant::now();
+        let out = if changes.ack.is_none() {
+            self.shared.commit(changes)
+        } else {
+            let stopped = || CommitError::Store(StoreError("the apply writer stopped".into()));
+            let (reply, answer) = tokio::sync::oneshot::channel();
+            self.apply_writer.send((changes, reply)).map_err(|_| stopped())?;
+            answer.await.map_err(|_| stopped())?
+        };
+        crate::metrics::METRICS.commit_seconds.observe(started.elapsed().as_secs_f64());
+        out
     }
 
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {

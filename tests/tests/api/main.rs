@@ -8,6 +8,7 @@ mod identity;
 mod matrix;
 mod preference_center;
 mod scim;
+mod service;
 mod shapes;
 mod subscriptions;
 mod track;

@@ -1,0 +1,104 @@
+//! The API description of the operator routes under `/_engage/` (Engage's own,
+//! not the platform's).
+
+use serde_json::Value;
+
+use crate::openapi::op::Op;
+use crate::openapi::schema::{
+    array, boolean, free_object, integer, nullable, number, object, one_of, refer, string, values,
+};
+use crate::permission::Permission;
+use crate::routes::Operator;
+use crate::subscriptions::groups::Channel;
+
+fn workspace(what: &str) -> (&'static str, Value) {
+    ("workspace", string(&format!("{what} (1 to 64 letters, digits, `-`, `_`, `.`; default `default`).")))
+}
+
+fn group() -> Value {
+    let channels = [Channel::Email, Channel::Sms, Channel::Whatsapp, Channel::Rcs, Channel::Line].map(Channel::as_str);
+    object(
+        "A subscription group.",
+        &[("id", string("")), ("name", string("")), ("channel", values(&channels, ""))],
+        &["id", "name", "channel"],
+    )
+}
+
+/// An operator route.
+pub fn describe(endpoint: &Operator) -> Op {
+    let not_found = |op: Op, what: &str| op.reply(404, what, refer("Error"));
+    match endpoint {
+        Operator::CreateKey => {
+            let names: Vec<&str> = Permission::ALL.iter().map(|p| p.as_str()).collect();
+            let perms = one_of(vec![values(&["all"], "Every permission."), array(values(&names, ""), "These permissions.")], "Default `all`.");
+            Op::new("Creates an API key (as `engage keys create`). The key is shown once.")
+                .body(object("", &[workspace("Its workspace, made when new"), ("permissions", perms)], &[]))
+                .reply(201, "Created.", object("", &[("key", string("The API key.")), ("workspace", string(""))], &["key", "workspace"]))
+        }
+        Operator::ListKeys => {
+            let key = object("", &[
+                ("id", string("The first 16 hex digits of the key's SHA-256: names it, reveals nothing.")),
+                ("workspace", string("")),
+                ("permissions", array(string(""), "")),
+                ("hint", string("Its first characters.")),
+                ("created_at", string("RFC 3339.")),
+                ("last_used_at", nullable(string("RFC 3339, to the hour."))),
+            ], &["id", "workspace", "permissions"]);
+            Op::new("Every API key, without secrets, by workspace then creation.")
+                .reply(200, "The keys.", object("", &[("keys", array(key, ""))], &["keys"]))
+        }
+        Operator::RevokeKey(_) => not_found(Op::new("Revokes an API key: requests with it are refused from now on.")
+            .path("id", "The key's `id` (from the listing).")
+            .reply(200, "Revoked.", object("", &[("revoked", string("The id."))], &["revoked"])), "No key with this id."),
+        Operator::ListWorkspaces => {
+            let ws = object("", &[("name", string("")), ("created_at", string("RFC 3339.")), ("keys", integer("API keys."))], &["name"]);
+            Op::new("Every workspace, by name.").reply(200, "The workspaces.", object("", &[("workspaces", array(ws, ""))], &["workspaces"]))
+        }
+        Operator::CreateGroup => Op::new("Creates a subscription group (as `engage groups create`).")
+            .body(object("", &[workspace("Its workspace"), ("name", string("")), ("channel", group()["properties"]["channel"].clone())], &["name", "channel"]))
+            .reply(201, "Created.", group()),
+        Operator::ListGroups => Op::new("A workspace's subscription groups.")
+            .query("workspace", false, "The workspace (default `default`).", string(""))
+            .reply(200, "The groups.", object("", &[("groups", array(group(), ""))], &["groups"])),
+        Operator::CreateScimToken => Op::new("Creates a SCIM token for the deployment, valid with `X-Request-Origin: <origin>` (as `engage scim-tokens create`). The token is shown once.")
+            .body(object("", &[("origin", string("The identity provider's origin (`https://idp.example.com`)."))], &["origin"]))
+            .reply(201, "Created.", object("", &[("token", string("")), ("origin", string("Normalised."))], &["token", "origin"])),
+        Operator::CreateIntegration => Op::new("Creates a warehouse integration (as `engage cdi create`). The source URL is never returned or logged.")
+            .body(object("", &[
+                workspace("Its workspace"),
+                ("name", string("")),
+                ("source", string("`sqlite:PATH` or `postgres://USER@HOST/DATABASE`.")),
+                ("table", string("The table to read.")),
+                ("kind", values(&["users", "events", "purchases", "deletes"], "What its rows are (default `users`).")),
+                ("schedule_secs", integer("Run every this many seconds (at least 60); none: only on request.")),
+                ("contact_emails", array(string(""), "")),
+            ], &["name", "source", "table"]))
+            .reply(201, "Created.", object("", &[("integration_id", string("")), ("workspace", string(""))], &["integration_id", "workspace"])),
+        Operator::RequestSync(_) => not_found(Op::new("Asks for a sync job now; the host's runner starts it. A host that runs no syncs (the edge, the playground) answers 400.")
+            .path("id", "The integration.")
+            .reply(202, "Requested.", object("", &[("message", string("`success`."))], &["message"]))
+            .reply(400, "This host runs no syncs.", refer("Error")), "No such integration."),
+        Operator::IntegrationState(_) => not_found(Op::new("An integration's job count and last job status, for an operator (or a test) waiting for a job without spending the API's rate limit.")
+            .path("id", "The integration.")
+            .reply(200, "Its state.", object("", &[("integration_id", string("")), ("jobs", integer("Jobs so far.")), ("last_job_status", nullable(string("")))], &["integration_id", "jobs"])), "No such integration."),
+        Operator::QueueState => Op::new("The queue's backlog: jobs acknowledged and not yet applied, and how long the oldest has waited.")
+            .reply(200, "The backlog.", object("", &[
+                ("pending", integer("Jobs between the oldest not applied and the newest.")),
+                ("tail", integer("The newest job's sequence number.")),
+                ("oldest_seq", nullable(integer("The oldest job not applied."))),
+                ("oldest_age_seconds", nullable(number("How long it has waited."))),
+            ], &["pending", "tail"])),
+        Operator::SetAsideJobs => {
+            let job = object("", &[
+                ("seq", integer("Its queue sequence number.")),
+                ("error", string("Why it could not be decoded.")),
+                ("job", string("The job as queued: text, or hex when `hex`.")),
+                ("hex", boolean("Present (true) when `job` is hex.")),
+            ], &["seq", "error", "job"]);
+            Op::new("Queued jobs that could not be decoded or applied (the oldest 100), kept for an operator to inspect.")
+                .reply(200, "The jobs.", object("", &[("count", integer("All of them.")), ("jobs", array(job, ""))], &["count", "jobs"]))
+        }
+        Operator::Conformance => Op::new("Runs the store conformance suite on a scratch store, where the host can make one (the edge); elsewhere 404.")
+            .reply(200, "The suite's report.", free_object("The report.")),
+    }
+}

@@ -1,0 +1,58 @@
+//! The routes that describe and check the service itself: the landing page, health
+//! and readiness. They need no credentials and reveal nothing about the data.
+
+use serde_json::json;
+
+use crate::ctx::Ctx;
+use crate::http::Response;
+use crate::store::Store;
+use crate::track::parse::TrackJob;
+
+/// How long the oldest queued job may wait while nothing is applied before the
+/// service is not ready (the applier is stuck).
+pub const STUCK_AFTER_MS: i64 = 60_000;
+
+/// GET /: what this is and where to go.
+pub fn landing() -> Response {
+    const PAGE: &str = r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Engage</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;color:#222}code{background:#f3f3f3;padding:0 .2em}</style>
+</head><body>
+<h1>Engage</h1>
+<p>A self-hostable implementation of a customer-engagement platform's REST API for user data: tracking, identify, merge and delete, subscription groups, email state and blocklists, preference centers, SCIM provisioning and warehouse syncs. Point your API client here instead of the hosted platform.</p>
+<ul>
+<li><a href="/playground/">Playground</a>: try every endpoint in your browser, no server needed.</li>
+<li><a href="/openapi.json">API description</a> (OpenAPI 3.1).</li>
+<li><a href="/healthz">Health</a> and <a href="/readyz">readiness</a>.</li>
+</ul>
+<p>Requests need an API key: <code>Authorization: Bearer &lt;key&gt;</code> (make one with <code>engage keys create</code>).</p>
+</body></html>
+"#;
+    Response::html(200, PAGE)
+}
+
+/// GET /healthz: the process is up and answering.
+pub fn health() -> Response {
+    Response::json(200, &json!({"status": "ok"}))
+}
+
+/// GET /readyz: the store answers, and the queue is being applied (its oldest job
+/// is younger than [`STUCK_AFTER_MS`], or something was applied since `progress_at`).
+pub async fn ready<S: Store>(store: &S, progress_at: i64, ctx: Ctx) -> Response {
+    let oldest = match store.queued(0, 1).await {
+        Ok(mut jobs) => jobs.pop(),
+        Err(_) => return not_ready("the store does not answer"),
+    };
+    let waiting_since = oldest.and_then(|j| crate::repo::codec::decode::<TrackJob>(&j.job).ok()).map(|j| j.at.0);
+    match waiting_since {
+        Some(at) if ctx.now.0 - at > STUCK_AFTER_MS && ctx.now.0 - progress_at > STUCK_AFTER_MS => {
+            not_ready("queued writes have not been applied for over a minute")
+        }
+        _ => Response::json(200, &json!({"status": "ready"})),
+    }
+}
+
+fn not_ready(why: &str) -> Response {
+    Response::json(503, &json!({"status": "not ready", "message": why})).with_header("Retry-After", "5")
+}

@@ -1,0 +1,213 @@
+//! The API description of the subscription endpoints: the group set endpoints (v1
+//! and v2), the two reads, the global email state and the blocklist.
+
+use serde_json::{json, Value};
+
+use super::read::MAX_LIMIT;
+use super::set::MAX_GROUP_ENTRIES;
+use crate::openapi::op::Op;
+use crate::openapi::schema::{
+    array, boolean, integer, nullable, object, one_or_many, string, success_body, values, with,
+};
+use crate::subscriptions::email::BAD_EMAIL_STATE;
+use crate::subscriptions::{BAD_GROUP_ID, BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS};
+
+fn group_state() -> Value {
+    values(&["subscribed", "unsubscribed"], "The state to set.")
+}
+
+fn double_opt_in() -> Value {
+    boolean("Accepted (top level or per group) and checked to be a boolean; Engage runs no SMS double opt-in workflow.")
+}
+
+/// `errors` of a set or read: identifiers that name no user (the rest is applied).
+fn not_found() -> Value {
+    array(
+        with(
+            object(
+                "`type` says which kind of identifier; the identifier's own field holds it.",
+                &[("type", string("`No user found with this <kind>`."))],
+                &["type"],
+            ),
+            "additionalProperties",
+            json!(true),
+        ),
+        "Identifiers that name no user (present when some do not).",
+    )
+}
+
+fn set_errors(op: Op) -> Op {
+    op.bad_request(
+        "Invalid input; nothing is applied.",
+        &[
+            ("email_and_phone", EMAIL_AND_PHONE),
+            ("bad_group", BAD_GROUP_ID),
+            ("bad_state", BAD_GROUP_STATE),
+            ("too_many", TOO_MANY_IDS),
+        ],
+    )
+}
+
+/// POST /subscription/status/set.
+pub fn set_v1() -> Op {
+    let ids = |what: &str| one_or_many(string(what), MAX_IDS, &format!("{what}: one, or an array of 1 to {MAX_IDS}."));
+    let body = object(&format!("One group; users by `external_id`, `email` or `phone` (external IDs may come with emails or phones; emails and phones not together); at most {MAX_IDS} identifiers."), &[
+        ("subscription_group_id", string("The group.")),
+        ("subscription_state", group_state()),
+        ("external_id", ids("External IDs")),
+        ("email", ids("Emails")),
+        ("phone", ids("Phones (E.164)")),
+        ("use_double_opt_in_logic", double_opt_in()),
+    ], &["subscription_group_id", "subscription_state"]);
+    let op = Op::new("Sets users' state in one subscription group. Every user sharing a given email or phone is updated; for SMS and RCS groups give `external_id` or `phone`, for email groups `external_id` or `email`. Identifiers that name no user are listed in `errors` and the rest is applied.")
+        .body(body)
+        .reply(201, "Set.", success_body("", &[("errors", not_found())], &[]));
+    set_errors(op)
+}
+
+/// POST /v2/subscription/status/set.
+pub fn set_v2() -> Op {
+    let ids = |what: &str, single: bool| {
+        let many = with(
+            with(array(string(what), &format!("1 to {MAX_IDS}.")), "minItems", json!(1)),
+            "maxItems",
+            json!(MAX_IDS),
+        );
+        if single {
+            one_or_many(string(what), MAX_IDS, &format!("{what}: one, or 1 to {MAX_IDS}."))
+        } else {
+            many
+        }
+    };
+    let entry = object(
+        "One group: exactly one of `external_ids`, `emails`, `phones`.",
+        &[
+            ("subscription_group_id", string("The group.")),
+            ("subscription_state", group_state()),
+            ("external_ids", ids("External IDs", false)),
+            ("emails", ids("Emails", true)),
+            ("phones", ids("Phones (E.164)", true)),
+            ("use_double_opt_in_logic", double_opt_in()),
+        ],
+        &["subscription_group_id", "subscription_state"],
+    );
+    let groups =
+        with(with(array(entry, "The groups to set."), "minItems", json!(1)), "maxItems", json!(MAX_GROUP_ENTRIES));
+    let body = object(
+        &format!("At most {MAX_IDS} distinct identifiers in all; emails and phones never in the same request."),
+        &[("subscription_groups", groups), ("use_double_opt_in_logic", double_opt_in())],
+        &["subscription_groups"],
+    );
+    let op = Op::new("Sets users' states in several subscription groups in one request. With `external_ids`, email and SMS groups may be set together; with `emails` or `phones` they need separate requests. Every user sharing a given email or phone is updated.")
+        .body(body)
+        .reply(201, "Set.", success_body("", &[("errors", not_found())], &[]));
+    set_errors(op)
+}
+
+fn id_params(op: Op, required_note: &str) -> Op {
+    let list = |what: &str| {
+        with(
+            array(string(what), &format!("1 to {MAX_IDS}; repeat the parameter (`key=a&key=b` or `key[]=a`).")),
+            "maxItems",
+            json!(MAX_IDS),
+        )
+    };
+    op.query("external_id", false, &format!("External IDs. {required_note}"), list("External ID"))
+        .query("email", false, "Emails.", list("Email"))
+        .query("phone", false, "Phones (E.164; a leading space, an unencoded `+`, is read as `+`).", list("Phone"))
+}
+
+/// GET /subscription/user/status.
+pub fn user_status() -> Op {
+    let group = object(
+        "",
+        &[
+            ("id", string("The group's id.")),
+            ("name", string("Its name.")),
+            ("channel", string("`email`, `sms`, `whatsapp`, `rcs` or `line`.")),
+            ("status", values(&["Subscribed", "Unsubscribed"], "The last stored status.")),
+        ],
+        &["id", "name", "channel", "status"],
+    );
+    let user = object(
+        "",
+        &[
+            ("external_id", nullable(string("External ID."))),
+            ("email", nullable(string("Email."))),
+            ("phone", nullable(string("Phone."))),
+            (
+                "subscription_groups",
+                array(group, "Groups with a status update in the user's history (newly created groups are absent)."),
+            ),
+        ],
+        &["subscription_groups"],
+    );
+    let op = Op::new("Lists the subscription groups in each named user's history. Users sharing an email or phone are listed separately. External IDs are used when given (emails and phones are then ignored); otherwise emails or phones, not both.");
+    id_params(op, "One of `external_id`, `email`, `phone` is required.")
+        .query(
+            "limit",
+            false,
+            &format!("Users per page, 1 to {MAX_LIMIT} (default {MAX_LIMIT})."),
+            with(integer(""), "maximum", json!(MAX_LIMIT)),
+        )
+        .query("offset", false, "Users to skip.", with(integer(""), "minimum", json!(0)))
+        .reply(
+            200,
+            "The users.",
+            success_body(
+                "",
+                &[
+                    ("users", array(user, "One page of the users.")),
+                    ("total_count", integer("Users in all pages.")),
+                    ("errors", not_found()),
+                ],
+                &["users", "total_count"],
+            ),
+        )
+}
+
+/// GET /subscription/status/get.
+pub fn status_get() -> Op {
+    let op = Op::new("Reads each queried user's stored status in one group (the group status, independent of the global email state). For an email or phone shared by several users, the user an update by it would pick (identified first, then most recently updated). When `external_id` is sent, email and phone are ignored; email and phone without it are refused.")
+        .query("subscription_group_id", true, "The group.", string(""));
+    id_params(op, "One of `external_id`, `email`, `phone` is required.")
+        .reply(
+            200,
+            "The statuses.",
+            success_body(
+                "",
+                &[(
+                    "status",
+                    with(
+                        object("Each queried identifier, as sent, to its status.", &[], &[]),
+                        "additionalProperties",
+                        values(&["Subscribed", "Unsubscribed", "Unknown"], ""),
+                    ),
+                )],
+                &["status"],
+            ),
+        )
+        .bad_request("Invalid input.", &[("email_and_phone", EMAIL_AND_PHONE), ("bad_group", BAD_GROUP_ID)])
+}
+
+fn emails(description: &str) -> Value {
+    one_or_many(string("An email address."), MAX_IDS, description)
+}
+
+/// POST /email/status.
+pub fn email_status() -> Op {
+    Op::new("Sets the global email subscription state of addresses. An address not yet on any user is remembered and applied when a user gets it.")
+        .body(object("", &[
+            ("email", emails(&format!("One address, or 1 to {MAX_IDS}."))),
+            ("subscription_state", values(&["subscribed", "unsubscribed", "opted_in"], "The global state.")),
+        ], &["email", "subscription_state"]))
+        .reply(201, "Set.", success_body("", &[], &[]))
+        .bad_request("Invalid input.", &[("bad_state", BAD_EMAIL_STATE)])
+}
+
+/// POST /email/blocklist and /email/blacklist.
+pub fn email_blocklist() -> Op {
+    Op::new("Unsubscribes addresses from email globally and marks them as hard bounced. `/email/blocklist` and `/email/blacklist` are the same endpoint; `blocklist` is preferred.")
+        .body(object("", &[("email", emails(&format!("One address, or 1 to {MAX_IDS}.")))], &["email"]))
+        .reply(201, "Blocklisted.", success_body("", &[], &[]))
+}

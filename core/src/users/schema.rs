@@ -1,0 +1,23 @@
+//! The API description's schemas of the identifiers every family names users by:
+//! a user alias and a prioritization array.
+
+use serde_json::Value;
+
+use crate::openapi::schema::{array, object, string, values, with};
+
+/// `#/components/schemas` of users' identifiers.
+pub fn components() -> Vec<(&'static str, Value)> {
+    let alias = object(
+        "A user alias: a user has at most one alias per label. A profile known only by an alias is alias-only.",
+        &[("alias_name", string("The alias.")), ("alias_label", string("Its label (`crm_id`, `device`, ...)."))],
+        &["alias_name", "alias_label"],
+    );
+    let all = ["identified", "unidentified", "most_recently_updated", "least_recently_updated"];
+    let priority = values(&all, "`identified` prefers users with an external ID, `unidentified` users without one (at most one of the two); `most_recently_updated` / `least_recently_updated` the latest or earliest updated.");
+    let prioritization = with(
+        array(priority, "Which user an email or phone means when several share it: applied in order, each value narrowing the candidates. When more than one user is left, the entry is not performed. `/users/delete` does not allow `least_recently_updated`."),
+        "minItems",
+        serde_json::json!(1),
+    );
+    vec![("UserAlias", alias), ("Prioritization", prioritization)]
+}

@@ -1,0 +1,115 @@
+//! Running the server as an operator would: configured by `ENGAGE_*` variables
+//! alone, logging one line per request (as JSON on demand) with no key, token or
+//! email in it, and keys and workspaces listed and revoked from the command line.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::{engage, Conn};
+
+#[test]
+fn every_serve_flag_has_an_environment_variable_shown_in_help() {
+    let help = engage(&["serve", "--help"]);
+    let flags: Vec<&str> = help.lines().filter_map(|l| l.trim().strip_prefix("--")).collect();
+    assert!(flags.len() >= 14, "{help}");
+    for flag in flags {
+        let name = flag.split([' ', '<']).next().unwrap();
+        if name == "help" {
+            continue;
+        }
+        let var = format!("ENGAGE_{}", name.to_uppercase().replace('-', "_"));
+        assert!(help.contains(&format!("[env: {var}")), "--{name} has no {var}: {help}");
+    }
+}
+
+#[test]
+fn configured_by_environment_alone_it_logs_json_lines_without_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("e.db");
+    let key = support::key(&db);
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let log = dir.path().join("server.log");
+    let admin = "operator-secret-token";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_engage"))
+        .arg("serve")
+        .env("ENGAGE_DB", &db)
+        .env("ENGAGE_LISTEN", format!("127.0.0.1:{port}"))
+        .env("ENGAGE_LOG_FORMAT", "json")
+        .env("ENGAGE_ADMIN_TOKEN", admin)
+        .env("ENGAGE_NO_RATE_LIMITS", "true")
+        .env("ENGAGE_IDLE_TIMEOUT_SECS", "5")
+        .env("RUST_LOG", "debug")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while Conn::open(port).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut conn = Conn::open(port).unwrap();
+    let email = "secret.person@example.com";
+    let body = json!({"attributes": [{"external_id": "private-id-77", "email": email}]});
+    assert_eq!(conn.post("/users/track", &key, &body).unwrap().status, 201);
+    let r = conn.post("/users/export/ids", &key, &json!({"email_address": email})).unwrap();
+    assert_eq!(r.status, 200);
+    let id = r.header("x-request-id").unwrap().to_string();
+    assert_eq!(conn.post("/users/track", "wrong-key", &body).unwrap().status, 401);
+    let listed = conn.send("GET", "/_engage/keys", admin, None).unwrap();
+    assert_eq!(listed.status, 200);
+    let r = conn
+        .send("GET", &format!("/subscription/user/status?external_id=private-id-77&email={email}"), &key, None)
+        .unwrap();
+    assert!(r.status < 500);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    for secret in [key.as_str(), admin, email, "private-id-77", "wrong-key", "secret.person"] {
+        assert!(!text.contains(secret), "'{secret}' is in the log:\n{text}");
+    }
+    let lines: Vec<Value> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|_| panic!("not JSON: {l}"))).collect();
+    let requests: Vec<&Value> = lines.iter().filter(|l| l["target"] == json!("engage::request")).collect();
+    assert_eq!(requests.len(), 5, "one line per request: {text}");
+    let export = requests.iter().find(|l| l["request_id"] == json!(id)).expect("the export's line");
+    assert_eq!(export["route"], json!("/users/export/ids"));
+    assert_eq!(export["method"], json!("POST"));
+    assert_eq!(export["status"], json!(200));
+    assert!(export["micros"].as_u64().is_some(), "{export}");
+    assert!(requests.iter().any(|l| l["route"] == json!("/subscription/user/status")), "routes, not paths");
+}
+
+#[test]
+fn keys_and_workspaces_are_listed_and_revoked_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("e.db");
+    let db = db.to_str().unwrap();
+    let secret = engage(&["keys", "create", "--db", db, "--workspace", "shop", "--permissions", "users.track"]);
+    engage(&["keys", "create", "--db", db, "--workspace", "blog"]);
+    let list = engage(&["keys", "list", "--db", db]);
+    assert!(!list.contains(&secret), "no secret in the list");
+    let rows: Vec<Vec<&str>> = list.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(rows.len(), 2, "{list}");
+    let shop = rows.iter().find(|r| r[1] == "shop").expect("shop's key");
+    assert_eq!((shop[2], shop[4]), ("users.track", "never"));
+    assert_eq!(shop[0].len(), 16);
+    let workspaces = engage(&["workspaces", "list", "--db", db]);
+    let names: Vec<&str> = workspaces.lines().map(|l| l.split('\t').next().unwrap()).collect();
+    assert_eq!(names, ["blog", "shop"], "{workspaces}");
+    assert!(workspaces.lines().all(|l| l.ends_with("\t1")), "{workspaces}");
+
+    engage(&["keys", "revoke", "--db", db, shop[0]]);
+    let list = engage(&["keys", "list", "--db", db]);
+    assert_eq!(list.lines().count(), 1);
+    assert!(!list.contains("shop"), "{list}");
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_engage")).args(["keys", "revoke", "--db", db, shop[0]]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no API key with id"), "{out:?}");
+}
