@@ -14,19 +14,11 @@ export PATH="$HOME/.cargo/bin:$PATH"
 step() { printf '\n== playground: %s\n' "$*"; }
 
 step "tools"
-if [ ! -x /usr/bin/chromium ]; then
-  apt-get update
-  DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
-fi
 if ! command -v curl >/dev/null; then
   apt-get update
   DEBIAN_FRONTEND=noninteractive apt-get install -y curl
 fi
-(cd "$WWW" && if ! node -e '
-  const want = require("./package-lock.json").packages["node_modules/playwright-core"].version;
-  process.exit(require("./node_modules/playwright-core/package.json").version === want ? 0 : 1)' 2>/dev/null; then
-  npm ci --no-audit --no-fund
-fi)
+source "$ROOT/tests/lib/browser.sh"
 
 step "build (wasm + page)"
 bash "$WWW/build.sh"   # also installs the wasm32 target and wasm-bindgen-cli when missing

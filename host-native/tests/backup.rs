@@ -11,8 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-use support::{key, Conn, Server};
+use support::{key, read_counts, Conn, Server};
 
 const ADMIN: &str = "backup-admin";
 
@@ -34,36 +33,9 @@ fn queued_jobs(summary: &str) -> u64 {
     before.rsplit(' ').next().unwrap().parse().unwrap_or_else(|_| panic!("no queued jobs in {summary:?}"))
 }
 
-/// `n`, `m` and the count of event `hit` of these users, read back (reads apply
-/// what is queued for the users they name first).
-fn read_counts(server: &Server, key: &str, users: &[String]) -> HashMap<String, (u64, u64, u64)> {
-    let mut out = HashMap::new();
-    let mut conn = server.conn();
-    for chunk in users.chunks(50) {
-        let body =
-            json!({"external_ids": chunk, "fields_to_export": ["external_id", "custom_attributes", "custom_events"]});
-        let reply = conn.post("/users/export/ids", key, &body).unwrap();
-        assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
-        for u in reply.json()["users"].as_array().unwrap() {
-            let attrs = &u["custom_attributes"];
-            let hits = u["custom_events"]
-                .as_array()
-                .and_then(|events| events.iter().find(|e| e["name"] == json!("hit")))
-                .map_or(0, |e| e["count"].as_u64().unwrap());
-            let id = u["external_id"].as_str().unwrap().to_string();
-            out.insert(id, (attrs["n"].as_u64().unwrap_or(0), attrs["m"].as_u64().unwrap_or(0), hits));
-        }
-    }
-    out
-}
-
 /// One track request for `user` (two attributes and an event), acknowledged.
 fn track(conn: &mut Conn, key: &str, user: &str) {
-    let body = json!({
-        "attributes": [{"external_id": user, "n": {"inc": 1}, "m": {"inc": 1}}],
-        "events": [{"external_id": user, "name": "hit", "time": "2026-11-01T00:00:00Z"}],
-    });
-    let r = conn.post("/users/track", key, &body).expect("track");
+    let r = conn.post("/users/track", key, &support::counted_track(user)).expect("track");
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
 }
 

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{key, percentile, Conn, Server};
+use support::{key, percentile, read_counts, Conn, Server};
 
 const ADMIN: &str = "reliability-admin";
 
@@ -54,26 +54,6 @@ fn drained(server: &Server, within: Duration) -> Duration {
     }
 }
 
-/// `n`, `m` and the count of event `hit` of these users, read back.
-fn read_counts(server: &Server, key: &str, users: &[String]) -> HashMap<String, (u64, u64, u64)> {
-    let mut out = HashMap::new();
-    let mut conn = server.conn();
-    for chunk in users.chunks(50) {
-        let reply = conn.post("/users/export/ids", key, &json!({"external_ids": chunk, "fields_to_export": ["external_id", "custom_attributes", "custom_events"]})).unwrap();
-        assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
-        for u in reply.json()["users"].as_array().unwrap() {
-            let attrs = &u["custom_attributes"];
-            let hits = u["custom_events"]
-                .as_array()
-                .and_then(|events| events.iter().find(|e| e["name"] == json!("hit")))
-                .map_or(0, |e| e["count"].as_u64().unwrap());
-            let id = u["external_id"].as_str().unwrap().to_string();
-            out.insert(id, (attrs["n"].as_u64().unwrap_or(0), attrs["m"].as_u64().unwrap_or(0), hits));
-        }
-    }
-    out
-}
-
 #[derive(Default)]
 struct Tally {
     /// Requests answered 201, by user.
@@ -88,11 +68,7 @@ fn client(port: u16, key: &str, id: usize, stop: &AtomicBool, tally: &Mutex<Tall
     let mut rng = Rng::new(id as u64);
     while !stop.load(Ordering::Relaxed) {
         let user = format!("c{id}-u{}", rng.below(20));
-        let body = json!({
-            "attributes": [{"external_id": user, "n": {"inc": 1}, "m": {"inc": 1}}],
-            "events": [{"external_id": user, "name": "hit", "time": "2026-11-01T00:00:00Z"}],
-        });
-        match conn.post("/users/track", key, &body) {
+        match conn.post("/users/track", key, &support::counted_track(&user)) {
             Ok(r) if r.status == 201 => *tally.lock().unwrap().acked.entry(user).or_default() += 1,
             Ok(r) => panic!("track answered {}: {}", r.status, String::from_utf8_lossy(&r.body)),
             Err(_) => {

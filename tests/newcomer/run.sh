@@ -35,15 +35,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 step() { printf '\n== newcomer: %s\n' "$*"; }
 
 step "tools for the test (chromium, playwright-core)"
-if [ ! -x /usr/bin/chromium ]; then
-  apt-get update
-  DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
-fi
-(cd "$ROOT/www" && if ! node -e '
-  const want = require("./package-lock.json").packages["node_modules/playwright-core"].version;
-  process.exit(require("./node_modules/playwright-core/package.json").version === want ? 0 : 1)' 2>/dev/null; then
-  npm ci --no-audit --no-fund
-fi)
+source "$ROOT/tests/lib/browser.sh"
 
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/engage-newcomer.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT

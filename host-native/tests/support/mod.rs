@@ -3,13 +3,14 @@
 //! demand) and a small blocking HTTP/1.1 client that keeps its connection alive.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// Runs `engage` with these arguments and returns its standard output, trimmed.
 pub fn engage(args: &[&str]) -> String {
@@ -201,4 +202,36 @@ pub fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples.sort();
     let i = ((samples.len() as f64 - 1.0) * p / 100.0).round() as usize;
     samples[i]
+}
+
+/// A track request for `user` that counts: two attributes and an event, each +1,
+/// so a request applied half (or twice) shows in what is read back.
+pub fn counted_track(user: &str) -> Value {
+    json!({
+        "attributes": [{"external_id": user, "n": {"inc": 1}, "m": {"inc": 1}}],
+        "events": [{"external_id": user, "name": "hit", "time": "2026-11-01T00:00:00Z"}],
+    })
+}
+
+/// `n`, `m` and the count of event `hit` of these users, read back (reads apply
+/// what is queued for the users they name first).
+pub fn read_counts(server: &Server, key: &str, users: &[String]) -> HashMap<String, (u64, u64, u64)> {
+    let mut out = HashMap::new();
+    let mut conn = server.conn();
+    for chunk in users.chunks(50) {
+        let body =
+            json!({"external_ids": chunk, "fields_to_export": ["external_id", "custom_attributes", "custom_events"]});
+        let reply = conn.post("/users/export/ids", key, &body).unwrap();
+        assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+        for u in reply.json()["users"].as_array().unwrap() {
+            let attrs = &u["custom_attributes"];
+            let hits = u["custom_events"]
+                .as_array()
+                .and_then(|events| events.iter().find(|e| e["name"] == json!("hit")))
+                .map_or(0, |e| e["count"].as_u64().unwrap());
+            let id = u["external_id"].as_str().unwrap().to_string();
+            out.insert(id, (attrs["n"].as_u64().unwrap_or(0), attrs["m"].as_u64().unwrap_or(0), hits));
+        }
+    }
+    out
 }
