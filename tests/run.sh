@@ -44,6 +44,9 @@ step "reliability: the release server killed under load, read through a backlog,
 # ENGAGE_CRASH_KILLS=25 (say) for the longer crash test; see host-native/tests/reliability.rs.
 cargo test --release -p engage --features reliability-tests --test reliability -- --nocapture --test-threads 1
 
+step "README walk-through: its marked blocks run as written against a fresh server"
+bash tests/readme/run.sh
+
 if [ -z "${ENGAGE_SKIP_WWW:-}" ] && [ -f www/test.sh ]; then
   step "playground: wasm bindings and browser end-to-end test"
   bash www/test.sh

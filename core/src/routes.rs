@@ -143,7 +143,7 @@ pub enum Operator {
     IntegrationState(String),
     /// GET /_engage/groups
     ListGroups,
-    /// GET /_engage/queue/set-aside: queued jobs that could not be decoded.
+    /// GET /_engage/queue/set-aside: queued jobs set aside (undecodable, or too large to apply).
     SetAsideJobs,
     /// GET /_engage/queue: how many jobs wait, and since when the oldest.
     QueueState,

@@ -7,7 +7,7 @@
 //! commit) with API-key reads cached in KV ([`keycache`]).
 //!
 //! - Bindings (wrangler.toml): D1 `DB`, KV `KEY_CACHE` (optional), secret
-//!   `ENGAGE_ADMIN_TOKEN` (enables `POST /_engage/keys` and `/_engage/groups`), var
+//!   `ENGAGE_ADMIN_TOKEN` (enables the operator routes under `/_engage/`), var
 //!   `ENGAGE_RATE_LIMITS` (`off` disables the API's rate limits, for load tests), var
 //!   `ENGAGE_APPLY_BATCH` (queued jobs applied per commit, default 4).
 //! - Workers have no background threads: `/users/track` enqueues, every other

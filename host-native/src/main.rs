@@ -66,7 +66,7 @@ enum ScimTokensCommand {
 #[derive(Args)]
 pub struct DbArg {
     /// SQLite database file (created on first use).
-    #[arg(long, default_value = "engage.db")]
+    #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
     pub db: PathBuf,
 }
 

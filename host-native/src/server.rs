@@ -44,7 +44,8 @@ pub struct ServeArgs {
     /// Queued track requests applied per commit.
     #[arg(long, env = "ENGAGE_APPLY_BATCH", default_value_t = APPLY_BATCH)]
     pub apply_batch: usize,
-    /// Enables the operator routes under /_engage/ (create keys and groups over HTTP).
+    /// Enables the operator routes under /_engage/ (keys, workspaces, groups, SCIM tokens,
+    /// warehouse integrations, the queue).
     #[arg(long, env = "ENGAGE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// Stop when standard input closes (lets a test harness own the server's lifetime).

@@ -203,7 +203,7 @@ async fn queue_state<S: Store>(store: &S, ctx: Ctx) -> Result<Response, ApiError
 }
 
 /// GET /_engage/queue/set-aside → `{"count": n, "jobs": [...]}`: queued jobs that
-/// could not be decoded (the oldest 100), kept for an operator to inspect.
+/// were set aside, undecodable or too large to apply (the oldest 100), kept for an operator.
 async fn set_aside_jobs<S: Store>(store: &S) -> Result<Response, ApiError> {
     let all = store.scan(Table::SetAside, "", MAX_SCAN).await?;
     let mut jobs = Vec::new();

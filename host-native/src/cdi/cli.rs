@@ -17,7 +17,7 @@ pub enum CdiCommand {
     /// Create an integration and print its id.
     Create {
         /// SQLite database file of Engage.
-        #[arg(long, default_value = "engage.db")]
+        #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
         db: PathBuf,
         /// The workspace its rows are synced into.
         #[arg(long, default_value = "default")]
@@ -44,7 +44,7 @@ pub enum CdiCommand {
     /// List integrations: one `id<TAB>workspace<TAB>type<TAB>warehouse<TAB>last job<TAB>name` line each.
     List {
         /// SQLite database file of Engage.
-        #[arg(long, default_value = "engage.db")]
+        #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
         db: PathBuf,
     },
     /// Run one job of an integration now and print it. With a server running on the
@@ -53,7 +53,7 @@ pub enum CdiCommand {
         /// The integration id.
         id: String,
         /// SQLite database file of Engage.
-        #[arg(long, default_value = "engage.db")]
+        #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
         db: PathBuf,
         /// How long to wait for a running server to finish the job, in seconds.
         #[arg(long, default_value_t = 600)]
