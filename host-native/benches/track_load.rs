@@ -63,10 +63,10 @@ fn seed_db(path: &Path, profiles: u64) {
         pollster::block_on(store.commit(changes)).expect("seed commit");
         n += chunk;
     }
+    // Dropping the store joins its threads: no connection of theirs is left to hold
+    // the WAL, so the checkpoint below can empty it.
     drop(store);
-    let c = rusqlite::Connection::open(&tmp).expect("open");
-    c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").expect("checkpoint");
-    drop(c);
+    checkpoint_whole(&tmp);
     std::fs::rename(&tmp, path).expect("rename seed");
     remove_queue_files(&tmp);
     eprintln!("seeded in {:.1}s", started.elapsed().as_secs_f64());
@@ -113,10 +113,35 @@ fn settle_disk(dir: &Path) {
     eprintln!("disk settled after {:.1}s", started.elapsed().as_secs_f64());
 }
 
-fn checkpointed_copy(from: &Path, to: &Path) {
-    let c = rusqlite::Connection::open(from).expect("open");
-    c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);").expect("checkpoint");
+/// Copies every frame of `db`'s WAL into the database and empties the WAL, or
+/// panics: a copy of the database file alone is whole only then. Checks the
+/// checkpoint's answer (busy, WAL frames, frames copied) instead of assuming it, and
+/// that the WAL is empty before anyone deletes it.
+fn checkpoint_whole(db: &Path) {
+    let c = rusqlite::Connection::open(db).expect("open");
+    for attempt in 0.. {
+        let (busy, log, done): (i64, i64, i64) = c
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .expect("checkpoint");
+        if busy == 0 && log == done {
+            break;
+        }
+        assert!(
+            attempt < 100,
+            "{}: the WAL could not be checkpointed (busy {busy}, {done} of {log} frames)",
+            db.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     drop(c);
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    let left = std::fs::metadata(std::path::PathBuf::from(wal)).map(|m| m.len()).unwrap_or(0);
+    assert_eq!(left, 0, "{}: the WAL still holds {left} bytes after the checkpoint", db.display());
+}
+
+fn checkpointed_copy(from: &Path, to: &Path) {
+    checkpoint_whole(from);
     remove_queue_files(to);
     std::fs::copy(from, to).expect("copy");
     // Flush the copy now, or its writeback competes with the first seconds of load.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use engage_core::store::StoreError;
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::sqlite::{err, Shared};
+use super::sqlite::{err, Background, Shared};
 
 /// The numbered migrations, shared with the edge host.
 pub(super) const MIGRATIONS: &[(&str, &str)] = &[
@@ -68,10 +68,10 @@ pub(super) const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration:
 /// it the WAL grew to `WAL_HIGH_WATER`, and the commit that then had to checkpoint
 /// it all at once stalled acknowledgements for a second (measured). The thread ends
 /// when the store is dropped (the sender goes away).
-pub(super) fn spawn_checkpointer(path: &Path, shared: Arc<Shared>) -> Result<std::sync::mpsc::Sender<()>, StoreError> {
+pub(super) fn spawn_checkpointer(path: &Path, shared: Arc<Shared>) -> Result<Background<()>, StoreError> {
     let conn = open_reader(path)?;
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("engage-checkpoint".into())
         .spawn(move || {
             crate::priority::background();
@@ -87,7 +87,7 @@ pub(super) fn spawn_checkpointer(path: &Path, shared: Arc<Shared>) -> Result<std
             }
         })
         .map_err(|e| StoreError(format!("cannot start the checkpointer: {e}")))?;
-    Ok(stop)
+    Ok(Background::new(stop, thread))
 }
 
 /// A connection for reads only. It skips the writer's set-up: `journal_mode` in

@@ -44,11 +44,11 @@ pub struct SqliteStore {
     shared: Arc<Shared>,
     readers: Mutex<Vec<Connection>>,
     /// Hands the queue applier's commits to their own thread (see `spawn_apply_writer`).
-    apply_writer: std::sync::mpsc::Sender<ApplyCommit>,
+    apply_writer: Background<ApplyCommit>,
     /// Keeps the background checkpointer running (the queue's owner runs one).
-    _checkpointer: Option<std::sync::mpsc::Sender<()>>,
+    _checkpointer: Option<Background<()>>,
     /// Keeps the writeback pacer running (the queue's owner runs one).
-    _writeback: Option<std::sync::mpsc::Sender<()>>,
+    _writeback: Option<Background<()>>,
 }
 
 /// What commits need: the writer connection, the queue and the document cache.
@@ -82,9 +82,9 @@ pub(super) type ApplyCommit = (ChangeSet, tokio::sync::oneshot::Sender<Result<()
 /// next batch meanwhile ([`engage_core::queue::apply_pipelined`]) uses a second core.
 /// Other commits answer requests and run on the caller's thread. The thread ends when
 /// the store is dropped.
-pub(super) fn spawn_apply_writer(shared: Arc<Shared>) -> Result<std::sync::mpsc::Sender<ApplyCommit>, StoreError> {
+pub(super) fn spawn_apply_writer(shared: Arc<Shared>) -> Result<Background<ApplyCommit>, StoreError> {
     let (tx, rx) = std::sync::mpsc::channel::<ApplyCommit>();
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("engage-apply-db".into())
         .spawn(move || {
             crate::priority::background();
@@ -93,7 +93,35 @@ pub(super) fn spawn_apply_writer(shared: Arc<Shared>) -> Result<std::sync::mpsc:
             }
         })
         .map_err(|e| StoreError(format!("cannot start the apply writer: {e}")))?;
-    Ok(tx)
+    Ok(Background::new(tx, thread))
+}
+
+/// A background thread of a store, told to stop (its channel closed) and joined
+/// when the store is dropped: nothing of it (a connection, a file) outlives the
+/// store, so whoever opens the database next (a checkpoint, a copy) has it alone.
+pub(crate) struct Background<T> {
+    sender: Option<std::sync::mpsc::Sender<T>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl<T> Background<T> {
+    pub(crate) fn new(sender: std::sync::mpsc::Sender<T>, thread: std::thread::JoinHandle<()>) -> Background<T> {
+        Background { sender: Some(sender), thread: Some(thread) }
+    }
+
+    /// Sends work to the thread; false once it is gone.
+    fn send(&self, msg: T) -> bool {
+        self.sender.as_ref().is_some_and(|s| s.send(msg).is_ok())
+    }
+}
+
+impl<T> Drop for Background<T> {
+    fn drop(&mut self) {
+        drop(self.sender.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// Page size of the main database. Applying a batch rewrites one page per profile
@@ -273,7 +301,9 @@ impl Store for SqliteStore {
         } else {
             let stopped = || CommitError::Store(StoreError("the apply writer stopped".into()));
             let (reply, answer) = tokio::sync::oneshot::channel();
-            self.apply_writer.send((changes, reply)).map_err(|_| stopped())?;
+            if !self.apply_writer.send((changes, reply)) {
+                return Err(stopped());
+            }
             answer.await.map_err(|_| stopped())?
         };
         crate::metrics::METRICS.commit_seconds.observe(started.elapsed().as_secs_f64());
@@ -297,6 +327,46 @@ impl Store for SqliteStore {
 
     async fn queue_tail(&self) -> Result<u64, StoreError> {
         self.tail()
+    }
+}
+
+#[cfg(test)]
+mod drop_tests {
+    use engage_core::store::{ChangeSet, Expect, Op, Store, Table};
+
+    use super::SqliteStore;
+
+    fn store_threads() -> Vec<String> {
+        let names = std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten();
+        let names = names.filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok());
+        names.map(|n| n.trim().to_string()).filter(|n| n.starts_with("engage-")).collect()
+    }
+
+    #[test]
+    fn a_dropped_store_leaves_no_thread_and_its_wal_can_be_emptied() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.db");
+        let store = SqliteStore::open(&db).unwrap();
+        for i in 0..50 {
+            let op = Op::Put { table: Table::Group, key: format!("k{i}"), value: b"{}".to_vec(), expect: Expect::Any };
+            pollster::block_on(store.commit(ChangeSet { ops: vec![op], ack: None })).unwrap();
+        }
+        // Thread names are cut to 15 bytes.
+        let count = |name: &str| store_threads().iter().filter(|n| n.as_str() == name).count();
+        let before = [count("engage-checkpoi"), count("engage-apply-db")];
+        assert!(before.iter().all(|&n| n >= 1), "{:?}", store_threads());
+        drop(store);
+        // Other tests' stores may come and go meanwhile, but not this many at once:
+        // this store's checkpointer and apply writer are gone when drop returns.
+        let after = [count("engage-checkpoi"), count("engage-apply-db")];
+        assert!(after.iter().zip(before).all(|(a, b)| *a < b), "{before:?} → {after:?}");
+        let c = rusqlite::Connection::open(&db).unwrap();
+        let (busy, log, done): (i64, i64, i64) =
+            c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
+        assert_eq!((busy, log, done), (0, 0, 0), "the WAL is emptied: nobody holds it");
+        let mut wal = db.as_os_str().to_owned();
+        wal.push("-wal");
+        assert_eq!(std::fs::metadata(std::path::PathBuf::from(wal)).map(|m| m.len()).unwrap_or(0), 0);
     }
 }
 

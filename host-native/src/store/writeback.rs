@@ -12,7 +12,9 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+
+use super::sqlite::Background;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -23,7 +25,7 @@ const INTERVAL: Duration = Duration::from_millis(50);
 const STEP: u64 = 4 << 20;
 
 /// Starts pacing writeback of `db` and `db-wal`; the thread ends when the sender is dropped.
-pub fn spawn(db: &Path) -> Option<Sender<()>> {
+pub(crate) fn spawn(db: &Path) -> Option<Background<()>> {
     if !cfg!(target_os = "linux") {
         return None;
     }
@@ -31,14 +33,14 @@ pub fn spawn(db: &Path) -> Option<Sender<()>> {
     let mut wal = db.as_os_str().to_owned();
     wal.push("-wal");
     let files = [db.to_path_buf(), PathBuf::from(wal)];
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("engage-writeback".into())
         .spawn(move || {
             crate::priority::background();
             run(&files, stopped);
         })
         .ok()?;
-    Some(stop)
+    Some(Background::new(stop, thread))
 }
 
 fn run(files: &[PathBuf], stopped: Receiver<()>) {
