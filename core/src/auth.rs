@@ -41,23 +41,28 @@ pub fn key_hash(secret: &str) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The record of an API key, or 401 when the key is unknown.
-pub async fn key_record<S: Store>(store: &S, token: &str) -> Result<KeyRecord, ApiError> {
-    let entry = store.get(Table::ApiKey, &key_hash(token)).await?.ok_or(ApiError::InvalidKey)?;
-    Ok(decode(&entry.value)?)
+/// The record of the API key with hash `hash` ([`key_hash`]) and its version, or
+/// 401 when the key is unknown.
+pub async fn key_record<S: Store>(store: &S, hash: &str) -> Result<(KeyRecord, u64), ApiError> {
+    let entry = store.get(Table::ApiKey, hash).await?.ok_or(ApiError::InvalidKey)?;
+    Ok((decode(&entry.value)?, entry.version))
 }
 
 /// Notes that the key with hash `hash` was used at `now` (a conflict means another
 /// request noted it first, or the key was revoked: either way nothing to do).
-pub async fn note_use<S: Store>(store: &S, hash: &str, now: Timestamp) -> Result<(), StoreError> {
-    let Some(entry) = store.get(Table::ApiKey, hash).await? else { return Ok(()) };
-    let mut record: KeyRecord = decode(&entry.value)?;
+pub async fn note_use<S: Store>(
+    store: &S,
+    hash: &str,
+    mut record: KeyRecord,
+    version: u64,
+    now: Timestamp,
+) -> Result<(), StoreError> {
     record.last_used_at = Some(now.0);
     let op = Op::Put {
         table: Table::ApiKey,
         key: hash.to_string(),
         value: encode(&record)?,
-        expect: Expect::Version(entry.version),
+        expect: Expect::Version(version),
     };
     match store.commit(ChangeSet { ops: vec![op], ack: None }).await {
         Ok(()) | Err(CommitError::Conflict) => Ok(()),

@@ -309,11 +309,10 @@ impl<S: Store> Engine<S> {
     }
 
     async fn authenticate(&self, req: &Request, now: Timestamp) -> Result<KeyRecord, ApiError> {
-        let token = auth::bearer_token(req)?;
-        let record = auth::key_record(&self.store, token).await?;
+        let hash = auth::key_hash(auth::bearer_token(req)?);
+        let (record, version) = auth::key_record(&self.store, &hash).await?;
         // When a key was last used, to the hour: one write per key and hour (per
         // engine), never a write per request. A failure here fails nothing.
-        let hash = auth::key_hash(token);
         let due = {
             let mut noted = self.keys_noted.lock().unwrap_or_else(|e| e.into_inner());
             let last = noted.get(&hash).copied().or(record.last_used_at).unwrap_or(i64::MIN);
@@ -324,7 +323,7 @@ impl<S: Store> Engine<S> {
             due
         };
         if due {
-            let _ = auth::note_use(&self.store, &hash, now).await;
+            let _ = auth::note_use(&self.store, &hash, record.clone(), version, now).await;
         }
         Ok(record)
     }

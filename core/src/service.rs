@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::ctx::Ctx;
 use crate::http::Response;
 use crate::store::Store;
-use crate::track::parse::TrackJob;
+use crate::track::queue::backlog_state;
 
 /// How long the oldest queued job may wait while nothing is applied before the
 /// service is not ready (the applier is stuck).
@@ -40,13 +40,13 @@ pub fn health() -> Response {
 /// GET /readyz: the store answers, and the queue is being applied (its oldest job
 /// is younger than [`STUCK_AFTER_MS`], or something was applied since `progress_at`).
 pub async fn ready<S: Store>(store: &S, progress_at: i64, ctx: Ctx) -> Response {
-    let oldest = match store.queued(0, 1).await {
-        Ok(mut jobs) => jobs.pop(),
+    let backlog = match backlog_state(store, ctx.now).await {
+        Ok(backlog) => backlog,
         Err(_) => return not_ready("the store does not answer"),
     };
-    let waiting_since = oldest.and_then(|j| crate::repo::codec::decode::<TrackJob>(&j.job).ok()).map(|j| j.at.0);
-    match waiting_since {
-        Some(at) if ctx.now.0 - at > STUCK_AFTER_MS && ctx.now.0 - progress_at > STUCK_AFTER_MS => {
+    let waited_ms = backlog.oldest_age_seconds.map(|s| (s * 1000.0) as i64);
+    match waited_ms {
+        Some(waited) if waited > STUCK_AFTER_MS && ctx.now.0 - progress_at > STUCK_AFTER_MS => {
             not_ready("queued writes have not been applied for over a minute")
         }
         _ => Response::json(200, &json!({"status": "ready"})),

@@ -178,10 +178,11 @@ impl Backlog {
         let mut seen: HashSet<String> = HashSet::new();
         let mut todo = seeds;
         while let Some(ident) = todo.pop() {
-            if !seen.insert(index_key(ws, &ident)) {
+            let ident_key = index_key(ws, &ident);
+            if !seen.insert(ident_key.clone()) {
                 continue;
             }
-            for &key in self.by_key.get(&index_key(ws, &ident)).into_iter().flatten() {
+            for &key in self.by_key.get(&ident_key).into_iter().flatten() {
                 if found.insert(key) {
                     todo.extend(self.ops.get(&key).into_iter().flat_map(|p| p.idents.iter().cloned()));
                 }
