@@ -39,7 +39,7 @@ pub struct ServeArgs {
     #[arg(long, env = "ENGAGE_NO_RATE_LIMITS")]
     pub no_rate_limits: bool,
     /// Memory for profiles and identifiers kept in front of the database, MiB.
-    #[arg(long, env = "ENGAGE_CACHE_MIB", default_value_t = 1024)]
+    #[arg(long, env = "ENGAGE_CACHE_MIB", default_value_t = crate::store::DEFAULT_CACHE_MIB)]
     pub cache_mib: usize,
     /// Queued track requests applied per commit.
     #[arg(long, env = "ENGAGE_APPLY_BATCH", default_value_t = APPLY_BATCH)]

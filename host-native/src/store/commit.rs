@@ -1,8 +1,10 @@
-//! Committing a change set in one SQLite transaction: every expectation checked,
-//! profiles updated by rowid where the document cache knows it.
+//! Committing change sets in SQLite: every expectation checked, profiles updated by
+//! rowid where the document cache knows it. The queue applier's change set is one
+//! transaction of its own; the change sets of requests are committed in groups, one
+//! savepoint each inside one transaction, so one fsync makes a whole group durable.
 
 use engage_core::store::{expectation_holds, next_version, ChangeSet, CommitError, Expect, Op};
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::queue::QueueMsg;
 use super::sqlite::{err, Shared, APPLY_SYNC_INTERVAL};
@@ -21,11 +23,7 @@ pub(super) enum Applied {
 impl Shared {
     /// Applies `op`; `rowid` is where the document it updates was last seen (a hint:
     /// see [`crate::store::doc_cache`]).
-    pub(super) fn apply_op(
-        tx: &rusqlite::Transaction<'_>,
-        op: &Op,
-        rowid: Option<i64>,
-    ) -> Result<Applied, rusqlite::Error> {
+    pub(super) fn apply_op(tx: &Connection, op: &Op, rowid: Option<i64>) -> Result<Applied, rusqlite::Error> {
         match op {
             Op::Put { table, key, value, expect } => match expect {
                 Expect::Version(v) => {
@@ -70,6 +68,70 @@ impl Shared {
                 }
                 tx.prepare_cached("DELETE FROM docs WHERE tbl = ?1 AND key = ?2")?.execute(params![table.id(), key])?;
                 Ok(Applied::Done(None))
+            }
+        }
+    }
+
+    /// Commits the change sets of requests (no queue acknowledgement among them) in
+    /// one transaction, each inside a savepoint of its own: a set whose expectation
+    /// fails, or whose write fails, is rolled back alone and answered with its error;
+    /// the others are committed together, synced once (`synchronous = FULL`), and
+    /// only then answered. Each answer is exactly what committing that set alone, in
+    /// this order, would have given.
+    pub(super) fn commit_group(&self, sets: &[ChangeSet]) -> Vec<Result<(), CommitError>> {
+        let all = |e: CommitError| sets.iter().map(|_| Err(e.clone())).collect();
+        let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = w.conn.pragma_update(None, "synchronous", "FULL") {
+            return all(CommitError::Store(err(e)));
+        }
+        let mut tx = match w.conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+            Ok(tx) => tx,
+            Err(e) => return all(CommitError::Store(err(e))),
+        };
+        let mut outcomes: Vec<Result<Vec<Option<i64>>, CommitError>> = Vec::with_capacity(sets.len());
+        for set in sets {
+            debug_assert!(set.ack.is_none(), "queue acknowledgements commit alone");
+            let hints = match &self.cache {
+                Some(cache) => cache.rowids(&set.ops),
+                None => vec![None; set.ops.len()],
+            };
+            let outcome = (|| {
+                let sp = tx.savepoint().map_err(|e| CommitError::Store(err(e)))?;
+                let mut rowids = Vec::with_capacity(set.ops.len());
+                for (op, hint) in set.ops.iter().zip(hints) {
+                    match Self::apply_op(&sp, op, hint).map_err(|e| CommitError::Store(err(e)))? {
+                        Applied::Done(rowid) => rowids.push(rowid),
+                        // Dropping the savepoint rolls this set back, and only this set.
+                        Applied::Refused => return Err(CommitError::Conflict),
+                    }
+                }
+                sp.commit().map_err(|e| CommitError::Store(err(e)))?;
+                Ok(rowids)
+            })();
+            outcomes.push(outcome);
+        }
+        if let Err(e) = tx.commit() {
+            return all(CommitError::Store(err(e)));
+        }
+        if let Some(cache) = &self.cache {
+            for (set, outcome) in sets.iter().zip(&outcomes) {
+                if let Ok(rowids) = outcome {
+                    cache.committed(set.ops.iter().cloned().zip(rowids.iter().copied()));
+                }
+            }
+        }
+        // A FULL commit syncs the whole WAL, the applier's earlier commits with it.
+        self.synced(&mut w);
+        outcomes.into_iter().map(|o| o.map(|_| ())).collect()
+    }
+
+    /// Everything committed so far is durable: the queue rows the durable cursor
+    /// covers can go. Failing to trim only leaves rows that `queued` already skips.
+    fn synced(&self, w: &mut super::sqlite::Writer) {
+        w.last_sync = std::time::Instant::now();
+        if let Some(through) = w.applied_not_synced.take() {
+            if let Some(q) = &self.queue {
+                let _ = q.appender.send(QueueMsg::Trim(through));
             }
         }
     }
@@ -128,14 +190,7 @@ impl Shared {
                 && w.conn.execute("UPDATE queue_cursor SET applied = applied WHERE id = 1", []).is_ok();
         }
         if durable {
-            w.last_sync = std::time::Instant::now();
-            if let Some(through) = w.applied_not_synced.take() {
-                // The cursor covering these jobs is durable: their rows can go.
-                // Failing here only leaves rows that `queued` already skips.
-                if let Some(q) = &self.queue {
-                    let _ = q.appender.send(QueueMsg::Trim(through));
-                }
-            }
+            self.synced(&mut w);
         }
         Ok(())
     }
@@ -180,6 +235,34 @@ mod rowid_hints {
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_group_commits_each_set_whole_or_not_at_all() {
+        use engage_core::store::{ChangeSet, CommitError};
+
+        let (dir, _) = db();
+        let conn = open(&dir.path().join("t.db"), MAIN_PAGE_SIZE).unwrap();
+        let writer =
+            super::super::sqlite::Writer { conn, applied_not_synced: None, last_sync: std::time::Instant::now() };
+        let shared = Shared { writer: std::sync::Mutex::new(writer), queue: None, cache: None };
+        let set = |ops: Vec<Op>| ChangeSet { ops, ack: None };
+        let sets = [
+            set(vec![put("a", "a1", Expect::Absent), put("b", "b1", Expect::Absent)]),
+            // Its second write expects what the first set of the group has just changed.
+            set(vec![put("c", "c1", Expect::Absent), put("a", "a2", Expect::Absent)]),
+            set(vec![put("d", "d1", Expect::Absent), put("a", "a2", Expect::Version(1))]),
+        ];
+        assert_eq!(shared.commit_group(&sets), vec![Ok(()), Err(CommitError::Conflict), Ok(())]);
+        let w = shared.writer.lock().unwrap();
+        assert_eq!(value(&w.conn, "a"), (2, "a2".into()));
+        assert_eq!(value(&w.conn, "b"), (1, "b1".into()));
+        assert_eq!(value(&w.conn, "d"), (1, "d1".into()));
+        let c: i64 = w
+            .conn
+            .query_row("SELECT count(*) FROM docs WHERE tbl = ?1 AND key = 'c'", [Table::Profile.id()], |r| r.get(0))
+            .unwrap();
+        assert_eq!(c, 0, "the refused set left nothing behind");
     }
 
     #[test]

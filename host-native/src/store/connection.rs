@@ -43,8 +43,10 @@ pub(super) fn open(path: &Path, page_size: i64) -> Result<Connection, StoreError
     Ok(conn)
 }
 
-/// Page cache of the writer connection, KiB.
-pub(super) const WRITER_CACHE_KIB: i64 = 256 << 10;
+/// Page cache of the writer connection, KiB: part of the server's memory budget
+/// (docs/performance.md); larger caches were no faster (SQLite walks the cache at
+/// every commit).
+pub(super) const WRITER_CACHE_KIB: i64 = 32 << 10;
 
 /// WAL size at which a committing connection checkpoints by itself.
 pub(super) const WAL_HIGH_WATER: i64 = 1 << 30;
@@ -96,13 +98,20 @@ pub(super) fn spawn_checkpointer(path: &Path, shared: Arc<Shared>) -> Result<Bac
 pub(super) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     let conn = Connection::open(path).map_err(err)?;
     conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(err)?;
-    conn.pragma_update(None, "mmap_size", 4_i64 << 30).map_err(err)?;
-    conn.pragma_update(None, "cache_size", -8_192_i64).map_err(err)?;
+    // No memory map: every page a reader touched through it stayed in the server's
+    // resident memory (the whole database, on a busy server). A small page cache:
+    // under writes it is dropped at the start of nearly every read transaction
+    // anyway, so it only serves the pages one transaction (a batch read) shares.
+    conn.pragma_update(None, "mmap_size", 0).map_err(err)?;
+    conn.pragma_update(None, "cache_size", -READER_CACHE_KIB).map_err(err)?;
     // Parse the schema and prepare the most common read now, not in a request: a
     // cold server's first requests otherwise all did it at once.
     conn.prepare_cached(READ_ONE).map_err(err)?;
     Ok(conn)
 }
+
+/// Page cache of each reader connection, KiB (up to `MAX_IDLE_READERS` of them).
+const READER_CACHE_KIB: i64 = 256;
 
 /// Reads one document.
 pub(super) const READ_ONE: &str = "SELECT version, value FROM docs WHERE tbl = ?1 AND key = ?2";

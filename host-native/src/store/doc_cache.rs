@@ -9,9 +9,12 @@
 //! process's commits (it is used only by the process that owns the queue, and the
 //! other commands of `engage` never write profiles): a commit updates the cache
 //! after SQLite commits and before it returns. A read that misses fills the cache
-//! while holding the fill lock from before its database read until its insert, and
-//! a commit takes the same lock for its update, so an update always lands after any
-//! fill that might have read older data. Should it ever hold a stale version
+//! while holding the fill lock (shared) from before its database read until its
+//! insert, and a commit takes the same lock exclusively for its update, so an update
+//! always lands after any fill that might have read older data. Fills share the
+//! lock: fills running at once read the same committed state, so none of them can
+//! insert anything older than another's (one at a time, every acknowledgement's
+//! misses waited in a single line). Should it ever hold a stale version
 //! anyway, the commit's version check in SQLite refuses the write (a retry), it
 //! never corrupts data.
 //!
@@ -21,7 +24,7 @@
 //! version, and falls back to the key when it finds no such row.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 use engage_core::store::{next_version, Entry, Expect, Op, Table};
 
@@ -30,7 +33,7 @@ const OVERHEAD: usize = 64;
 
 /// The cache.
 pub struct DocCache {
-    fill: Mutex<()>,
+    fill: RwLock<()>,
     map: Mutex<Map>,
     capacity: usize,
 }
@@ -58,12 +61,12 @@ pub fn cached(table: Table) -> bool {
 }
 
 /// Held while a fill reads the database and inserts what it read.
-pub struct FillGuard<'a>(#[allow(dead_code)] MutexGuard<'a, ()>);
+pub struct FillGuard<'a>(#[allow(dead_code)] RwLockReadGuard<'a, ()>);
 
 impl DocCache {
     /// A cache of at most about `capacity` bytes.
     pub fn new(capacity: usize) -> DocCache {
-        DocCache { fill: Mutex::new(()), map: Mutex::new(Map::default()), capacity }
+        DocCache { fill: RwLock::new(()), map: Mutex::new(Map::default()), capacity }
     }
 
     fn map(&self) -> MutexGuard<'_, Map> {
@@ -93,9 +96,9 @@ impl DocCache {
             .collect()
     }
 
-    /// Takes the fill lock: read the database only after this.
+    /// Takes the fill lock (shared with other fills): read the database only after this.
     pub fn begin_fill(&self) -> FillGuard<'_> {
-        FillGuard(self.fill.lock().unwrap_or_else(|e| e.into_inner()))
+        FillGuard(self.fill.read().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Inserts what a fill read (under its guard).
@@ -110,7 +113,7 @@ impl DocCache {
     /// Brings the cache up to date with a change set SQLite has just committed,
     /// each operation with the row it wrote when known.
     pub fn committed(&self, ops: impl IntoIterator<Item = (Op, Option<i64>)>) {
-        let _fills = self.begin_fill();
+        let _fills = self.fill.write().unwrap_or_else(|e| e.into_inner());
         let mut map = self.map();
         for (op, rowid) in ops {
             match (op, rowid) {

@@ -9,4 +9,4 @@ pub mod queue_log;
 pub mod sqlite;
 pub mod writeback;
 
-pub use sqlite::{Options, SqliteStore};
+pub use sqlite::{Options, SqliteStore, DEFAULT_CACHE_MIB};

@@ -1,0 +1,317 @@
+//! The performance suite: one command, one table.
+//!
+//! `cargo bench -p engage --bench suite` seeds the data sets once (10k, 1M and 10M
+//! profiles, through the store in bulk, kept under `target/bench`), runs the
+//! release `engage serve` in a process of its own with default settings on a fresh
+//! copy for each phase, loads it from this process, and prints one Markdown table:
+//! endpoint, data set, offered and achieved req/s, p50/p95/p99, the server's peak
+//! RSS, and what the phase compares (applied rate, backlog, ratio to a baseline).
+//!
+//! Phases (`BENCH_ONLY=scale,cache,sustained,burst,endpoints,baselines` picks some):
+//! - scale: full track batches offered at 1,000/s on every data set, uniform and
+//!   Zipf users: acknowledgements, the rate applied during the load, memory;
+//! - cache: the same on 1M with the old 1 GiB profile cache, against the default;
+//! - sustained: 1,000/s for 10 minutes on 1M; burst: 2,000/s for 60 s;
+//! - endpoints: closed loop, 32 connections, 15 s each, on 1M;
+//! - baselines: acknowledged throughput against a bare hyper + serde server, and
+//!   applied throughput against a bare rusqlite writer of the same objects.
+//!
+//! `BENCH_QUICK=1` runs every phase briefly on 100k profiles (a smoke run);
+//! `BENCH_SETS=10k,1m` picks the data sets of the scale phase.
+
+mod baseline;
+mod bodies;
+mod load;
+mod seed;
+mod server;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bodies::{Rng, Users, BATCH_OBJECTS};
+use load::{Outcome, Req, Target};
+use server::Server;
+
+/// One line of the table.
+struct Row {
+    endpoint: String,
+    set: String,
+    offered: String,
+    outcome: Outcome,
+    rss_mib: f64,
+    note: String,
+}
+
+struct Settings {
+    quick: bool,
+    only: Option<Vec<String>>,
+    sets: Vec<u64>,
+    /// The data set of the single-size phases.
+    main_set: u64,
+}
+
+impl Settings {
+    fn from_env() -> Settings {
+        let quick = std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1");
+        let only = std::env::var("BENCH_ONLY").ok().map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
+        let parse = |s: &str| match s.trim().to_ascii_lowercase().as_str() {
+            "10k" => 10_000,
+            "100k" => 100_000,
+            "1m" => 1_000_000,
+            "10m" => 10_000_000,
+            other => other.parse().unwrap_or_else(|_| panic!("BENCH_SETS: unknown data set '{other}'")),
+        };
+        let default_sets = if quick { "100k" } else { "10k,1m,10m" };
+        let sets = std::env::var("BENCH_SETS").unwrap_or_else(|_| default_sets.into()).split(',').map(parse).collect();
+        Settings { quick, only, sets, main_set: if quick { 100_000 } else { 1_000_000 } }
+    }
+
+    fn runs(&self, phase: &str) -> bool {
+        self.only.as_ref().is_none_or(|o| o.iter().any(|p| p == phase))
+    }
+
+    /// `full` seconds, or a few in a quick run.
+    fn secs(&self, full: u64) -> u64 {
+        if self.quick {
+            (full / 20).clamp(3, 10)
+        } else {
+            full
+        }
+    }
+}
+
+fn set_name(n: u64) -> String {
+    match n {
+        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
+        n if n >= 1_000 && n % 1_000 == 0 => format!("{}k", n / 1_000),
+        n => n.to_string(),
+    }
+}
+
+/// 1,000 distinct full batches (the load cycles through them).
+fn batches(profiles: u64, users: Users) -> Arc<Vec<Req>> {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    Arc::new((0..1000).map(|_| Req::post("/users/track", bodies::track_batch(&mut rng, profiles, users))).collect())
+}
+
+/// Offers full track batches at `rate`/s for `seconds` on a fresh server, and reads
+/// how much of it was applied by the end of the load.
+fn track_open_loop(
+    rt: &tokio::runtime::Runtime,
+    profiles: u64,
+    users: Users,
+    rate: u64,
+    seconds: u64,
+    serve_flags: &[&str],
+    label: &str,
+) -> (Row, f64) {
+    let server = Server::start(&seed::seed(profiles), serve_flags);
+    let requests = batches(profiles, users);
+    server.reset_peak();
+    let out = load::open_loop(rt, &server.target(), requests, 201, rate, seconds, 64);
+    let pending = server.pending();
+    let applied = (out.ok as u64).saturating_sub(pending) as f64 / seconds as f64;
+    let note = format!(
+        "{users}: applied {applied:.0} batches/s ({:.0}k objects/s) during the load; backlog at the end {pending} = {:.1} s of load",
+        applied * BATCH_OBJECTS / 1000.0,
+        pending as f64 / rate as f64,
+        users = users.name(),
+    );
+    let row = Row {
+        endpoint: format!("POST /users/track (75+75+75){label}"),
+        set: set_name(profiles),
+        offered: format!("{rate}/s × {seconds} s"),
+        rss_mib: server.peak_rss_mib(),
+        outcome: out,
+        note,
+    };
+    (row, applied)
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list" || a == "--test") {
+        return; // `cargo test --benches` probes; nothing to run there.
+    }
+    let s = Settings::from_env();
+    let rt = load::runtime();
+    let mut rows: Vec<Row> = Vec::new();
+    let main_set = s.main_set;
+    let started = std::time::Instant::now();
+
+    if s.runs("scale") {
+        for &profiles in &s.sets {
+            for users in [Users::Uniform, Users::Zipf] {
+                let (row, _) = track_open_loop(&rt, profiles, users, 1000, s.secs(60), &[], "");
+                eprintln!("{}", line(&row));
+                rows.push(row);
+            }
+        }
+    }
+    if s.runs("cache") {
+        let (small_row, small) = track_open_loop(&rt, main_set, Users::Uniform, 1000, s.secs(60), &[], "");
+        let (mut big_row, big) =
+            track_open_loop(&rt, main_set, Users::Uniform, 1000, s.secs(60), &["--cache-mib", "1024"], ", 1 GiB cache");
+        big_row.note += &format!("; default cache applies {:.0}% of this", 100.0 * small / big.max(1e-9));
+        for row in [small_row, big_row] {
+            eprintln!("{}", line(&row));
+            rows.push(row);
+        }
+    }
+    if s.runs("sustained") {
+        let (row, _) = track_open_loop(&rt, main_set, Users::Uniform, 1000, s.secs(600), &[], ", sustained");
+        eprintln!("{}", line(&row));
+        rows.push(row);
+    }
+    if s.runs("burst") {
+        let (row, _) = track_open_loop(&rt, main_set, Users::Uniform, 2000, s.secs(60), &[], ", burst");
+        eprintln!("{}", line(&row));
+        rows.push(row);
+    }
+    if s.runs("endpoints") {
+        let server = Server::start(&seed::seed(main_set), &[]);
+        let group = server.group.clone();
+        let p = main_set;
+        type Next = Arc<dyn Fn(u64) -> Req + Send + Sync>;
+        let endpoints: Vec<(&str, u16, Next)> = vec![
+            (
+                "POST /users/track/sync (1 event)",
+                201,
+                Arc::new(move |n| Req::post("/users/track/sync", bodies::sync_event(n, p))),
+            ),
+            (
+                "POST /users/export/ids (50 users)",
+                200,
+                Arc::new(move |n| Req::post("/users/export/ids", bodies::export_50(n, p))),
+            ),
+            ("GET /subscription/user/status", 200, Arc::new(move |n| Req::get(bodies::user_status(n, p)))),
+            (
+                "POST /users/identify (1 alias)",
+                201,
+                Arc::new(move |n| Req::post("/users/identify", bodies::identify(n, p))),
+            ),
+            (
+                "POST /v2/subscription/status/set (1 user)",
+                201,
+                Arc::new(move |n| Req::post("/v2/subscription/status/set", bodies::status_set(n, p, &group))),
+            ),
+            // Last: merging removes the merged profiles.
+            ("POST /users/merge (1 pair)", 202, Arc::new(move |n| Req::post("/users/merge", bodies::merge(n, p)))),
+        ];
+        for (name, expect, next) in endpoints {
+            server.reset_peak();
+            let seconds = s.secs(15);
+            let out = load::closed_loop(&rt, &server.target(), next, expect, 32, seconds);
+            let row = Row {
+                endpoint: name.into(),
+                set: set_name(p),
+                offered: "closed loop, 32 conns".into(),
+                rss_mib: server.peak_rss_mib(),
+                outcome: out,
+                note: String::new(),
+            };
+            eprintln!("{}", line(&row));
+            rows.push(row);
+        }
+    }
+    if s.runs("baselines") {
+        let seconds = s.secs(15);
+        let requests = batches(main_set, Users::Uniform);
+        let bare = load::closed_loop(
+            &rt,
+            &Target { base: baseline::bare_server(&rt), key: String::new() },
+            cycle(requests.clone()),
+            201,
+            32,
+            seconds,
+        );
+        let server = Server::start(&seed::seed(main_set), &[]);
+        server.reset_peak();
+        let ours = load::closed_loop(&rt, &server.target(), cycle(requests), 201, 32, seconds);
+        let ack_ratio = ours.rate / bare.rate.max(1e-9);
+        let rss = server.peak_rss_mib();
+        // The backlog that load left, applied with nothing else running, against the
+        // bare writer applying the same kind of objects.
+        let applied = server.drain_rate(Duration::from_secs(s.secs(30))) * BATCH_OBJECTS;
+        drop(server);
+        let bare_applied = baseline::bare_writer(main_set, Users::Uniform, s.secs(30));
+        rows.push(Row {
+            endpoint: "bare hyper + serde server, track batches".into(),
+            set: "-".into(),
+            offered: "closed loop, 32 conns".into(),
+            rss_mib: f64::NAN,
+            outcome: bare,
+            note: "parses into serde_json::Value, answers 201, stores nothing".into(),
+        });
+        rows.push(Row {
+            endpoint: "POST /users/track (75+75+75), max".into(),
+            set: set_name(main_set),
+            offered: "closed loop, 32 conns".into(),
+            rss_mib: rss,
+            outcome: ours,
+            note: format!(
+                "acknowledged / bare server = {ack_ratio:.2}; backlog then applied at {:.0}k objects/s, bare rusqlite writer {:.0}k objects/s: ratio {:.2}",
+                applied / 1000.0,
+                bare_applied / 1000.0,
+                applied / bare_applied.max(1e-9)
+            ),
+        });
+        for row in &rows[rows.len() - 2..] {
+            eprintln!("{}", line(row));
+        }
+    }
+
+    let generator_peak = server::rss_kib(std::process::id(), "VmHWM:") as f64 / 1024.0;
+    println!();
+    println!(
+        "Engage performance suite: {} cores, {}, {:.0} min{}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        kernel(),
+        started.elapsed().as_secs_f64() / 60.0,
+        if s.quick { " (BENCH_QUICK: short phases, 100k profiles)" } else { "" }
+    );
+    println!();
+    println!("| endpoint | data set | offered | achieved req/s | ok / sent | p50 ms | p95 ms | p99 ms | server peak RSS MiB | notes |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for row in &rows {
+        println!("{}", line(row));
+    }
+    println!();
+    println!("Load generator (this process) peak RSS: {generator_peak:.0} MiB");
+}
+
+/// A closed loop's requests taken in turn from a fixed list.
+fn cycle(requests: Arc<Vec<Req>>) -> Arc<dyn Fn(u64) -> Req + Send + Sync> {
+    Arc::new(move |n| requests[(n % requests.len() as u64) as usize].clone())
+}
+
+fn line(r: &Row) -> String {
+    let o = &r.outcome;
+    let failure = o.first_failure.as_ref().map(|f| format!("; first failure: {f}")).unwrap_or_default();
+    format!(
+        "| {} | {} | {} | {:.0} | {} / {} | {:.1} | {:.1} | {:.1} | {} | {}{} |",
+        r.endpoint,
+        r.set,
+        r.offered,
+        o.rate,
+        o.ok,
+        o.sent,
+        o.pct(0.5),
+        o.pct(0.95),
+        o.pct(0.99),
+        if r.rss_mib.is_nan() { "-".to_string() } else { format!("{:.0}", r.rss_mib) },
+        r.note,
+        failure
+    )
+}
+
+fn kernel() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_default();
+    cpu
+}
