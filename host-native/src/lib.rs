@@ -10,11 +10,6 @@ pub mod priority;
 pub mod server;
 pub mod store;
 
-/// The track path allocates many small short-lived values (parsed JSON, decoded
-/// profiles); mimalloc serves them markedly faster than the system allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use engage_core::{Ctx, Timestamp};
 
 /// The host's context for one request: the wall clock and fresh OS randomness.

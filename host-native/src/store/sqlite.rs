@@ -74,7 +74,7 @@ pub struct Options {
 /// (200 MiB resident at 10M profiles under full track load, docs/performance.md):
 /// the applier reads profiles at random, so a cache much smaller than the data set
 /// hits little either way, and the benchmark's cache phase measures what 1 GiB buys.
-pub const DEFAULT_CACHE_MIB: usize = 64;
+pub const DEFAULT_CACHE_MIB: usize = 32;
 
 impl Default for Options {
     fn default() -> Self {
