@@ -107,3 +107,53 @@ fn bytes_and_event_names_are_bounded_too() {
     let user = kit.user("busy");
     assert_eq!(user["custom_events"].as_array().unwrap().len(), 975, "whole requests only: {user}");
 }
+
+/// The acknowledgement's shortcut (a job proved to fit from stored sizes alone) never
+/// accepts what the exact check refuses: around each bound, with the smallest
+/// entries a profile can hold (short names, small values: the most entries per stored
+/// byte), a request is refused exactly when a profile would pass the bound.
+#[test]
+fn the_shortcut_refuses_exactly_what_the_exact_check_refuses() {
+    let kit = Kit::new();
+    for (n, stored) in [0usize, 600, 925, 990, 1000].into_iter().enumerate() {
+        let user = format!("u{n}");
+        let mut m = Map::new();
+        m.insert("external_id".into(), json!(user));
+        for i in 0..stored {
+            m.insert(format!("{i:x}"), json!(0));
+        }
+        let event = |name: String| json!({"external_id": user, "name": name, "time": "2026-11-01T10:00:00Z"});
+        let events: Vec<Value> = (0..stored).map(|i| event(format!("{i:x}"))).collect();
+        if stored > 0 {
+            kit.track(json!({"attributes": [m]}));
+            for chunk in events.chunks(75) {
+                kit.track(json!({"events": chunk}));
+            }
+            apply_all(&kit);
+        }
+        // Event names cannot be removed: those accepted stay (the same names each round).
+        let mut names_kept = 0;
+        for added in [1usize, 10, 75] {
+            let attrs: Vec<Value> = (0..added).map(|i| json!({"external_id": user, format!("new{i}"): 1})).collect();
+            let (status, body) = kit.post("/users/track", json!({"attributes": attrs}));
+            let fits = stored + added <= MAX_CUSTOM_ATTRIBUTES;
+            assert_eq!(status, if fits { 201 } else { 400 }, "{stored} + {added} attributes: {body}");
+            let names: Vec<Value> = (0..added).map(|i| event(format!("new-event-{i}"))).collect();
+            let (status, body) = kit.post("/users/track", json!({"events": names}));
+            let fits = stored + names_kept.max(added) <= MAX_NAMES;
+            if fits {
+                names_kept = names_kept.max(added);
+            }
+            assert_eq!(
+                status,
+                if fits { 201 } else { 400 },
+                "{stored} + {names_kept}, then {added} event names: {body}"
+            );
+            // Undo what was accepted, so the next round starts from `stored` again.
+            apply_all(&kit);
+            let undo: Vec<Value> = (0..added).map(|i| json!({"external_id": user, format!("new{i}"): null})).collect();
+            kit.track(json!({"attributes": undo}));
+            apply_all(&kit);
+        }
+    }
+}
