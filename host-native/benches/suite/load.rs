@@ -97,7 +97,9 @@ pub fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Offers `rate` requests per second for `seconds`, over at most `connections`
-/// connections at once, cycling through `requests`.
+/// connections at once, cycling through `requests`. A server that falls behind
+/// holds every connection, and the offer falls behind with it: past `seconds` + 10 s
+/// the rest is not sent (counted as failed), so an overloaded phase ends on time.
 pub fn open_loop(
     rt: &tokio::runtime::Runtime,
     target: &Target,
@@ -114,10 +116,13 @@ pub fn open_loop(
     let started = Instant::now();
     let results = rt.block_on(async {
         let mut handles = Vec::with_capacity(total);
+        let give_up = started + Duration::from_secs(seconds + 10);
         for i in 0..total {
             let scheduled = started + Duration::from_secs_f64(i as f64 / rate as f64);
             tokio::time::sleep_until(scheduled.into()).await;
-            let permit = limiter.clone().acquire_owned().await.expect("semaphore");
+            let Ok(Ok(permit)) = tokio::time::timeout_at(give_up.into(), limiter.clone().acquire_owned()).await else {
+                break;
+            };
             let (client, target, requests) = (client.clone(), target.clone(), requests.clone());
             handles.push(tokio::spawn(async move {
                 let r = send(&client, &target, &requests[i % requests.len()], expect).await;
@@ -132,7 +137,13 @@ pub fn open_loop(
         out
     });
     let last = results.iter().map(|r| r.2).max().unwrap_or(started);
-    outcome(total, results.into_iter().map(|(r, l, _)| (r, l)), last.duration_since(started))
+    let unsent = total - results.len();
+    let mut out = outcome(total, results.into_iter().map(|(r, l, _)| (r, l)), last.duration_since(started));
+    if unsent > 0 {
+        let sent = format!("{unsent} not sent: the server fell behind the offer");
+        out.first_failure = Some(out.first_failure.map_or(sent.clone(), |f| format!("{sent}; {f}")));
+    }
+    out
 }
 
 /// `connections` connections, each sending its next request (from `next`, given a

@@ -16,8 +16,10 @@
 //! - baselines: acknowledged throughput against a bare hyper + serde server, and
 //!   applied throughput against a bare rusqlite writer of the same objects.
 //!
-//! `BENCH_QUICK=1` runs every phase briefly on 100k profiles (a smoke run);
-//! `BENCH_SETS=10k,1m` picks the data sets of the scale phase.
+//! `BENCH_ONLY=seed-only` only makes the seeds. `BENCH_QUICK=1` runs every phase
+//! briefly on 100k profiles (a smoke run);
+//! `BENCH_SETS=10k,1m` picks the data sets of the scale phase; `BENCH_TIME=0.25`
+//! runs every phase a quarter as long.
 
 mod baseline;
 mod bodies;
@@ -39,6 +41,8 @@ struct Row {
     offered: String,
     outcome: Outcome,
     rss_mib: f64,
+    /// Its anonymous part (heap), MiB.
+    anon_mib: f64,
     note: String,
 }
 
@@ -48,6 +52,8 @@ struct Settings {
     sets: Vec<u64>,
     /// The data set of the single-size phases.
     main_set: u64,
+    /// Scales every phase's duration (`BENCH_TIME`, e.g. 0.25 for a quarter).
+    time: f64,
 }
 
 impl Settings {
@@ -63,20 +69,18 @@ impl Settings {
         };
         let default_sets = if quick { "100k" } else { "10k,1m,10m" };
         let sets = std::env::var("BENCH_SETS").unwrap_or_else(|_| default_sets.into()).split(',').map(parse).collect();
-        Settings { quick, only, sets, main_set: if quick { 100_000 } else { 1_000_000 } }
+        let time = std::env::var("BENCH_TIME").ok().map_or(1.0, |t| t.parse().expect("BENCH_TIME: a number"));
+        Settings { quick, only, sets, main_set: if quick { 100_000 } else { 1_000_000 }, time }
     }
 
     fn runs(&self, phase: &str) -> bool {
         self.only.as_ref().is_none_or(|o| o.iter().any(|p| p == phase))
     }
 
-    /// `full` seconds, or a few in a quick run.
+    /// `full` seconds, or a few in a quick run, times `BENCH_TIME` (default 1).
     fn secs(&self, full: u64) -> u64 {
-        if self.quick {
-            (full / 20).clamp(3, 10)
-        } else {
-            full
-        }
+        let secs = if self.quick { (full / 20).clamp(3, 10) } else { full };
+        ((secs as f64 * self.time).round() as u64).max(3)
     }
 }
 
@@ -122,6 +126,7 @@ fn track_open_loop(
         set: set_name(profiles),
         offered: format!("{rate}/s × {seconds} s"),
         rss_mib: server.peak_rss_mib(),
+        anon_mib: server.peak_anon_mib(),
         outcome: out,
         note,
     };
@@ -137,6 +142,25 @@ fn main() {
     let mut rows: Vec<Row> = Vec::new();
     let main_set = s.main_set;
     let started = std::time::Instant::now();
+    // Other work on the machine skews every figure: the table says how busy it was.
+    let load_at_start = load_average();
+    // Every data set first, so no phase includes seeding; the time of any seeded now is reported.
+    let mut seeded = Vec::new();
+    let mut needed = s.sets.clone();
+    needed.push(main_set);
+    needed.sort_unstable();
+    needed.dedup();
+    for &n in &needed {
+        let t = std::time::Instant::now();
+        let fresh = !seed::root().join(format!("seed-v3-{n}.db")).exists();
+        seed::seed(n);
+        if fresh {
+            seeded.push(format!("{} profiles seeded in {:.0} s", set_name(n), t.elapsed().as_secs_f64()));
+        }
+    }
+    if s.only.as_ref().is_some_and(|o| o.iter().any(|p| p == "seed-only")) {
+        return;
+    }
 
     if s.runs("scale") {
         for &profiles in &s.sets {
@@ -206,6 +230,7 @@ fn main() {
                 set: set_name(p),
                 offered: "closed loop, 32 conns".into(),
                 rss_mib: server.peak_rss_mib(),
+                anon_mib: server.peak_anon_mib(),
                 outcome: out,
                 note: String::new(),
             };
@@ -228,7 +253,7 @@ fn main() {
         server.reset_peak();
         let ours = load::closed_loop(&rt, &server.target(), cycle(requests), 201, 32, seconds);
         let ack_ratio = ours.rate / bare.rate.max(1e-9);
-        let rss = server.peak_rss_mib();
+        let (rss, anon) = (server.peak_rss_mib(), server.peak_anon_mib());
         // The backlog that load left, applied with nothing else running, against the
         // bare writer applying the same kind of objects.
         let applied = server.drain_rate(Duration::from_secs(s.secs(30))) * BATCH_OBJECTS;
@@ -239,6 +264,7 @@ fn main() {
             set: "-".into(),
             offered: "closed loop, 32 conns".into(),
             rss_mib: f64::NAN,
+            anon_mib: f64::NAN,
             outcome: bare,
             note: "parses into serde_json::Value, answers 201, stores nothing".into(),
         });
@@ -247,6 +273,7 @@ fn main() {
             set: set_name(main_set),
             offered: "closed loop, 32 conns".into(),
             rss_mib: rss,
+            anon_mib: anon,
             outcome: ours,
             note: format!(
                 "acknowledged / bare server = {ack_ratio:.2}; backlog then applied at {:.0}k objects/s, bare rusqlite writer {:.0}k objects/s: ratio {:.2}",
@@ -263,20 +290,25 @@ fn main() {
     let generator_peak = server::rss_kib(std::process::id(), "VmHWM:") as f64 / 1024.0;
     println!();
     println!(
-        "Engage performance suite: {} cores, {}, {:.0} min{}",
+        "Engage performance suite: {} cores, {}, load average {} at the start and {} at the end, {:.0} min{}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        kernel(),
+        cpu(),
+        load_at_start,
+        load_average(),
         started.elapsed().as_secs_f64() / 60.0,
         if s.quick { " (BENCH_QUICK: short phases, 100k profiles)" } else { "" }
     );
     println!();
-    println!("| endpoint | data set | offered | achieved req/s | ok / sent | p50 ms | p95 ms | p99 ms | server peak RSS MiB | notes |");
+    println!("| endpoint | data set | offered | achieved req/s | ok / sent | p50 ms | p95 ms | p99 ms | server peak RSS (heap) MiB | notes |");
     println!("|---|---|---|---|---|---|---|---|---|---|");
     for row in &rows {
         println!("{}", line(row));
     }
     println!();
     println!("Load generator (this process) peak RSS: {generator_peak:.0} MiB");
+    for line in seeded {
+        println!("Seed: {line} (through the store, 20,000 profiles per commit)");
+    }
 }
 
 /// A closed loop's requests taken in turn from a fixed list.
@@ -298,13 +330,21 @@ fn line(r: &Row) -> String {
         o.pct(0.5),
         o.pct(0.95),
         o.pct(0.99),
-        if r.rss_mib.is_nan() { "-".to_string() } else { format!("{:.0}", r.rss_mib) },
+        if r.rss_mib.is_nan() { "-".to_string() } else { format!("{:.0} ({:.0})", r.rss_mib, r.anon_mib) },
         r.note,
         failure
     )
 }
 
-fn kernel() -> String {
+/// The 1-minute load average.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split(' ').next().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn cpu() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|c| {

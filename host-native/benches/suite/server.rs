@@ -21,6 +21,8 @@ pub struct Server {
     /// A subscription group of the workspace (for the subscription endpoints).
     pub group: String,
     peak_rss_kib: Arc<AtomicU64>,
+    /// Peak of the anonymous part (the heap; the rest is mapped files and code).
+    peak_anon_kib: Arc<AtomicU64>,
     sampling: Arc<AtomicBool>,
 }
 
@@ -64,15 +66,18 @@ impl Server {
             .spawn()
             .expect("start engage serve");
         let peak_rss_kib = Arc::new(AtomicU64::new(0));
+        let peak_anon_kib = Arc::new(AtomicU64::new(0));
         let sampling = Arc::new(AtomicBool::new(true));
-        let (pid, peak, on) = (child.id(), peak_rss_kib.clone(), sampling.clone());
+        let (pid, peak, anon, on) = (child.id(), peak_rss_kib.clone(), peak_anon_kib.clone(), sampling.clone());
         std::thread::spawn(move || {
             while on.load(Ordering::Relaxed) {
                 peak.fetch_max(rss_kib(pid, "VmRSS:"), Ordering::Relaxed);
+                anon.fetch_max(rss_kib(pid, "RssAnon:"), Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(100));
             }
         });
-        let server = Server { child, base: format!("http://{listen}"), key, db, group, peak_rss_kib, sampling };
+        let server =
+            Server { child, base: format!("http://{listen}"), key, db, group, peak_rss_kib, peak_anon_kib, sampling };
         server.wait_ready();
         server
     }
@@ -106,9 +111,15 @@ impl Server {
         self.peak_rss_kib.load(Ordering::Relaxed).max(hwm) as f64 / 1024.0
     }
 
+    /// Peak of the anonymous part of the resident memory since the start, MiB.
+    pub fn peak_anon_mib(&self) -> f64 {
+        self.peak_anon_kib.load(Ordering::Relaxed) as f64 / 1024.0
+    }
+
     /// Forgets the peak so far (the next phase reports its own).
     pub fn reset_peak(&self) {
         self.peak_rss_kib.store(rss_kib(self.child.id(), "VmRSS:"), Ordering::Relaxed);
+        self.peak_anon_kib.store(rss_kib(self.child.id(), "RssAnon:"), Ordering::Relaxed);
         // The kernel's high-water mark resets through clear_refs (5); without it the
         // sampled peak still holds.
         let _ = std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5");
