@@ -16,150 +16,34 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+// The suite's seeds and request bodies (`benches/suite`); this run uses a part of each.
+#[allow(dead_code)]
+#[path = "suite/bodies.rs"]
+mod bodies;
+#[allow(dead_code)]
+#[path = "suite/seed.rs"]
+mod seed;
+
 use bytes::Bytes;
 use engage::server::{run, SharedEngine};
 use engage::store::SqliteStore;
 use engage_core::provision::{self, Permission, WorkspaceName};
-use engage_core::{Config, Ctx, Engine, Store, Timestamp};
+use engage_core::{Config, Engine};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use serde_json::{json, Value};
 
-fn env_or(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
-fn seed_db(path: &Path, profiles: u64) {
-    if path.exists() {
-        return;
-    }
-    eprintln!("seeding {profiles} profiles into {} (once)", path.display());
-    let tmp = path.with_extension("partial");
-    let _ = std::fs::remove_file(&tmp);
-    let store = SqliteStore::open(&tmp).expect("open seed db");
-    let ws = WorkspaceName::parse("bench").unwrap();
-    let started = Instant::now();
-    let custom = json!({"plan": "free"}).as_object().cloned().unwrap_or_default();
-    let mut n = 0;
-    while n < profiles {
-        let chunk = 20_000.min(profiles - n);
-        // A seed of its own per chunk, so service ids never repeat.
-        let mut seed = [42u8; 16];
-        seed[..8].copy_from_slice(&n.to_le_bytes());
-        let ctx = Ctx { now: Timestamp(1_700_000_000_000), seed };
-        let changes = provision::seed_profiles(&store, &ws, (n..n + chunk).map(|i| format!("user-{i}")), &custom, ctx)
-            .expect("seed change set");
-        pollster::block_on(store.commit(changes)).expect("seed commit");
-        n += chunk;
-    }
-    // Dropping the store joins its threads: no connection of theirs is left to hold
-    // the WAL, so the checkpoint below can empty it.
-    drop(store);
-    checkpoint_whole(&tmp);
-    std::fs::rename(&tmp, path).expect("rename seed");
-    remove_queue_files(&tmp);
-    eprintln!("seeded in {:.1}s", started.elapsed().as_secs_f64());
-}
-
-/// Removes the queue log, lock and WAL files that belong to the database at `db`.
-fn remove_queue_files(db: &Path) {
-    let name = db.file_name().unwrap().to_string_lossy().into_owned();
-    for e in std::fs::read_dir(db.parent().unwrap()).unwrap().flatten() {
-        let other = e.file_name().to_string_lossy().into_owned();
-        if other.starts_with(&format!("{name}-")) {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
-}
-
+/// Removes this run's database and queue when the run ends.
 struct RemoveOnDrop(std::path::PathBuf);
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
-        remove_queue_files(&self.0);
-        let _ = std::fs::remove_file(&self.0);
+        seed::remove_db(&self.0);
     }
 }
 
-/// Waits until a small write and fdatasync is fast again (at most 30 s): the seed copy
-/// and whatever an earlier run freed are still being written back and discarded, and
-/// the first acknowledgements of the load would wait behind them.
-fn settle_disk(dir: &Path) {
-    use std::io::Write;
-    let _ = std::process::Command::new("sync").status();
-    let path = dir.join("settle.probe");
-    let Ok(mut f) = std::fs::File::create(&path) else { return };
-    let started = Instant::now();
-    let mut fast = 0;
-    while fast < 20 && started.elapsed() < Duration::from_secs(30) {
-        let t = Instant::now();
-        let ok = f.write_all(&[0u8; 4096]).and_then(|()| f.sync_data()).is_ok();
-        fast = if ok && t.elapsed() < Duration::from_millis(2) { fast + 1 } else { 0 };
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    drop(f);
-    let _ = std::fs::remove_file(&path);
-    eprintln!("disk settled after {:.1}s", started.elapsed().as_secs_f64());
-}
-
-/// Copies every frame of `db`'s WAL into the database and empties the WAL, or
-/// panics: a copy of the database file alone is whole only then. Checks the
-/// checkpoint's answer (busy, WAL frames, frames copied) instead of assuming it, and
-/// that the WAL is empty before anyone deletes it.
-fn checkpoint_whole(db: &Path) {
-    let c = rusqlite::Connection::open(db).expect("open");
-    for attempt in 0.. {
-        let (busy, log, done): (i64, i64, i64) = c
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .expect("checkpoint");
-        if busy == 0 && log == done {
-            break;
-        }
-        assert!(
-            attempt < 100,
-            "{}: the WAL could not be checkpointed (busy {busy}, {done} of {log} frames)",
-            db.display()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    drop(c);
-    let mut wal = db.as_os_str().to_owned();
-    wal.push("-wal");
-    let left = std::fs::metadata(std::path::PathBuf::from(wal)).map(|m| m.len()).unwrap_or(0);
-    assert_eq!(left, 0, "{}: the WAL still holds {left} bytes after the checkpoint", db.display());
-}
-
-fn checkpointed_copy(from: &Path, to: &Path) {
-    checkpoint_whole(from);
-    remove_queue_files(to);
-    std::fs::copy(from, to).expect("copy");
-    // Flush the copy now, or its writeback competes with the first seconds of load.
-    std::fs::File::open(to).and_then(|f| f.sync_all()).expect("sync copy");
-}
-
-fn body(rng: &mut Rng, profiles: u64) -> Vec<u8> {
-    let mut user = || format!("user-{}", rng.next() % profiles);
-    let attributes: Vec<Value> = (0..75)
-        .map(|i| json!({"external_id": user(), "first_name": "Bench", "visits": {"inc": 1}, "tier": format!("t{}", i % 5)}))
-        .collect();
-    let events: Vec<Value> = (0..75)
-        .map(|_| json!({"external_id": user(), "name": "viewed_item", "time": "2026-11-01T10:00:00Z", "properties": {"item": "sku-1", "price": 9.99}}))
-        .collect();
-    let purchases: Vec<Value> = (0..75)
-        .map(|_| json!({"external_id": user(), "product_id": "sku-1", "currency": "USD", "price": 9.99, "quantity": 1, "time": "2026-11-01T10:00:00Z"}))
-        .collect();
-    serde_json::to_vec(&json!({"attributes": attributes, "events": events, "purchases": purchases})).unwrap()
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
 /// Jobs applied so far (the cursor in the database).
@@ -224,18 +108,15 @@ fn main() {
     let connections = env_or("BENCH_CONNECTIONS", 64) as usize;
     let target = std::env::var("BENCH_TARGET").ok();
 
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
-    std::fs::create_dir_all(&root).unwrap();
+    let root = seed::root();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
 
     let (base, key, db) = match &target {
         Some(t) => (t.trim_end_matches('/').to_string(), std::env::var("BENCH_KEY").expect("BENCH_KEY"), None),
         None => {
-            // The name changes with the storage layout (v3: page sizes per file), so a stale seed is never reused.
-            let seed = root.join(format!("seed-v3-{profiles}.db"));
-            seed_db(&seed, profiles);
+            let seed = seed::seed(profiles);
             let db = root.join("run.db");
-            checkpointed_copy(&seed, &db);
+            seed::fresh_copy(&seed, &db);
             let store = SqliteStore::open(&db).unwrap();
             let ws = WorkspaceName::parse("bench").unwrap();
             let key = pollster::block_on(provision::create_key(&store, &ws, Permission::ALL.to_vec(), engage::ctx()))
@@ -261,12 +142,11 @@ fn main() {
     // nothing at its start: freeing GBs of blocks on a file system mounted with
     // `discard` kept the disk busy into the first second of the next load.
     let _cleanup = db.clone().map(RemoveOnDrop);
-    if db.is_some() {
-        settle_disk(&root);
-    }
     eprintln!("generating request bodies");
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let bodies: Arc<Vec<Bytes>> = Arc::new((0..1000).map(|_| Bytes::from(body(&mut rng, profiles))).collect());
+    let mut rng = bodies::Rng(0x9E37_79B9_7F4A_7C15);
+    let bodies: Arc<Vec<Bytes>> = Arc::new(
+        (0..1000).map(|_| Bytes::from(bodies::track_batch(&mut rng, profiles, bodies::Users::Uniform))).collect(),
+    );
     eprintln!(
         "body size {} bytes; offering {rate} req/s for {seconds}s over {connections} connections",
         bodies[0].len()
