@@ -12,12 +12,11 @@
 //     to localStorage, redraw the history). Saving applies the queued track jobs first,
 //     so this is what a person pressing Send waits for, minus layout and paint.
 // Reports times only: it fails on a non-2xx answer or a page error, never on speed.
-import http from "node:http";
-import { readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { staticServer } from "./static-server.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const dist = path.resolve(here, "dist");
@@ -28,31 +27,12 @@ const count = (name, fallback) => {
 };
 const N = { small: count("BENCH_SMALL", 200), full: count("BENCH_FULL", 50), export: count("BENCH_EXPORT", 200) };
 const WARMUP = count("BENCH_WARMUP", 20);
-const TYPES = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".wasm": "application/wasm" };
 
 // Same tiny static server as e2e/playground.test.mjs, plus the two headers that make the
 // page cross-origin isolated: without them Chromium coarsens performance.now() to 100 µs,
 // as long as a small request takes. The page loads nothing from another origin, so
 // isolation changes nothing else for it.
 const ISOLATED = { "cross-origin-opener-policy": "same-origin", "cross-origin-embedder-policy": "require-corp" };
-function staticServer(root) {
-  const server = http.createServer(async (req, res) => {
-    const url = new URL(req.url, "http://x");
-    const rel = path.normalize(decodeURIComponent(url.pathname)).replace(/^(\.\.[/\\])+/, "");
-    const file = path.join(root, rel.endsWith("/") ? `${rel}index.html` : rel);
-    if (!file.startsWith(root + path.sep)) {
-      res.writeHead(404).end();
-      return;
-    }
-    try {
-      const body = await readFile(file);
-      res.writeHead(200, { ...ISOLATED, "content-type": TYPES[path.extname(file)] || "application/octet-stream" }).end(body);
-    } catch {
-      res.writeHead(404).end();
-    }
-  });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
-}
 
 // `requests` and `runInPage` run in the page (page.evaluate serializes them), so they must
 // not close over anything of this module.
@@ -204,7 +184,7 @@ function table(title, rows) {
   }
 }
 
-const server = await staticServer(dist);
+const server = await staticServer(dist, ISOLATED);
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   headless: true,

@@ -8,40 +8,21 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import http from "node:http";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { chromium } from "playwright-core";
+import { staticServer } from "../static-server.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const dist = path.resolve(here, "../dist");
 const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
-const TYPES = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".wasm": "application/wasm" };
 
 let tmp;
 let context;
 
-function staticServer(root) {
-  const server = http.createServer(async (req, res) => {
-    const url = new URL(req.url, "http://x");
-    const rel = path.normalize(decodeURIComponent(url.pathname)).replace(/^(\.\.[/\\])+/, "");
-    const file = path.join(root, rel.endsWith("/") ? `${rel}index.html` : rel);
-    if (!file.startsWith(root + path.sep)) {
-      res.writeHead(404).end();
-      return;
-    }
-    try {
-      const body = await readFile(file);
-      res.writeHead(200, { "content-type": TYPES[path.extname(file)] || "application/octet-stream" }).end(body);
-    } catch {
-      res.writeHead(404).end();
-    }
-  });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
-}
 
 before(async () => {
   tmp = await mkdtemp(path.join(os.tmpdir(), "engage-playground-e2e-"));
