@@ -34,10 +34,15 @@ use crate::conformance;
 use crate::d1::{error_text, D1Store};
 use crate::keycache::KeyCache;
 
-/// Queued jobs applied per commit. Smaller than natively: the applier reads each
-/// document it touches with its own D1 round trip, so a batch of big jobs takes
-/// seconds, holds the lane and makes a large `batch()`.
-const DEFAULT_APPLY_BATCH: usize = 4;
+/// Queued jobs applied per commit, as natively. A batch reads what its jobs name in
+/// two queries (`D1Store::get_many`) and commits in one `batch()` of two statements
+/// per document written (~6,000 for 16 full jobs over 10,000 existing users). Under
+/// `wrangler dev` (Worker and D1 on one thread) 16 rather than 4 drained a backlog
+/// ~10% faster, and under 200 offered full batches/s it applied 28 jobs/s instead of
+/// 12 while acknowledging 37 requests/s instead of 46: a bigger batch keeps the
+/// thread longer at a time (one held the lane ~0.4 s), more work gets done in all,
+/// and more of it goes to the backlog.
+const DEFAULT_APPLY_BATCH: usize = 16;
 /// A drain pass starts no new batch after this long, letting waiting requests in.
 const DRAIN_BUDGET_MS: u64 = 1_000;
 /// A lane holder silent this long is presumed cancelled by the runtime.

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Track load on the edge host under `wrangler dev --local` (local D1 and KV):
+# builds the Worker, starts it on a free port with the API's rate limits off,
+# creates a key, offers full /users/track batches (75 attributes + 75 events + 75
+# purchases, 225 objects) with the native host's benchmark in BENCH_TARGET mode
+# (host-native/benches/track_load.rs), then watches the backlog drain through the
+# operator route GET /_engage/queue. Prints one line per figure:
+#
+#   edge track 200/s: acked A/B p50 X ms p99 Y ms    the load's acknowledgements
+#   edge apply objects/s: N                          backlog applied once the load stops
+#
+# Knobs (environment): BENCH_RATE (200 requests/s), BENCH_SECONDS (30),
+# BENCH_PROFILES (10000: users the objects pick from at random; after the first
+# seconds nearly every object updates an existing profile), BENCH_DRAIN_SECONDS
+# (60: how long the drain is watched), BENCH_CONNECTIONS (64), BENCH_APPLY_BATCH
+# (queued jobs applied per commit: the Worker's ENGAGE_APPLY_BATCH; its default
+# when unset).
+#
+# Needs the tools host-edge/test.sh installs (run it once first).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+cd "$HERE"
+
+RATE="${BENCH_RATE:-200}"
+SECONDS_OF_LOAD="${BENCH_SECONDS:-30}"
+PROFILES="${BENCH_PROFILES:-10000}"
+DRAIN_SECONDS="${BENCH_DRAIN_SECONDS:-60}"
+
+log() { printf '[host-edge/bench.sh] %s\n' "$*" >&2; }
+
+export CI=true WRANGLER_SEND_METRICS=false WRANGLER_SEND_ERROR_REPORTS=false CLOUDFLARE_CF_FETCH_ENABLED=false
+export PATH="$HOME/.cargo/bin:$PATH"
+
+for tool in worker-build wasm-bindgen node_modules/.bin/wrangler node_modules/.bin/wasm-opt node_modules/.bin/esbuild; do
+    if ! command -v "$tool" >/dev/null; then
+        log "$tool is missing: run host-edge/test.sh once (it installs the edge toolchain)"
+        exit 1
+    fi
+done
+WASM_BINDGEN_BIN="$(command -v wasm-bindgen)"
+export WASM_BINDGEN_BIN
+export WASM_OPT_BIN="$HERE/node_modules/.bin/wasm-opt"
+export ESBUILD_BIN="$HERE/node_modules/.bin/esbuild"
+WRANGLER="$HERE/node_modules/.bin/wrangler"
+
+# Both builds first, so that no compilation runs beside the load.
+log "building the Worker (worker-build --release) and the load generator"
+worker-build --release >/dev/null
+(cd "$ROOT" && cargo bench -q -p engage --bench track_load --no-run)
+
+STATE="$(mktemp -d "${TMPDIR:-/tmp}/engage-edge-bench.XXXXXX")"
+CONFIG=".wrangler.bench.toml"
+PID=""
+DEVTOOLS=""
+cleanup() {
+    local status=$?
+    if [ "$status" -ne 0 ] && [ -f "$STATE/wrangler.log" ]; then
+        log "failed (status $status); last lines of the wrangler log:"
+        tail -n 40 "$STATE/wrangler.log" >&2
+    fi
+    if [ -n "$DEVTOOLS" ]; then kill "$DEVTOOLS" 2>/dev/null || true; fi
+    # The whole group, even when wrangler itself is gone: its workerd children outlive it.
+    if [ -n "$PID" ] && kill -0 -- "-$PID" 2>/dev/null; then
+        kill -TERM -- "-$PID" 2>/dev/null || true
+        for _ in $(seq 1 50); do kill -0 -- "-$PID" 2>/dev/null || break; sleep 0.2; done
+        kill -KILL -- "-$PID" 2>/dev/null || true
+    fi
+    rm -rf "$STATE" "$HERE/$CONFIG"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The admin token, as test.sh keeps it (.dev.vars is git-ignored).
+if [ -f .dev.vars ] && grep -q '^ENGAGE_ADMIN_TOKEN=' .dev.vars; then
+    ADMIN_TOKEN="$(sed -n 's/^ENGAGE_ADMIN_TOKEN=//p' .dev.vars | head -n1 | tr -d '"')"
+else
+    ADMIN_TOKEN="$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
+    (umask 077 && printf 'ENGAGE_ADMIN_TOKEN="%s"\n' "$ADMIN_TOKEN" >>.dev.vars)
+fi
+
+free_port() {
+    node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+PORT="$(free_port)"
+INSPECTOR_PORT="$(free_port)"
+
+# The Worker is built already (wrangler dev would rebuild it), and a load test
+# must not meet the API's rate limits.
+sed -e '/^\[build\]/,/^command/d' -e 's/^ENGAGE_RATE_LIMITS = .*/ENGAGE_RATE_LIMITS = "off"/' wrangler.toml >"$CONFIG"
+if [ -n "${BENCH_APPLY_BATCH:-}" ]; then
+    sed -i "s/^ENGAGE_RATE_LIMITS = .*/&\nENGAGE_APPLY_BATCH = \"$BENCH_APPLY_BATCH\"/" "$CONFIG"
+fi
+"$WRANGLER" d1 migrations apply engage --local --persist-to "$STATE" -c "$CONFIG" >"$STATE/migrations.log" 2>&1 ||
+    { cat "$STATE/migrations.log" >&2; exit 1; }
+
+log "starting wrangler dev on 127.0.0.1:$PORT"
+set -m # own process group, so stopping it also stops workerd
+"$WRANGLER" dev -c "$CONFIG" --local --ip 127.0.0.1 --port "$PORT" --inspector-ip 127.0.0.1 --inspector-port "$INSPECTOR_PORT" \
+    --show-interactive-dev-session=false --persist-to "$STATE" >"$STATE/wrangler.log" 2>&1 </dev/null &
+PID=$!
+set +m
+BASE="http://127.0.0.1:$PORT"
+
+# Requests to the running Worker (node's fetch: the same client test.sh uses).
+# `api METHOD PATH [BODY]` prints the response body, and fails unless it is a 2xx.
+api() {
+    node -e '
+        const [base, token, method, path, body] = process.argv.slice(1);
+        fetch(base + path, { method, body: body || undefined,
+                             headers: { Authorization: "Bearer " + token, "Content-Type": "application/json" } })
+            .then(async (r) => { const t = await r.text(); console.log(t); process.exit(r.ok ? 0 : 1); },
+                  (e) => { console.error(String(e)); process.exit(1); });' "$BASE" "$ADMIN_TOKEN" "$@"
+}
+
+for _ in $(seq 1 240); do
+    kill -0 "$PID" 2>/dev/null || break
+    api GET /_engage/queue >/dev/null 2>&1 && break
+    sleep 0.5
+done
+if ! api GET /_engage/queue >/dev/null 2>&1; then
+    log "wrangler dev did not become ready within 120 s; its log:"
+    cat "$STATE/wrangler.log" >&2
+    exit 1
+fi
+# wrangler's inspector proxy asks the runtime for every network event (each D1
+# query, with its response body) and keeps them until DevTools attaches: under
+# this load its workerd reached V8's heap limit and aborted within minutes. A
+# client attached for the run turns the Network domain off.
+node -e '
+    const WebSocket = globalThis.WebSocket ?? require(require.resolve("ws", { paths: [require.resolve("miniflare")] }));
+    const devtools = new WebSocket(process.argv[1]);
+    devtools.addEventListener("open", () => devtools.send(JSON.stringify({ id: 1, method: "Network.disable" })));
+    devtools.addEventListener("close", () => process.exit(0));' "ws://127.0.0.1:$INSPECTOR_PORT/ws" &
+DEVTOOLS=$!
+KEY="$(api POST /_engage/keys '{"workspace": "bench"}' | node -e 'process.stdin.on("data", (d) => console.log(JSON.parse(d).key))')"
+
+log "offering $RATE full batches/s for $SECONDS_OF_LOAD s ($PROFILES profiles)"
+(cd "$ROOT" && BENCH_TARGET="$BASE" BENCH_KEY="$KEY" BENCH_RATE="$RATE" BENCH_SECONDS="$SECONDS_OF_LOAD" \
+    BENCH_PROFILES="$PROFILES" cargo bench -q -p engage --bench track_load) | tee "$STATE/load.txt" >&2
+
+# "  acknowledged: 5994/6000 (6 failed) in 30.0s = 200 req/s" and
+# "  latency from scheduled send: p50 3.1 ms, p90 ..., p99 9.8 ms, max ..."
+acked="$(sed -n 's/^ *acknowledged: \([0-9]*\/[0-9]*\).*/\1/p' "$STATE/load.txt")"
+p50="$(sed -n 's/.*latency from scheduled send: p50 \([0-9.]*\) ms.*/\1/p' "$STATE/load.txt")"
+p99="$(sed -n 's/.* p99 \([0-9.]*\) ms.*/\1/p' "$STATE/load.txt")"
+echo "edge track $RATE/s: acked $acked p50 $p50 ms p99 $p99 ms"
+
+# The backlog once the load has stopped: every acknowledged request is one queued
+# job of 225 objects, and nothing is queued any more, so the fall of `pending`
+# over time is the apply rate.
+log "watching the backlog drain for up to $DRAIN_SECONDS s"
+node -e '
+    const [base, token, seconds] = process.argv.slice(1);
+    const pending = async () => {
+        const r = await fetch(base + "/_engage/queue", { headers: { Authorization: "Bearer " + token } });
+        if (!r.ok) throw new Error("GET /_engage/queue: " + r.status);
+        return (await r.json()).pending;
+    };
+    (async () => {
+        const first = { at: Date.now(), pending: await pending() };
+        let last = first;
+        while (last.pending > 0 && last.at - first.at < seconds * 1000) {
+            await new Promise((r) => setTimeout(r, 1000));
+            last = { at: Date.now(), pending: await pending() };
+        }
+        if (first.pending === 0) {
+            console.log("edge apply objects/s: n/a (the applier kept up: no backlog when the load stopped; raise BENCH_RATE)");
+            return;
+        }
+        const jobs = first.pending - last.pending;
+        const secs = (last.at - first.at) / 1000;
+        console.error(`backlog: ${first.pending} jobs pending when the load stopped; ${jobs} applied in ${secs.toFixed(1)} s`);
+        console.log(`edge apply objects/s: ${Math.round((jobs * 225) / secs)}`);
+    })().catch((e) => { console.error(String(e)); process.exit(1); });' "$BASE" "$ADMIN_TOKEN" "$DRAIN_SECONDS"
