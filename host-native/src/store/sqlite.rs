@@ -47,6 +47,8 @@ pub struct SqliteStore {
     apply_writer: Background<ApplyCommit>,
     /// Hands requests' commits to the thread that commits them in groups (see `spawn_group_writer`).
     group_writer: Background<ApplyCommit>,
+    /// Requests waiting after a lost commit (see `back_off`).
+    backing_off: std::sync::atomic::AtomicUsize,
     /// Keeps the background checkpointer running (the queue's owner runs one).
     _checkpointer: Option<Background<()>>,
     /// Keeps the writeback pacer running (the queue's owner runs one).
@@ -206,12 +208,29 @@ impl SqliteStore {
         Ok(SqliteStore {
             apply_writer: spawn_apply_writer(shared.clone())?,
             group_writer: spawn_group_writer(shared.clone())?,
+            backing_off: std::sync::atomic::AtomicUsize::new(0),
             _checkpointer: checkpointer,
             _writeback: if owner { crate::store::writeback::spawn(path) } else { None },
             path: path.to_path_buf(),
             shared,
             readers: Mutex::new((0..initial_readers).map(|_| open_reader(path)).collect::<Result<_, _>>()?),
         })
+    }
+
+    /// Waits a random time after a request's commit lost to another (full jitter, in a
+    /// window of 1 ms per request backing off at the same moment, at most 50 ms), so
+    /// that its retry does not meet the same rivals in the same group again: requests
+    /// racing for one profile all read it, land in one group, and only one of them
+    /// wins; retrying in lockstep, fifty of them ran out of attempts (503). The core
+    /// runs on a thread of its own per request, so sleeping holds only this request.
+    fn back_off(&self) {
+        let rivals = self.backing_off.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let mut random = [0u8; 8];
+        let _ = getrandom::fill(&mut random);
+        let window_us = (rivals as u64 * 1_000).min(50_000);
+        let wait = u64::from_le_bytes(random) % window_us.max(1);
+        std::thread::sleep(std::time::Duration::from_micros(wait));
+        self.backing_off.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn queue(&self) -> Result<&Queue, StoreError> {
@@ -337,13 +356,17 @@ impl Store for SqliteStore {
 
     async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
         let started = std::time::Instant::now();
-        let writer = if changes.ack.is_none() { &self.group_writer } else { &self.apply_writer };
+        let is_ack = changes.ack.is_some();
+        let writer = if is_ack { &self.apply_writer } else { &self.group_writer };
         let stopped = || CommitError::Store(StoreError("the store's writer stopped".into()));
         let (reply, answer) = tokio::sync::oneshot::channel();
         if !writer.send((changes, reply)) {
             return Err(stopped());
         }
         let out = answer.await.map_err(|_| stopped())?;
+        if out == Err(CommitError::Conflict) && !is_ack {
+            self.back_off();
+        }
         crate::metrics::METRICS.commit_seconds.observe(started.elapsed().as_secs_f64());
         out
     }
