@@ -91,10 +91,7 @@ impl Shared {
         let mut outcomes: Vec<Result<Vec<Option<i64>>, CommitError>> = Vec::with_capacity(sets.len());
         for set in sets {
             debug_assert!(set.ack.is_none(), "queue acknowledgements commit alone");
-            let hints = match &self.cache {
-                Some(cache) => cache.rowids(&set.ops),
-                None => vec![None; set.ops.len()],
-            };
+            let hints = self.hints(&set.ops);
             let outcome = (|| {
                 let sp = tx.savepoint().map_err(|e| CommitError::Store(err(e)))?;
                 let mut rowids = Vec::with_capacity(set.ops.len());
@@ -125,6 +122,14 @@ impl Shared {
         outcomes.into_iter().map(|o| o.map(|_| ())).collect()
     }
 
+    /// The rows the document cache last saw the documents `ops` write in (none without a cache).
+    fn hints(&self, ops: &[Op]) -> Vec<Option<i64>> {
+        match &self.cache {
+            Some(cache) => cache.rowids(ops),
+            None => vec![None; ops.len()],
+        }
+    }
+
     /// Everything committed so far is durable: the queue rows the durable cursor
     /// covers can go. Failing to trim only leaves rows that `queued` already skips.
     fn synced(&self, w: &mut super::sqlite::Writer) {
@@ -149,10 +154,7 @@ impl Shared {
         // applier's earlier commits with it: one WAL, in order).
         let applying = changes.ack.is_some();
         w.conn.pragma_update(None, "synchronous", if applying { "NORMAL" } else { "FULL" }).map_err(err)?;
-        let hints = match &self.cache {
-            Some(cache) => cache.rowids(&changes.ops),
-            None => vec![None; changes.ops.len()],
-        };
+        let hints = self.hints(&changes.ops);
         let tx = w.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
         let mut rowids = Vec::with_capacity(changes.ops.len());
         for (op, hint) in changes.ops.iter().zip(hints) {
