@@ -29,7 +29,8 @@ fn main() {
         let purchases: Vec<Value> = (0..75).map(|i| json!({"external_id": u(i + 150), "product_id": "sku-1", "currency": "USD", "price": 9.99, "quantity": 1, "time": "2026-11-01T10:00:00Z"})).collect();
         serde_json::to_vec(&json!({"attributes": attributes, "events": events, "purchases": purchases})).unwrap()
     };
-    let bodies: Vec<Vec<u8>> = (0..2000).map(body).collect();
+    let bodies: Vec<Vec<u8>> =
+        (0..std::env::var("BATCHES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000)).map(body).collect();
     let started = Instant::now();
     for b in &bodies {
         let req = Request::new(Method::Post, "/users/track")

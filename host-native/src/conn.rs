@@ -199,12 +199,14 @@ impl<T> Guarded<T> {
 
     /// Notes the `Content-Length` lines of a request head as its bytes arrive.
     fn scan_head(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            if b != b'\n' {
-                if self.line.len() < LINE_KEPT {
-                    self.line.push(b);
-                }
-                continue;
+        // A line at a time (a body of tens of KB passes through here too).
+        let mut lines = bytes.split(|&b| b == b'\n').peekable();
+        while let Some(part) = lines.next() {
+            let room = LINE_KEPT.saturating_sub(self.line.len());
+            self.line.extend_from_slice(&part[..part.len().min(room)]);
+            if lines.peek().is_none() {
+                // No newline after this part: the line goes on in the next read.
+                break;
             }
             let line = String::from_utf8_lossy(&self.line).trim_end_matches('\r').to_string();
             self.line.clear();

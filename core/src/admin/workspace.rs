@@ -47,13 +47,20 @@ pub async fn create_key<S: Store>(
     let ws = WorkspaceRecord { name: workspace.clone(), created_at: ctx.now.0 };
     let mut ops =
         vec![Op::Put { table: Table::ApiKey, key: key_hash(&secret), value: encode(&record)?, expect: Expect::Absent }];
-    // The workspace is made with its first key (and keeps that creation time).
+    // The workspace is made with its first key (and keeps that creation time), by a
+    // version that registers its large profiles from the start.
     if store.get(Table::Workspace, workspace.as_str()).await?.is_none() {
         ops.push(Op::Put {
             table: Table::Workspace,
             key: workspace.as_str().to_string(),
             value: encode(&ws)?,
             expect: Expect::Absent,
+        });
+        ops.push(Op::Put {
+            table: Table::LargeProfile,
+            key: crate::repo::large::complete_key(workspace),
+            value: Vec::new(),
+            expect: Expect::Any,
         });
     }
     store.commit(ChangeSet { ops, ack: None }).await?;

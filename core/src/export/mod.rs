@@ -198,6 +198,10 @@ pub async fn export_ids<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8]) ->
     let idents = identifiers(body)?;
     let only = fields(body)?;
     let mut tx = Tx::new(store, ws.clone());
+    // Every identifier and profile the request names in two store reads, not two
+    // per identifier: the resolution below then finds them in the unit of work.
+    let names: Vec<Identifier> = idents.iter().map(|(ident, _)| ident.clone()).collect();
+    tx.prefetch(&names).await?;
     let mut users = Vec::new();
     let mut seen: Vec<ServiceId> = Vec::new();
     let mut invalid = Vec::new();

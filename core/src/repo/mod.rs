@@ -6,6 +6,7 @@
 pub mod codec;
 pub mod index;
 pub mod keys;
+pub mod large;
 pub mod transact;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -31,9 +32,29 @@ struct Slot {
     /// Current content (None: absent or deleted).
     doc: Option<Profile>,
     dirty: bool,
+    /// True when the stored document is large: its entries are in the registry of
+    /// large profiles ([`large`]).
+    stored_large: bool,
 }
 
 impl Slot {
+    /// A slot for what the store holds for a profile.
+    fn read(entry: Option<crate::store::Entry>) -> Result<Slot, StoreError> {
+        Ok(match entry {
+            Some(e) => {
+                let doc: Profile = decode(&e.value)?;
+                Slot {
+                    version: Some(e.version),
+                    stored: Some(Identity::of(&doc)),
+                    doc: Some(doc),
+                    dirty: false,
+                    stored_large: large::is_large(e.value.len()),
+                }
+            }
+            None => Slot { version: None, stored: None, doc: None, dirty: false, stored_large: false },
+        })
+    }
+
     /// True when the store's index entries for this profile are still right.
     fn identity_unchanged(&self) -> bool {
         match (&self.stored, &self.doc) {
@@ -111,14 +132,7 @@ impl<'s, S: Store> Tx<'s, S> {
             return Ok(());
         }
         let entry = self.store.get(Table::Profile, &profile_key(&self.ws, id)).await?;
-        let slot = match entry {
-            Some(e) => {
-                let doc: Profile = decode(&e.value)?;
-                Slot { version: Some(e.version), stored: Some(Identity::of(&doc)), doc: Some(doc), dirty: false }
-            }
-            None => Slot { version: None, stored: None, doc: None, dirty: false },
-        };
-        self.profiles.insert(id.clone(), slot);
+        self.profiles.insert(id.clone(), Slot::read(entry)?);
         Ok(())
     }
 
@@ -150,7 +164,13 @@ impl<'s, S: Store> Tx<'s, S> {
         let id = p.id.clone();
         self.stale.insert(id.clone());
         self.touched.insert(id.clone());
-        let slot = self.profiles.entry(id).or_insert(Slot { version: None, stored: None, doc: None, dirty: true });
+        let slot = self.profiles.entry(id).or_insert(Slot {
+            version: None,
+            stored: None,
+            doc: None,
+            dirty: true,
+            stored_large: false,
+        });
         // A new profile must not exist: should its id collide with a stored profile,
         // the commit conflicts instead of overwriting it.
         slot.version = None;
@@ -246,14 +266,7 @@ impl<'s, S: Store> Tx<'s, S> {
         let ids: Vec<ServiceId> = ids.into_iter().filter(|id| !self.profiles.contains_key(id)).collect();
         let profile_keys: Vec<String> = ids.iter().map(|id| profile_key(&self.ws, id)).collect();
         for (id, entry) in ids.into_iter().zip(self.store.get_many(Table::Profile, &profile_keys).await?) {
-            let slot = match entry {
-                Some(e) => {
-                    let doc: Profile = decode(&e.value)?;
-                    Slot { version: Some(e.version), stored: Some(Identity::of(&doc)), doc: Some(doc), dirty: false }
-                }
-                None => Slot { version: None, stored: None, doc: None, dirty: false },
-            };
-            self.profiles.insert(id, slot);
+            self.profiles.insert(id, Slot::read(entry)?);
         }
         Ok(())
     }
@@ -336,7 +349,7 @@ impl<'s, S: Store> Tx<'s, S> {
 
     /// Turns the collected changes into one change set.
     pub fn into_changes(self) -> Result<ChangeSet, StoreError> {
-        self.changes()
+        Ok(self.changes()?.0)
     }
 
     /// Turns the changes collected so far into a change set and carries on as if it
@@ -345,7 +358,7 @@ impl<'s, S: Store> Tx<'s, S> {
     /// batch on top of one still being committed this way; should that commit fail,
     /// this unit of work is void and must be dropped.
     pub fn settle(&mut self) -> Result<ChangeSet, StoreError> {
-        let changes = self.changes()?;
+        let (changes, large_now) = self.changes()?;
         let ws = &self.ws;
         // Unique identifiers that changed owner: the store's index may not say so until
         // the commit lands, so they are remembered here (removed ones as absent).
@@ -368,6 +381,7 @@ impl<'s, S: Store> Tx<'s, S> {
             }
             slot.version = slot.doc.as_ref().map(|_| next_version(slot.version));
             slot.stored = slot.doc.as_ref().map(Identity::of);
+            slot.stored_large = large_now.contains(id);
             slot.dirty = false;
         }
         self.docs.retain(|_, d| d.dirty);
@@ -390,8 +404,10 @@ impl<'s, S: Store> Tx<'s, S> {
         Ok(changes)
     }
 
-    fn changes(&self) -> Result<ChangeSet, StoreError> {
+    /// The change set, and the profiles it stores large.
+    fn changes(&self) -> Result<(ChangeSet, HashSet<ServiceId>), StoreError> {
         let mut ops = Vec::new();
+        let mut large_now = HashSet::new();
         // By service id, so a change set does not depend on hashing.
         let mut dirty: Vec<(&ServiceId, &Slot)> = self.profiles.iter().filter(|(_, slot)| slot.dirty).collect();
         dirty.sort_unstable_by(|a, b| a.0.cmp(b.0));
@@ -424,8 +440,31 @@ impl<'s, S: Store> Tx<'s, S> {
                     });
                 }
             }
-            match &slot.doc {
-                Some(p) => ops.push(Op::Put { table: Table::Profile, key, value: encode(p)?, expect }),
+            let value = slot.doc.as_ref().map(encode).transpose()?;
+            let is_large = value.as_ref().is_some_and(|v| large::is_large(v.len()));
+            // The registry follows the document: entries of the stored identity go when
+            // the profile stops being large or loses an identifier, entries of the new
+            // one come when it is large.
+            let registered = match (&slot.stored, slot.stored_large) {
+                (Some(stored), true) => large::entries(&self.ws, stored, id),
+                _ => Vec::new(),
+            };
+            let registering = match (&slot.doc, is_large) {
+                (Some(p), true) => large::entries(&self.ws, &Identity::of(p), id),
+                _ => Vec::new(),
+            };
+            for k in registered.iter().filter(|k| !registering.contains(k)) {
+                ops.push(Op::Delete { table: Table::LargeProfile, key: k.clone(), expect: Expect::Any });
+            }
+            for k in registering.iter().filter(|k| !registered.contains(k)) {
+                let value = id.as_str().as_bytes().to_vec();
+                ops.push(Op::Put { table: Table::LargeProfile, key: k.clone(), value, expect: Expect::Any });
+            }
+            if is_large {
+                large_now.insert(id.clone());
+            }
+            match value {
+                Some(value) => ops.push(Op::Put { table: Table::Profile, key, value, expect }),
                 None => {
                     if slot.version.is_some() {
                         ops.push(Op::Delete { table: Table::Profile, key, expect });
@@ -451,11 +490,12 @@ impl<'s, S: Store> Tx<'s, S> {
             }
         }
         // Deletes of index entries come first so that an identifier moving between
-        // profiles in one request does not trip its own uniqueness check.
+        // profiles in one request does not trip its own uniqueness check, nor a large
+        // profile's registry entry get deleted by the profile it moved from.
         ops.sort_by_key(|op| match op {
-            Op::Delete { table: Table::Ident, .. } => 0,
+            Op::Delete { table: Table::Ident | Table::LargeProfile, .. } => 0,
             _ => 1,
         });
-        Ok(ChangeSet { ops, ack: None })
+        Ok((ChangeSet { ops, ack: None }, large_now))
     }
 }

@@ -57,6 +57,11 @@ pub enum Table {
     /// Zero-padded queue sequence number → a queued job applied ahead of the queue
     /// cursor (for a request that needed it); deleted when the cursor passes it.
     QueueEarly = 18,
+    /// Profiles stored larger than [`crate::repo::large::LARGE_PROFILE_BYTES`]: each
+    /// unique identifier and the profile key of such a profile, and the workspace's
+    /// prefix alone once its profiles were all written by a version that keeps this
+    /// table (see [`crate::repo::large`]).
+    LargeProfile = 19,
 }
 
 impl Table {
@@ -66,7 +71,7 @@ impl Table {
     }
 
     /// Every table, for backends that enumerate them.
-    pub const ALL: [Table; 18] = [
+    pub const ALL: [Table; 19] = [
         Table::Workspace,
         Table::ApiKey,
         Table::Profile,
@@ -85,6 +90,7 @@ impl Table {
         Table::CdiSecret,
         Table::CdiRequest,
         Table::QueueEarly,
+        Table::LargeProfile,
     ];
 }
 

@@ -27,6 +27,7 @@ use crate::ids::{IdGen, WorkspaceName};
 use crate::repo::codec::encode;
 use crate::repo::index::index_value;
 use crate::repo::keys::{profile_key, unique_key};
+use crate::repo::large;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError, Table};
 use crate::users::profile::{MAX_CUSTOM_ATTRIBUTES, MAX_CUSTOM_BYTES, MAX_NAMES};
@@ -63,19 +64,23 @@ async fn refuse_oversized<S: Store>(store: &S, job: &TrackJob, encoded: usize, c
 ///   entries in any of its maps (custom attributes, event names, products): an entry
 ///   takes at least 5 bytes (`"":0,`), the last one 4; and at most `L` bytes of
 ///   custom attributes (their JSON is part of the document);
+/// - `L` is read only for profiles in the registry of large ones
+///   ([`crate::repo::large`]); any other is at most
+///   [`LARGE_PROFILE_BYTES`](crate::repo::large::LARGE_PROFILE_BYTES), or not stored
+///   yet (`L = 0`). A workspace whose registry is not known to be complete has every
+///   profile read;
 /// - the job adds at most one custom attribute per custom update, one event name
 ///   per event, one product per purchase, to any one profile (counted over the whole
 ///   job, as if every operation named the same user); and at most its own encoded
 ///   length plus 40 bytes per custom update to custom attributes (a value written
-///   or appended is in the job; an increment grows a number by at most 20 digits);
-/// - a profile not stored yet counts as `L = 0`.
+///   or appended is in the job; an increment grows a number by at most 20 digits).
 ///
 /// Identifiers shared by several profiles (email, phone) are not resolved here:
 /// such a job takes the exact check.
 async fn cannot_outgrow<S: Store>(store: &S, job: &TrackJob, encoded: usize) -> Result<bool, StoreError> {
     let (mut custom, mut events, mut purchases) = (0usize, 0usize, 0usize);
-    let mut ident_keys = Vec::with_capacity(job.ops.len());
-    let mut profile_keys = Vec::new();
+    // Each target's registry key, and whether it is a service id (a profile key).
+    let mut targets: Vec<(String, bool)> = Vec::with_capacity(job.ops.len());
     for op in &job.ops {
         match op {
             TrackOp::Attributes { updates, .. } => {
@@ -85,27 +90,50 @@ async fn cannot_outgrow<S: Store>(store: &S, job: &TrackJob, encoded: usize) -> 
             TrackOp::Purchase { .. } => purchases += 1,
         }
         match &op.target().ident {
-            Identifier::Service(id) => profile_keys.push(profile_key(&job.workspace, id)),
+            Identifier::Service(id) => targets.push((profile_key(&job.workspace, id), true)),
             other => match unique_key(&job.workspace, other) {
-                Some(key) => ident_keys.push(key),
+                Some(key) => targets.push((key, false)),
                 None => return Ok(false),
             },
         }
     }
-    ident_keys.sort_unstable();
-    ident_keys.dedup();
+    targets.sort_unstable();
+    targets.dedup();
+    let fits = |largest: usize| {
+        let entries = (largest + 1) / 5;
+        entries + custom <= MAX_CUSTOM_ATTRIBUTES
+            && largest + encoded + 40 * custom <= MAX_CUSTOM_BYTES
+            && entries + events <= MAX_NAMES
+            && entries + purchases <= MAX_NAMES
+    };
+    // Unregistered profiles count as the registry's threshold, unless even that
+    // does not fit this job: then every profile is read, for its real size.
+    let mut keys = vec![large::complete_key(&job.workspace)];
+    keys.extend(targets.iter().map(|(k, _)| k.clone()));
+    let registry = store.get_many(Table::LargeProfile, &keys).await?;
+    let trusted = registry[0].is_some() && fits(large::LARGE_PROFILE_BYTES);
+    let unread: Vec<&(String, bool)> =
+        targets.iter().zip(&registry[1..]).filter(|(_, entry)| !trusted || entry.is_some()).map(|(t, _)| t).collect();
+    let mut largest = if unread.len() < targets.len() { large::LARGE_PROFILE_BYTES } else { 0 };
+    let mut profile_keys = Vec::new();
+    let mut ident_keys = Vec::new();
+    for (key, is_profile) in unread {
+        if *is_profile {
+            profile_keys.push(key.clone());
+        } else {
+            ident_keys.push(key.clone());
+        }
+    }
     for entry in store.get_many(Table::Ident, &ident_keys).await?.into_iter().flatten() {
         profile_keys.push(profile_key(&job.workspace, &index_value(&entry.value)?));
     }
     profile_keys.sort_unstable();
     profile_keys.dedup();
-    let stored = store.get_many(Table::Profile, &profile_keys).await?;
-    let largest = stored.iter().flatten().map(|e| e.value.len()).max().unwrap_or(0);
-    let entries = (largest + 1) / 5;
-    Ok(entries + custom <= MAX_CUSTOM_ATTRIBUTES
-        && largest + encoded + 40 * custom <= MAX_CUSTOM_BYTES
-        && entries + events <= MAX_NAMES
-        && entries + purchases <= MAX_NAMES)
+    if !profile_keys.is_empty() {
+        let stored = store.get_many(Table::Profile, &profile_keys).await?;
+        largest = largest.max(stored.iter().flatten().map(|e| e.value.len()).max().unwrap_or(0));
+    }
+    Ok(fits(largest))
 }
 
 /// POST /users/track: parse, look up the groups named, queue durably, answer 201;

@@ -157,3 +157,102 @@ fn the_shortcut_refuses_exactly_what_the_exact_check_refuses() {
         }
     }
 }
+
+/// The registry of large profiles ([`crate::repo::large`]) holds exactly the unique
+/// identifiers and profile keys of the profiles stored over its threshold, and the
+/// workspace's completeness entry.
+fn assert_registry_matches_profiles(kit: &Kit) {
+    use crate::repo::index::Identity;
+    use crate::repo::large;
+    use crate::store::{Store, Table};
+    use crate::users::profile::Profile;
+    let store = kit.engine().store();
+    let ws = crate::ids::WorkspaceName::parse("test").unwrap();
+    let mut expected = vec![large::complete_key(&ws)];
+    for (_, entry) in pollster::block_on(store.scan(Table::Profile, "", 1 << 20)).unwrap() {
+        if large::is_large(entry.value.len()) {
+            let p: Profile = serde_json::from_slice(&entry.value).unwrap();
+            expected.extend(large::entries(&ws, &Identity::of(&p), &p.id));
+        }
+    }
+    expected.sort();
+    let held: Vec<String> =
+        pollster::block_on(store.scan(Table::LargeProfile, "", 1 << 20)).unwrap().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(held, expected);
+}
+
+/// A profile stays registered under every identifier it gains, and the registry
+/// follows it through aliases, merges and deletion: a request naming it by any of
+/// them is checked against its real size (were an entry missing, the acknowledgement
+/// would take it for a small profile and accept what the bound refuses).
+#[test]
+fn large_profiles_stay_registered_through_identity_changes() {
+    let kit = Kit::new();
+    assert_registry_matches_profiles(&kit);
+    kit.track(json!({"attributes": [object("big", 0, 995), object("small", 0, 3)]}));
+    apply_all(&kit);
+    assert_registry_matches_profiles(&kit);
+    let over = |ident: Value, n: usize| {
+        let mut o = object("", 2000, n);
+        let o = o.as_object_mut().unwrap();
+        o.remove("external_id");
+        o.extend(ident.as_object().unwrap().clone());
+        kit.post("/users/track", json!({"attributes": [o]})).0
+    };
+    assert_eq!(over(json!({"external_id": "big"}), 6), 400);
+
+    let (status, body) = kit.post(
+        "/users/alias/new",
+        json!({"user_aliases": [{"external_id": "big", "alias_name": "b", "alias_label": "crm"}]}),
+    );
+    assert_eq!(status, 201, "{body}");
+    assert_registry_matches_profiles(&kit);
+    let alias = json!({"user_alias": {"alias_name": "b", "alias_label": "crm"}});
+    assert_eq!(over(alias.clone(), 6), 400);
+    let service_id = kit.user("big")["braze_id"].as_str().map(str::to_string);
+    let service_id = service_id.or_else(|| kit.user("big")["service_id"].as_str().map(str::to_string)).unwrap();
+    assert_eq!(over(json!({"braze_id": service_id}), 6), 400);
+
+    // `small` keeps its own attributes and gains big's other 992, and big's alias.
+    let (status, body) = kit.post(
+        "/users/merge",
+        json!({"merge_updates": [{"identifier_to_merge": {"external_id": "big"}, "identifier_to_keep": {"external_id": "small"}}]}),
+    );
+    assert_eq!(status, 202, "{body}");
+    apply_all(&kit);
+    assert_registry_matches_profiles(&kit);
+    assert_eq!(custom_count(&kit, "small"), 995);
+    assert_eq!(over(json!({"external_id": "small"}), 6), 400);
+    assert_eq!(over(alias.clone(), 6), 400);
+    assert_eq!(over(json!({"external_id": "small"}), 5), 201);
+    apply_all(&kit);
+
+    let (status, body) = kit.post("/users/delete", json!({"external_ids": ["small"]}));
+    assert_eq!(status, 201, "{body}");
+    apply_all(&kit);
+    assert_registry_matches_profiles(&kit);
+    assert_eq!(over(json!({"external_id": "small"}), 6), 201, "a new, empty profile");
+    apply_all(&kit);
+    assert_registry_matches_profiles(&kit);
+}
+
+/// A workspace made before the registry existed (no completeness entry) has every
+/// profile a request names read: nothing is taken for small.
+#[test]
+fn a_workspace_without_a_complete_registry_reads_every_profile() {
+    use crate::store::{ChangeSet, Op, Store, Table};
+    let kit = Kit::new();
+    kit.track(json!({"attributes": [object("big", 0, 995)]}));
+    apply_all(&kit);
+    // As if the profile had been written by an earlier version: unregistered.
+    let store = kit.engine().store();
+    let held = pollster::block_on(store.scan(Table::LargeProfile, "", 100)).unwrap();
+    let ops = held
+        .into_iter()
+        .map(|(key, _)| Op::Delete { table: Table::LargeProfile, key, expect: crate::store::Expect::Any })
+        .collect();
+    pollster::block_on(store.commit(ChangeSet { ops, ack: None })).unwrap();
+    let attrs = json!({"attributes": [object("big", 2000, 6)]});
+    let (status, body) = kit.post("/users/track", attrs);
+    assert_eq!(status, 400, "{body}");
+}
