@@ -211,6 +211,14 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's settings, read when it starts.
+#[allow(non_upper_case_globals)]
+#[export_name = "_rjem_malloc_conf"]
+pub static malloc_conf: &[u8] = b"narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
+
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
