@@ -29,9 +29,8 @@ PROFILES="${BENCH_PROFILES:-10000}"
 DRAIN_SECONDS="${BENCH_DRAIN_SECONDS:-60}"
 
 log() { printf '[host-edge/bench.sh] %s\n' "$*" >&2; }
-
-export CI=true WRANGLER_SEND_METRICS=false WRANGLER_SEND_ERROR_REPORTS=false CLOUDFLARE_CF_FETCH_ENABLED=false
-export PATH="$HOME/.cargo/bin:$PATH"
+# shellcheck source=local-worker.sh
+. "$HERE/local-worker.sh"
 
 for tool in worker-build wasm-bindgen node_modules/.bin/wrangler node_modules/.bin/wasm-opt node_modules/.bin/esbuild; do
     if ! command -v "$tool" >/dev/null; then
@@ -39,11 +38,7 @@ for tool in worker-build wasm-bindgen node_modules/.bin/wrangler node_modules/.b
         exit 1
     fi
 done
-WASM_BINDGEN_BIN="$(command -v wasm-bindgen)"
-export WASM_BINDGEN_BIN
-export WASM_OPT_BIN="$HERE/node_modules/.bin/wasm-opt"
-export ESBUILD_BIN="$HERE/node_modules/.bin/esbuild"
-WRANGLER="$HERE/node_modules/.bin/wrangler"
+use_local_tools
 
 # Both builds first, so that no compilation runs beside the load.
 log "building the Worker (worker-build --release) and the load generator"
@@ -61,28 +56,13 @@ cleanup() {
         tail -n 40 "$STATE/wrangler.log" >&2
     fi
     if [ -n "$DEVTOOLS" ]; then kill "$DEVTOOLS" 2>/dev/null || true; fi
-    # The whole group, even when wrangler itself is gone: its workerd children outlive it.
-    if [ -n "$PID" ] && kill -0 -- "-$PID" 2>/dev/null; then
-        kill -TERM -- "-$PID" 2>/dev/null || true
-        for _ in $(seq 1 50); do kill -0 -- "-$PID" 2>/dev/null || break; sleep 0.2; done
-        kill -KILL -- "-$PID" 2>/dev/null || true
-    fi
+    stop_worker
     rm -rf "$STATE" "$HERE/$CONFIG"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The admin token, as test.sh keeps it (.dev.vars is git-ignored).
-if [ -f .dev.vars ] && grep -q '^ENGAGE_ADMIN_TOKEN=' .dev.vars; then
-    ADMIN_TOKEN="$(sed -n 's/^ENGAGE_ADMIN_TOKEN=//p' .dev.vars | head -n1 | tr -d '"')"
-else
-    ADMIN_TOKEN="$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
-    (umask 077 && printf 'ENGAGE_ADMIN_TOKEN="%s"\n' "$ADMIN_TOKEN" >>.dev.vars)
-fi
-
-free_port() {
-    node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
-}
+read_admin_token
 PORT="$(free_port)"
 INSPECTOR_PORT="$(free_port)"
 
@@ -92,16 +72,7 @@ sed -e '/^\[build\]/,/^command/d' -e 's/^ENGAGE_RATE_LIMITS = .*/ENGAGE_RATE_LIM
 if [ -n "${BENCH_APPLY_BATCH:-}" ]; then
     sed -i "s/^ENGAGE_RATE_LIMITS = .*/&\nENGAGE_APPLY_BATCH = \"$BENCH_APPLY_BATCH\"/" "$CONFIG"
 fi
-"$WRANGLER" d1 migrations apply engage --local --persist-to "$STATE" -c "$CONFIG" >"$STATE/migrations.log" 2>&1 ||
-    { cat "$STATE/migrations.log" >&2; exit 1; }
-
-log "starting wrangler dev on 127.0.0.1:$PORT"
-set -m # own process group, so stopping it also stops workerd
-"$WRANGLER" dev -c "$CONFIG" --local --ip 127.0.0.1 --port "$PORT" --inspector-ip 127.0.0.1 --inspector-port "$INSPECTOR_PORT" \
-    --show-interactive-dev-session=false --persist-to "$STATE" >"$STATE/wrangler.log" 2>&1 </dev/null &
-PID=$!
-set +m
-BASE="http://127.0.0.1:$PORT"
+start_worker "$CONFIG" "$STATE" "$STATE/wrangler.log" "$PORT" "$INSPECTOR_PORT" engage
 
 # Requests to the running Worker (node's fetch: the same client test.sh uses).
 # `api METHOD PATH [BODY]` prints the response body, and fails unless it is a 2xx.
@@ -114,16 +85,6 @@ api() {
                   (e) => { console.error(String(e)); process.exit(1); });' "$BASE" "$ADMIN_TOKEN" "$@"
 }
 
-for _ in $(seq 1 240); do
-    kill -0 "$PID" 2>/dev/null || break
-    api GET /_engage/queue >/dev/null 2>&1 && break
-    sleep 0.5
-done
-if ! api GET /_engage/queue >/dev/null 2>&1; then
-    log "wrangler dev did not become ready within 120 s; its log:"
-    cat "$STATE/wrangler.log" >&2
-    exit 1
-fi
 # wrangler's inspector proxy asks the runtime for every network event (each D1
 # query, with its response body) and keeps them until DevTools attaches: under
 # this load its workerd reached V8's heap limit and aborted within minutes. A

@@ -22,10 +22,8 @@ WASM_BINDGEN_VERSION=0.2.130
 WRANGLER_VERSION=4.86.0
 
 log() { printf '[host-edge/test.sh] %s\n' "$*" >&2; }
-
-# Quiet and offline: no telemetry, no error reports, no Cloudflare lookups.
-export CI=true WRANGLER_SEND_METRICS=false WRANGLER_SEND_ERROR_REPORTS=false CLOUDFLARE_CF_FETCH_ENABLED=false
-export PATH="$HOME/.cargo/bin:$PATH"
+# shellcheck source=local-worker.sh
+. "$HERE/local-worker.sh"
 
 # --- Installs (idempotent) ------------------------------------------------------
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
@@ -47,12 +45,7 @@ if ! { [ -x node_modules/.bin/wasm-opt ] && [ -x node_modules/.bin/esbuild ] &&
     npm ci --no-audit --no-fund
 fi
 
-# worker-build would otherwise download wasm-bindgen and wasm-opt from the internet.
-WASM_BINDGEN_BIN="$(command -v wasm-bindgen)"
-export WASM_BINDGEN_BIN
-export WASM_OPT_BIN="$HERE/node_modules/.bin/wasm-opt"
-export ESBUILD_BIN="$HERE/node_modules/.bin/esbuild"
-WRANGLER="$HERE/node_modules/.bin/wrangler"
+use_local_tools
 
 # --- Build ----------------------------------------------------------------------
 log "building the Worker (worker-build --release)"
@@ -74,29 +67,12 @@ STATE="$(mktemp -d "${TMPDIR:-/tmp}/engage-edge-state.XXXXXX")"
 WRANGLER_LOG="$STATE/wrangler.log"
 PID=""
 cleanup() {
-    if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
-        log "stopping wrangler (process group $PID)"
-        kill -TERM -- "-$PID" 2>/dev/null || true
-        for _ in $(seq 1 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.2; done
-        kill -KILL -- "-$PID" 2>/dev/null || true
-    fi
+    stop_worker
     rm -rf "$STATE"
 }
 trap cleanup EXIT
 
-# The admin token enabling /_engage/ routes: .dev.vars is git-ignored; keep an
-# existing token, otherwise generate one.
-if [ -f .dev.vars ] && grep -q '^ENGAGE_ADMIN_TOKEN=' .dev.vars; then
-    ADMIN_TOKEN="$(sed -n 's/^ENGAGE_ADMIN_TOKEN=//p' .dev.vars | head -n1 | tr -d '"')"
-else
-    ADMIN_TOKEN="$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
-    umask 077
-    printf 'ENGAGE_ADMIN_TOKEN="%s"\n' "$ADMIN_TOKEN" >>.dev.vars
-fi
-
-free_port() {
-    node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
-}
+read_admin_token
 PORT="${ENGAGE_EDGE_PORT:-$(free_port)}"
 INSPECTOR_PORT="$(free_port)"
 
@@ -114,34 +90,7 @@ database_id = "00000000-0000-0000-0000-00000000c0f0"
 migrations_dir = "../migrations"
 TOML
 
-log "applying D1 migrations locally"
-for db in engage engage-conformance; do
-    "$WRANGLER" d1 migrations apply "$db" --local --persist-to "$STATE" -c "$CONFIG" >"$STATE/migrations.log" 2>&1 ||
-        { cat "$STATE/migrations.log" >&2; exit 1; }
-done
-
-log "starting wrangler dev on 127.0.0.1:$PORT"
-set -m # own process group, so stopping it also stops workerd
-"$WRANGLER" dev -c "$CONFIG" --local --ip 127.0.0.1 --port "$PORT" --inspector-ip 127.0.0.1 --inspector-port "$INSPECTOR_PORT" \
-    --show-interactive-dev-session=false --persist-to "$STATE" >"$WRANGLER_LOG" 2>&1 </dev/null &
-PID=$!
-set +m
-
-BASE="http://127.0.0.1:$PORT"
-ready=""
-for _ in $(seq 1 240); do
-    if ! kill -0 "$PID" 2>/dev/null; then break; fi
-    if node -e 'fetch(process.argv[1]).then(r=>process.exit(r.status>0?0:1),()=>process.exit(1))' "$BASE/" 2>/dev/null; then
-        ready=1
-        break
-    fi
-    sleep 0.5
-done
-if [ -z "$ready" ]; then
-    log "wrangler dev did not become ready within 120 s; its log:"
-    cat "$WRANGLER_LOG" >&2
-    exit 1
-fi
+start_worker "$CONFIG" "$STATE" "$WRANGLER_LOG" "$PORT" "$INSPECTOR_PORT" engage engage-conformance
 log "ready at $BASE; running the store conformance suite on D1"
 if ! node -e '
     fetch(process.argv[1] + "/_engage/conformance", { method: "POST", headers: { Authorization: "Bearer " + process.argv[2] } })
