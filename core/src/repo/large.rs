@@ -16,9 +16,12 @@
 //! table: written when the workspace is created by a version that keeps it.
 //! Workspaces made earlier keep the full check.
 
+use std::collections::BTreeSet;
+
 use super::index::Identity;
 use super::keys::{profile_key, workspace_prefix};
 use crate::ids::{ServiceId, WorkspaceName};
+use crate::store::{Store, StoreError, Table};
 
 /// Stored profiles larger than this (bytes of their document) are registered. It
 /// bounds an unregistered profile: at most `(LARGE_PROFILE_BYTES + 1) / 5` = 409
@@ -44,4 +47,32 @@ pub(crate) fn entries(ws: &WorkspaceName, identity: &Identity, id: &ServiceId) -
         identity.index_entries(ws, id).into_iter().filter(|(_, unique)| *unique).map(|(k, _)| k).collect();
     out.push(profile_key(ws, id));
     out
+}
+
+/// A workspace's registry read in one range read when it holds at most this many
+/// entries (usually it holds only its completeness entry); a larger one is read
+/// entry by entry for the keys asked about.
+pub(crate) const READ_WHOLE_UP_TO: usize = 256;
+
+/// Whether `ws`'s registry is complete, and which of `keys` (index or profile keys)
+/// are registered. A full batch asks about 225 keys: looked up one by one, absent
+/// keys each cost a B-tree descent in SQLite (17% of a server's CPU under a burst
+/// of acknowledgements, measured), while the whole registry of a workspace with few
+/// large profiles is one short range read.
+pub(crate) async fn registered<S: Store>(
+    store: &S,
+    ws: &WorkspaceName,
+    keys: &[String],
+) -> Result<(bool, Vec<bool>), StoreError> {
+    let complete = complete_key(ws);
+    let listed = store.scan(Table::LargeProfile, &complete, READ_WHOLE_UP_TO + 1).await?;
+    if listed.len() <= READ_WHOLE_UP_TO {
+        let present: BTreeSet<&str> = listed.iter().map(|(k, _)| k.as_str()).collect();
+        return Ok((present.contains(complete.as_str()), keys.iter().map(|k| present.contains(k.as_str())).collect()));
+    }
+    let mut asked = Vec::with_capacity(keys.len() + 1);
+    asked.push(complete);
+    asked.extend(keys.iter().cloned());
+    let found = store.get_many(Table::LargeProfile, &asked).await?;
+    Ok((found[0].is_some(), found[1..].iter().map(Option::is_some).collect()))
 }

@@ -108,12 +108,11 @@ async fn cannot_outgrow<S: Store>(store: &S, job: &TrackJob, encoded: usize) -> 
     };
     // Unregistered profiles count as the registry's threshold, unless even that
     // does not fit this job: then every profile is read, for its real size.
-    let mut keys = vec![large::complete_key(&job.workspace)];
-    keys.extend(targets.iter().map(|(k, _)| k.clone()));
-    let registry = store.get_many(Table::LargeProfile, &keys).await?;
-    let trusted = registry[0].is_some() && fits(large::LARGE_PROFILE_BYTES);
+    let keys: Vec<String> = targets.iter().map(|(k, _)| k.clone()).collect();
+    let (complete, registered) = large::registered(store, &job.workspace, &keys).await?;
+    let trusted = complete && fits(large::LARGE_PROFILE_BYTES);
     let unread: Vec<&(String, bool)> =
-        targets.iter().zip(&registry[1..]).filter(|(_, entry)| !trusted || entry.is_some()).map(|(t, _)| t).collect();
+        targets.iter().zip(&registered).filter(|(_, large)| !trusted || **large).map(|(t, _)| t).collect();
     let mut largest = if unread.len() < targets.len() { large::LARGE_PROFILE_BYTES } else { 0 };
     let mut profile_keys = Vec::new();
     let mut ident_keys = Vec::new();

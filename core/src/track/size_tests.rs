@@ -256,3 +256,31 @@ fn a_workspace_without_a_complete_registry_reads_every_profile() {
     let (status, body) = kit.post("/users/track", attrs);
     assert_eq!(status, 400, "{body}");
 }
+
+/// A registry too large to read whole in one range read is read entry by entry
+/// for the users a request names: a large profile is still found, and a request
+/// taking it over the bound refused.
+#[test]
+fn a_registry_larger_than_one_range_read_is_read_by_key() {
+    use crate::repo::large::READ_WHOLE_UP_TO;
+    use crate::store::{Store, Table};
+    let kit = Kit::new();
+    // Each large profile has two entries (external id and profile key).
+    let many = READ_WHOLE_UP_TO / 2 + 10;
+    let objects: Vec<Value> = (0..many).map(|i| object(&format!("large-{i:03}"), 0, 300)).collect();
+    for chunk in objects.chunks(50) {
+        kit.track(json!({"attributes": chunk}));
+        apply_all(&kit);
+    }
+    kit.track(json!({"attributes": [object("big", 0, 995)]}));
+    apply_all(&kit);
+    let held = pollster::block_on(kit.engine().store().scan(Table::LargeProfile, "", 1 << 20)).unwrap();
+    assert!(held.len() > READ_WHOLE_UP_TO + 1, "{} entries", held.len());
+    assert_registry_matches_profiles(&kit);
+    let (status, body) = kit.post("/users/track", json!({"attributes": [object("big", 2000, 6)]}));
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = kit.post("/users/track", json!({"attributes": [object("big", 2000, 5)]}));
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = kit.post("/users/track", json!({"attributes": [object("large-000", 2000, 6)]}));
+    assert_eq!(status, 201, "{body}");
+}
