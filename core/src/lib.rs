@@ -30,6 +30,7 @@ mod http;
 mod identity;
 mod ids;
 mod input;
+mod json;
 mod openapi;
 mod permission;
 mod preference_center;

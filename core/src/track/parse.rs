@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias, WorkspaceName};
-use crate::input;
+use crate::json::{Json, Object};
 use crate::subscriptions::groups::Channel;
 use crate::subscriptions::values::{GlobalState, GroupState};
 use crate::time::Timestamp;
@@ -190,9 +190,14 @@ pub fn nothing_valid(errors: &[Value]) -> ApiError {
     fatal(NOTHING_VALID, errors.to_vec())
 }
 
-/// Parses the JSON body into an object, or the fatal error.
-pub fn body_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    input::object(body).map_err(|m| fatal(m, vec![]))
+/// Parses the JSON body into an object, or the fatal error. Its strings borrow from
+/// `body` ([`Json`]): a full batch is read field by field and dropped.
+pub fn body_object(body: &[u8]) -> Result<Object<'_>, ApiError> {
+    match Json::parse(body) {
+        Ok(Json::Object(o)) => Ok(o),
+        Ok(_) => Err(fatal("The request body must be a JSON object", vec![])),
+        Err(e) => Err(fatal(format!("Invalid JSON body: {e}"), vec![])),
+    }
 }
 
 /// A fatal track error: `message` plus `errors` holding it (and any details).
@@ -205,14 +210,14 @@ pub fn fatal(message: impl Into<String>, mut errors: Vec<Value>) -> ApiError {
 }
 
 /// The three arrays of a request, checked for type and size.
-pub fn arrays(body: &Map<String, Value>, max: usize) -> Result<Vec<(InputArray, &Vec<Value>)>, ApiError> {
+pub fn arrays<'b, 'a>(body: &'b Object<'a>, max: usize) -> Result<Vec<(InputArray, &'b Vec<Json<'a>>)>, ApiError> {
     let mut out = Vec::new();
     for (name, kind) in
         [("attributes", InputArray::Attributes), ("events", InputArray::Events), ("purchases", InputArray::Purchases)]
     {
         match body.get(name) {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(items)) => {
+            None | Some(Json::Null) => {}
+            Some(Json::Array(items)) => {
                 if items.len() > max {
                     return Err(fatal(
                         format!(
@@ -235,7 +240,7 @@ pub fn arrays(body: &Map<String, Value>, max: usize) -> Result<Vec<(InputArray, 
 
 /// Parses and validates a whole track body (already split into arrays). Pure: the
 /// subscription groups it names are looked up by apply.
-pub fn parse(arrays: &[(InputArray, &Vec<Value>)], now: Timestamp) -> Parsed {
+pub fn parse(arrays: &[(InputArray, &Vec<Json<'_>>)], now: Timestamp) -> Parsed {
     let mut parsed = Parsed { ops: Vec::new(), errors: Vec::new(), processed: BTreeMap::new() };
     let mut nested_invalid: Option<String> = None;
     for (kind, items) in arrays {
@@ -278,7 +283,7 @@ pub fn parse(arrays: &[(InputArray, &Vec<Value>)], now: Timestamp) -> Parsed {
 
 /// Finds the identifier of an object: exactly one of `external_id`, `user_alias`,
 /// `service_id` (or `braze_id`), else `email`, else `phone`.
-fn identifier(obj: &Map<String, Value>, kind: InputArray) -> Result<Identifier, String> {
+fn identifier(obj: &Object<'_>, kind: InputArray) -> Result<Identifier, String> {
     let primary: Vec<&str> =
         ["external_id", "user_alias", "service_id", "braze_id"].into_iter().filter(|k| obj.contains_key(*k)).collect();
     let required = "one of 'external_id', 'user_alias', 'service_id', 'email' or 'phone' is required";
@@ -297,18 +302,21 @@ fn identifier(obj: &Map<String, Value>, kind: InputArray) -> Result<Identifier, 
     }
     match primary.first() {
         Some(&"external_id") => {
-            let x = obj["external_id"].as_str().ok_or("'external_id' must be a string")?;
+            let x = obj.get("external_id").and_then(Json::as_str).ok_or("'external_id' must be a string")?;
             let x = ExternalId::parse(x).ok_or("'external_id' must be 1 to 987 bytes without control characters")?;
             if x.is_blocked() {
                 return Err("provided external_id is blacklisted and disallowed".into());
             }
             Ok(Identifier::External(x))
         }
-        Some(&"user_alias") => UserAlias::from_json(&obj["user_alias"])
+        Some(&"user_alias") => obj
+            .get("user_alias")
+            .and_then(|a| UserAlias::from_json(&a.to_value()))
             .map(Identifier::Alias)
             .ok_or_else(|| "'user_alias' must be an object with string 'alias_name' and 'alias_label'".into()),
-        Some(k) => obj[*k]
-            .as_str()
+        Some(k) => obj
+            .get(k)
+            .and_then(Json::as_str)
             .and_then(ServiceId::parse)
             .map(Identifier::Service)
             .ok_or_else(|| format!("'{k}' must be a non-empty string")),
@@ -328,17 +336,17 @@ fn identifier(obj: &Map<String, Value>, kind: InputArray) -> Result<Identifier, 
     }
 }
 
-fn update_existing_only(obj: &Map<String, Value>) -> Result<Option<bool>, String> {
+fn update_existing_only(obj: &Object<'_>) -> Result<Option<bool>, String> {
     match obj.get("_update_existing_only") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::Bool(b)) => Ok(Some(*b)),
         Some(_) => Err("'_update_existing_only' must be a boolean".into()),
     }
 }
 
 /// Whether a missing user is created: aliases only when `_update_existing_only` is
 /// explicitly false, internal ids never, the rest unless it is true.
-fn target(obj: &Map<String, Value>, kind: InputArray) -> Result<Target, String> {
+fn target(obj: &Object<'_>, kind: InputArray) -> Result<Target, String> {
     let ident = identifier(obj, kind)?;
     let flag = update_existing_only(obj)?;
     let create = match ident {
@@ -350,7 +358,7 @@ fn target(obj: &Map<String, Value>, kind: InputArray) -> Result<Target, String> 
 }
 
 fn parse_attributes(
-    obj: &Map<String, Value>,
+    obj: &Object<'_>,
     kind: InputArray,
     index: usize,
     errors: &mut Vec<Value>,
@@ -358,26 +366,26 @@ fn parse_attributes(
 ) -> Result<TrackOp<NotLookedUp>, String> {
     let target = target(obj, kind)?;
     let merge_objects = match obj.get("_merge_objects") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
+        None | Some(Json::Null) => false,
+        Some(Json::Bool(b)) => *b,
         Some(_) => return Err("'_merge_objects' must be a boolean".into()),
     };
     let mut updates = Vec::new();
     let mut field_error = |message: String| errors.push(object_error(kind, index, message));
-    for (key, value) in obj {
-        if standard::RESERVED.contains(&key.as_str()) {
+    for (key, value) in obj.iter() {
+        if standard::RESERVED.contains(&key) {
             continue;
         }
-        match key.as_str() {
+        match key {
             "email" => match value {
-                Value::Null => updates.push(AttrUpdate::Email(None)),
+                Json::Null => updates.push(AttrUpdate::Email(None)),
                 v => match v.as_str().and_then(Email::parse) {
                     Some(e) => updates.push(AttrUpdate::Email(Some(e))),
                     None => field_error("The value provided for the 'email' field is not a valid email.".into()),
                 },
             },
             "phone" => match value {
-                Value::Null => updates.push(AttrUpdate::Phone(None)),
+                Json::Null => updates.push(AttrUpdate::Phone(None)),
                 v => match v.as_str().and_then(Phone::parse) {
                     Some(p) => updates.push(AttrUpdate::Phone(Some(p))),
                     None => field_error(
@@ -396,8 +404,8 @@ fn parse_attributes(
                     continue;
                 };
                 for item in items {
-                    let id = item.get("subscription_group_id").and_then(Value::as_str);
-                    let state = item.get("subscription_state").and_then(Value::as_str);
+                    let id = item.get("subscription_group_id").and_then(Json::as_str);
+                    let state = item.get("subscription_state").and_then(Json::as_str);
                     let (Some(id), Some(state_text)) = (id, state) else {
                         field_error(
                             "'subscription_groups' entries need 'subscription_group_id' and 'subscription_state'"
@@ -412,11 +420,11 @@ fn parse_attributes(
                     updates.push(AttrUpdate::Group { id: id.to_string(), channel: NotLookedUp, state });
                 }
             }
-            _ => match standard::parse(key, value) {
-                Some(Ok(v)) => updates.push(AttrUpdate::Standard(key.clone(), v)),
+            _ => match standard::parse(key, &value.to_value()) {
+                Some(Ok(v)) => updates.push(AttrUpdate::Standard(key.to_string(), v)),
                 Some(Err(why)) => field_error(why),
-                None => match custom::parse(key, value, merge_objects) {
-                    Ok(op) => updates.push(AttrUpdate::Custom(key.clone(), op)),
+                None => match custom::parse(key, &value.to_value(), merge_objects) {
+                    Ok(op) => updates.push(AttrUpdate::Custom(key.to_string(), op)),
                     Err(CustomError::Invalid(why)) => field_error(why),
                     Err(CustomError::InvalidNested(why)) => {
                         nested_invalid.get_or_insert(why);
@@ -428,18 +436,17 @@ fn parse_attributes(
     Ok(TrackOp::Attributes { target, merge_objects, updates })
 }
 
-fn time_field(obj: &Map<String, Value>, now: Timestamp) -> Result<Timestamp, String> {
-    let t =
-        obj.get("time").and_then(Value::as_str).ok_or("'time' is required: an ISO 8601 time with an offset or Z")?;
+fn time_field(obj: &Object<'_>, now: Timestamp) -> Result<Timestamp, String> {
+    let t = obj.get("time").and_then(Json::as_str).ok_or("'time' is required: an ISO 8601 time with an offset or Z")?;
     let t = Timestamp::parse(t).ok_or("'time' must be an ISO 8601 time with an offset or Z")?;
     // The platform records future times as the current time.
     Ok(t.min(now))
 }
 
-fn check_properties(obj: &Map<String, Value>) -> Result<(), String> {
+fn check_properties(obj: &Object<'_>) -> Result<(), String> {
     match obj.get("properties") {
-        None | Some(Value::Null) => Ok(()),
-        Some(Value::Object(p)) => {
+        None | Some(Json::Null) => Ok(()),
+        Some(Json::Object(p)) => {
             for k in p.keys() {
                 if k.is_empty() || k.chars().count() > 255 || k.starts_with('$') {
                     return Err("'properties' keys must be 1 to 255 characters and not start with '$'".into());
@@ -457,21 +464,21 @@ fn check_properties(obj: &Map<String, Value>) -> Result<(), String> {
     }
 }
 
-fn check_app_id(obj: &Map<String, Value>) -> Result<(), String> {
+fn check_app_id(obj: &Object<'_>) -> Result<(), String> {
     match obj.get("app_id") {
-        None | Some(Value::Null) | Some(Value::String(_)) => Ok(()),
+        None | Some(Json::Null) | Some(Json::Str(_)) => Ok(()),
         Some(_) => Err("'app_id' must be a string".into()),
     }
 }
 
-fn name_field(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
-    match obj.get(key).and_then(Value::as_str) {
+fn name_field(obj: &Object<'_>, key: &str) -> Result<String, String> {
+    match obj.get(key).and_then(Json::as_str) {
         Some(n) if !n.is_empty() && n.chars().count() <= 255 => Ok(n.to_string()),
         _ => Err(format!("'{key}' is required: a string of 1 to 255 characters")),
     }
 }
 
-fn parse_event(obj: &Map<String, Value>, now: Timestamp) -> Result<TrackOp<NotLookedUp>, String> {
+fn parse_event(obj: &Object<'_>, now: Timestamp) -> Result<TrackOp<NotLookedUp>, String> {
     let target = target(obj, InputArray::Events)?;
     let name = name_field(obj, "name")?;
     let time = time_field(obj, now)?;
@@ -480,20 +487,20 @@ fn parse_event(obj: &Map<String, Value>, now: Timestamp) -> Result<TrackOp<NotLo
     Ok(TrackOp::Event { target, name, time })
 }
 
-fn parse_purchase(obj: &Map<String, Value>, now: Timestamp) -> Result<TrackOp<NotLookedUp>, String> {
+fn parse_purchase(obj: &Object<'_>, now: Timestamp) -> Result<TrackOp<NotLookedUp>, String> {
     let target = target(obj, InputArray::Purchases)?;
     let product_id = name_field(obj, "product_id")?;
-    match obj.get("currency").and_then(Value::as_str) {
+    match obj.get("currency").and_then(Json::as_str) {
         Some(c) if c.len() == 3 && c.bytes().all(|b| b.is_ascii_alphabetic()) => {}
         _ => return Err("'currency' is required: an ISO 4217 three-letter code".into()),
     }
     let price = obj
         .get("price")
-        .and_then(Value::as_f64)
+        .and_then(Json::as_f64)
         .filter(|p| p.is_finite() && p.abs() <= MAX_PRICE)
         .ok_or("'price' is required: a number of at most 1e15 in magnitude")?;
     let quantity = match obj.get("quantity") {
-        None | Some(Value::Null) => 1,
+        None | Some(Json::Null) => 1,
         Some(q) => q.as_u64().filter(|q| (1..=100).contains(q)).ok_or("'quantity' must be an integer from 1 to 100")?,
     };
     let time = time_field(obj, now)?;
