@@ -262,6 +262,8 @@ impl<'de> Deserialize<'de> for Json<'de> {
                 Ok(Json::Array(items))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                // No capacity up front: a hostile body of 4 MB of `{}` must not
+                // allocate hundreds of bytes per empty object.
                 let mut members = Vec::new();
                 while let Some(Text(k)) = map.next_key()? {
                     members.push((k, map.next_value()?));

@@ -7,16 +7,27 @@ use crate::ids::{Email, Identifier, ServiceId, WorkspaceName};
 /// Separates the parts of a store key; identifiers may not contain control characters.
 pub const SEP: char = '\u{1f}';
 
+/// [`SEP`] as a string, for [`join`].
+const S: &str = "\u{1f}";
+const _: () = assert!(S.len() == SEP.len_utf8() && S.as_bytes()[0] == SEP as u8);
+
+/// The parts, one allocation of the exact length: the keys of every user a track
+/// request names are built at acknowledgement (hundreds per request), where
+/// `format!` was 5% of the server's CPU (perf).
+fn join(parts: &[&str]) -> String {
+    parts.concat()
+}
+
 /// The store key of a profile.
 pub fn profile_key(ws: &WorkspaceName, id: &ServiceId) -> String {
-    format!("{}{SEP}{}", ws.as_str(), id.as_str())
+    join(&[ws.as_str(), S, id.as_str()])
 }
 
 /// The index key of a unique identifier (external id or alias).
 pub(crate) fn unique_key(ws: &WorkspaceName, ident: &Identifier) -> Option<String> {
     match ident {
-        Identifier::External(x) => Some(format!("{}{SEP}x{SEP}{}", ws.as_str(), x.as_str())),
-        Identifier::Alias(a) => Some(format!("{}{SEP}a{SEP}{}{SEP}{}", ws.as_str(), a.alias_label, a.alias_name)),
+        Identifier::External(x) => Some(join(&[ws.as_str(), S, "x", S, x.as_str()])),
+        Identifier::Alias(a) => Some(join(&[ws.as_str(), S, "a", S, &a.alias_label, S, &a.alias_name])),
         _ => None,
     }
 }
@@ -24,8 +35,8 @@ pub(crate) fn unique_key(ws: &WorkspaceName, ident: &Identifier) -> Option<Strin
 /// The index prefix of a shared identifier (email or phone); entries add the service id.
 pub(crate) fn shared_prefix(ws: &WorkspaceName, ident: &Identifier) -> Option<String> {
     match ident {
-        Identifier::Email(e) => Some(format!("{}{SEP}e{SEP}{}{SEP}", ws.as_str(), e.as_str())),
-        Identifier::Phone(p) => Some(format!("{}{SEP}p{SEP}{}{SEP}", ws.as_str(), p.as_str())),
+        Identifier::Email(e) => Some(join(&[ws.as_str(), S, "e", S, e.as_str(), S])),
+        Identifier::Phone(p) => Some(join(&[ws.as_str(), S, "p", S, p.as_str(), S])),
         _ => None,
     }
 }
