@@ -285,7 +285,7 @@ pub fn parse(arrays: &[(InputArray, &Vec<Json<'_>>)], now: Timestamp) -> Parsed 
 /// `service_id` (or `braze_id`), else `email`, else `phone`.
 fn identifier(obj: &Object<'_>, kind: InputArray) -> Result<Identifier, String> {
     let primary: Vec<&str> =
-        ["external_id", "user_alias", "service_id", "braze_id"].into_iter().filter(|k| obj.contains_key(*k)).collect();
+        ["external_id", "user_alias", "service_id", "braze_id"].into_iter().filter(|k| obj.contains_key(k)).collect();
     let required = "one of 'external_id', 'user_alias', 'service_id', 'email' or 'phone' is required";
     if primary.len() > 1 {
         return Err(format!(
