@@ -4,6 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
+use crate::json::{Json, Object};
 
 /// Default largest request body: the platform documents 4 MB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
@@ -44,16 +45,33 @@ pub fn check_body_len(len: usize, limit: usize) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The message for a body that is not JSON.
+fn invalid_json(e: serde_json::Error) -> String {
+    format!("Invalid JSON body: {e}")
+}
+
+/// The message for a JSON body that is not an object.
+const NOT_AN_OBJECT: &str = "The request body must be a JSON object";
+
 /// Parses a JSON body; the error is the message to send.
 pub fn json(body: &[u8]) -> Result<Value, String> {
-    serde_json::from_slice(body).map_err(|e| format!("Invalid JSON body: {e}"))
+    serde_json::from_slice(body).map_err(invalid_json)
 }
 
 /// Parses a JSON body that must be an object; the error is the message to send.
 pub fn object(body: &[u8]) -> Result<Map<String, Value>, String> {
     match json(body)? {
         Value::Object(o) => Ok(o),
-        _ => Err("The request body must be a JSON object".into()),
+        _ => Err(NOT_AN_OBJECT.into()),
+    }
+}
+
+/// [`object`], with the strings borrowed from `body` ([`Json`]): for bodies read
+/// field by field and dropped. Refuses the same bodies with the same messages.
+pub fn borrowed_object(body: &[u8]) -> Result<Object<'_>, String> {
+    match Json::parse(body).map_err(invalid_json)? {
+        Json::Object(o) => Ok(o),
+        _ => Err(NOT_AN_OBJECT.into()),
     }
 }
 

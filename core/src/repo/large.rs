@@ -62,17 +62,17 @@ pub(crate) const READ_WHOLE_UP_TO: usize = 256;
 pub(crate) async fn registered<S: Store>(
     store: &S,
     ws: &WorkspaceName,
-    keys: &[String],
+    keys: &[&str],
 ) -> Result<(bool, Vec<bool>), StoreError> {
     let complete = complete_key(ws);
     let listed = store.scan(Table::LargeProfile, &complete, READ_WHOLE_UP_TO + 1).await?;
     if listed.len() <= READ_WHOLE_UP_TO {
         let present: BTreeSet<&str> = listed.iter().map(|(k, _)| k.as_str()).collect();
-        return Ok((present.contains(complete.as_str()), keys.iter().map(|k| present.contains(k.as_str())).collect()));
+        return Ok((present.contains(complete.as_str()), keys.iter().map(|k| present.contains(k)).collect()));
     }
     let mut asked = Vec::with_capacity(keys.len() + 1);
     asked.push(complete);
-    asked.extend(keys.iter().cloned());
+    asked.extend(keys.iter().map(|k| k.to_string()));
     let found = store.get_many(Table::LargeProfile, &asked).await?;
     Ok((found[0].is_some(), found[1..].iter().map(Option::is_some).collect()))
 }

@@ -108,7 +108,7 @@ async fn cannot_outgrow<S: Store>(store: &S, job: &TrackJob, encoded: usize) -> 
     };
     // Unregistered profiles count as the registry's threshold, unless even that
     // does not fit this job: then every profile is read, for its real size.
-    let keys: Vec<String> = targets.iter().map(|(k, _)| k.clone()).collect();
+    let keys: Vec<&str> = targets.iter().map(|(k, _)| k.as_str()).collect();
     let (complete, registered) = large::registered(store, &job.workspace, &keys).await?;
     let trusted = complete && fits(large::LARGE_PROFILE_BYTES);
     let unread: Vec<&(String, bool)> =

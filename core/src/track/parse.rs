@@ -9,6 +9,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias, WorkspaceName};
+use crate::input;
 use crate::json::{Json, Object};
 use crate::subscriptions::groups::Channel;
 use crate::subscriptions::values::{GlobalState, GroupState};
@@ -193,11 +194,7 @@ pub fn nothing_valid(errors: &[Value]) -> ApiError {
 /// Parses the JSON body into an object, or the fatal error. Its strings borrow from
 /// `body` ([`Json`]): a full batch is read field by field and dropped.
 pub fn body_object(body: &[u8]) -> Result<Object<'_>, ApiError> {
-    match Json::parse(body) {
-        Ok(Json::Object(o)) => Ok(o),
-        Ok(_) => Err(fatal("The request body must be a JSON object", vec![])),
-        Err(e) => Err(fatal(format!("Invalid JSON body: {e}"), vec![])),
-    }
+    input::borrowed_object(body).map_err(|m| fatal(m, vec![]))
 }
 
 /// A fatal track error: `message` plus `errors` holding it (and any details).
@@ -420,17 +417,21 @@ fn parse_attributes(
                     updates.push(AttrUpdate::Group { id: id.to_string(), channel: NotLookedUp, state });
                 }
             }
-            _ => match standard::parse(key, &value.to_value()) {
-                Some(Ok(v)) => updates.push(AttrUpdate::Standard(key.to_string(), v)),
-                Some(Err(why)) => field_error(why),
-                None => match custom::parse(key, &value.to_value(), merge_objects) {
-                    Ok(op) => updates.push(AttrUpdate::Custom(key.to_string(), op)),
-                    Err(CustomError::Invalid(why)) => field_error(why),
-                    Err(CustomError::InvalidNested(why)) => {
-                        nested_invalid.get_or_insert(why);
-                    }
-                },
-            },
+            _ => {
+                // Owned once, for both the standard and the custom attribute rules.
+                let value = value.to_value();
+                match standard::parse(key, &value) {
+                    Some(Ok(v)) => updates.push(AttrUpdate::Standard(key.to_string(), v)),
+                    Some(Err(why)) => field_error(why),
+                    None => match custom::parse(key, &value, merge_objects) {
+                        Ok(op) => updates.push(AttrUpdate::Custom(key.to_string(), op)),
+                        Err(CustomError::Invalid(why)) => field_error(why),
+                        Err(CustomError::InvalidNested(why)) => {
+                            nested_invalid.get_or_insert(why);
+                        }
+                    },
+                }
+            }
         }
     }
     Ok(TrackOp::Attributes { target, merge_objects, updates })
