@@ -8,11 +8,12 @@
 ///
 /// The thread joins the `SCHED_IDLE` class: it runs on CPU time that request
 /// threads leave idle, and a request thread that wakes takes its core at once. At
-/// nice 19 the scheduler still let a background thread finish its slice before a
-/// waking request thread ran, once per hop of every request (socket, core, queue
-/// fsync, answer). Measured with the suite's burst (2,000 full batches/s on 1M
-/// profiles, 15 s, back to back): acknowledgement p99 55-112 ms at nice 19 against
-/// 21-42 ms here, with the same applied rate (47-51 and 46-64 batches/s).
+/// nice 19 a waking request thread could still wait for a background thread's slice
+/// to end (our reading of the figures below, not traced), at each hop of every
+/// request (socket, core, queue fsync, answer). Measured with the suite's burst
+/// (2,000 full batches/s on 1M profiles, 15 s): acknowledgement p99 55-112 ms at
+/// nice 19 against 22-42 ms here, with the applied rate unchanged (47-51 against
+/// 41-64 batches/s).
 ///
 /// A background thread may hold the writer's lock (the applier's commit, the
 /// checkpointer's closing pass); requests waiting for that lock sleep, which frees
