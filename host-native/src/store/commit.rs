@@ -6,7 +6,6 @@
 use engage_core::store::{expectation_holds, next_version, ChangeSet, CommitError, Expect, Op};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use super::queue::QueueMsg;
 use super::sqlite::{err, Shared, APPLY_SYNC_INTERVAL};
 
 pub(super) const UPDATE_BY_ROWID: &str =
@@ -136,7 +135,7 @@ impl Shared {
         w.last_sync = std::time::Instant::now();
         if let Some(through) = w.applied_not_synced.take() {
             if let Some(q) = &self.queue {
-                let _ = q.appender.send(QueueMsg::Trim(through));
+                q.trim(through);
             }
         }
     }

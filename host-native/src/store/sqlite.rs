@@ -14,7 +14,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::connection::{migrate, open, open_reader, spawn_checkpointer, INITIAL_READERS, MAIN_PAGE_SIZE, READ_ONE};
 use super::doc_cache::{self, DocCache};
-use super::queue::{import_sqlite_queue, spawn_appender, Queue, QueueMsg};
+use super::queue::{import_sqlite_queue, Queue};
 use super::queue_log::QueueLog;
 
 pub(super) fn err(e: rusqlite::Error) -> StoreError {
@@ -191,7 +191,7 @@ impl SqliteStore {
             Some(log) => {
                 let log = Arc::new(log);
                 import_sqlite_queue(path, applied, &log)?;
-                Some(Queue { appender: spawn_appender(log.clone()), log })
+                Some(Queue::start(log))
             }
             None => None,
         };
@@ -331,6 +331,11 @@ impl Store for SqliteStore {
     }
 
     async fn get_many(&self, table: Table, keys: &[String]) -> Result<Vec<Option<Entry>>, StoreError> {
+        // Nothing to read: not even the cache's lock, which the applier's threads
+        // (idle class) also hold.
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
         let Some(cache) = self.shared.cache.as_ref().filter(|_| doc_cache::cached(table)) else {
             let found = self.read_many(table, keys)?;
             return Ok(keys.iter().map(|k| found.get(k).map(|(entry, _)| entry.clone())).collect());
@@ -373,10 +378,7 @@ impl Store for SqliteStore {
 
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
         let (reply, answer) = std::sync::mpsc::sync_channel(1);
-        self.queue()?
-            .appender
-            .send(QueueMsg::Append(job, reply))
-            .map_err(|_| StoreError("the queue writer stopped".into()))?;
+        self.queue()?.appender.send((job, reply)).map_err(|_| StoreError("the queue writer stopped".into()))?;
         answer.recv().map_err(|_| StoreError("the queue writer stopped".into()))?
     }
 
