@@ -8,6 +8,7 @@ use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::WorkspaceName;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
+use crate::input;
 use crate::repo::Tx;
 use crate::store::Store;
 use crate::users::profile::Profile;
@@ -193,8 +194,7 @@ pub async fn render<S: Store>(tx: &Tx<'_, S>, p: &Profile, only: Option<&[String
 
 /// POST /users/export/ids.
 pub async fn export_ids<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8]) -> Result<Response, ApiError> {
-    let body: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad(format!("Invalid JSON body: {e}")))?;
-    let body = body.as_object().ok_or_else(|| ApiError::bad("The request body must be a JSON object"))?;
+    let body = &input::object(body).map_err(ApiError::bad)?;
     let idents = identifiers(body)?;
     let only = fields(body)?;
     let mut tx = Tx::new(store, ws.clone());

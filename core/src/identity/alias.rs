@@ -19,6 +19,7 @@ use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::WorkspaceName;
 use crate::ids::{ExternalId, IdGen, Identifier, UserAlias};
+use crate::input;
 use crate::repo::transact::transact;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
@@ -47,7 +48,7 @@ pub struct AliasUpdate {
 }
 
 fn array(body: &[u8], key: &str) -> Result<Vec<Map<String, Value>>, ApiError> {
-    let body: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad(format!("Invalid JSON body: {e}")))?;
+    let body = input::json(body).map_err(ApiError::bad)?;
     let shape = || ApiError::bad(format!("'{key}' must be an array of objects"));
     let items = body.get(key).and_then(Value::as_array).ok_or_else(shape)?;
     if items.len() > MAX_ENTRIES {

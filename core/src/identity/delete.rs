@@ -16,6 +16,7 @@ use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::WorkspaceName;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
+use crate::input;
 use crate::repo::transact::transact;
 use crate::store::Store;
 use crate::users::prioritization::{pick, Prioritization, Purpose};
@@ -53,8 +54,7 @@ fn shared(item: &Value, array: &str, key: &str, parse: fn(&str) -> Option<Identi
 
 /// Parses a `/users/delete` body; every entry is checked before anything is deleted.
 pub fn parse(body: &[u8]) -> Result<Vec<Target>, ApiError> {
-    let body: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad(format!("Invalid JSON body: {e}")))?;
-    let body = body.as_object().ok_or_else(|| ApiError::bad("The request body must be a JSON object"))?;
+    let body = &input::object(body).map_err(ApiError::bad)?;
     let externals = list(body, "external_ids")?;
     let aliases = list(body, "user_aliases")?;
     let services: Vec<&Value> = list(body, "service_ids")?.iter().chain(list(body, "braze_ids")?).collect();

@@ -21,6 +21,7 @@ use crate::http::Response;
 use crate::identity::merge::combine;
 use crate::ids::WorkspaceName;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
+use crate::input;
 use crate::repo::transact::transact;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
@@ -97,8 +98,7 @@ fn entry(array: &str, item: &Value) -> Result<Entry, ApiError> {
 
 /// Parses a `/users/identify` body; every entry is checked before anything is applied.
 pub fn parse(body: &[u8]) -> Result<Identify, ApiError> {
-    let body: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad(format!("Invalid JSON body: {e}")))?;
-    let body = body.as_object().ok_or_else(|| ApiError::bad("The request body must be a JSON object"))?;
+    let body = &input::object(body).map_err(ApiError::bad)?;
     let mut lists = Vec::new();
     for array in ARRAYS {
         match body.get(array) {

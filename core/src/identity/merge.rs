@@ -17,6 +17,7 @@ use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::WorkspaceName;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
+use crate::input;
 use crate::repo::transact::transact;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
@@ -194,7 +195,7 @@ pub struct MergeUpdate {
 
 /// Parses a `/users/merge` body; every update is checked before anything is applied.
 pub fn parse(body: &[u8]) -> Result<Vec<MergeUpdate>, ApiError> {
-    let body: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad(format!("Invalid JSON body: {e}")))?;
+    let body = input::json(body).map_err(ApiError::bad)?;
     let updates = match body.get("merge_updates") {
         Some(Value::Array(items)) if items.iter().all(Value::is_object) => items,
         _ => return Err(ApiError::bad(messages::NOT_ARRAY)),

@@ -61,3 +61,27 @@ pub(super) fn identify_alias(x: &str, name: &str, label: &str) -> Value {
 pub(super) fn custom(u: &Value) -> Value {
     u.get("custom_attributes").cloned().unwrap_or(Value::Null)
 }
+
+/// A body that is not JSON, or not the JSON each endpoint reads, is a 400 with the
+/// platform's message, and changes nothing (export, which reads users back, too).
+#[tokio::test]
+async fn malformed_bodies_are_400s_with_the_platforms_message() {
+    let api = Api::new().await;
+    let object = "The request body must be a JSON object";
+    let cases = [
+        ("/users/identify", object),
+        ("/users/delete", object),
+        ("/users/export/ids", object),
+        ("/users/merge", MERGE_NOT_ARRAY),
+        ("/users/alias/new", "'user_aliases' must be an array of objects"),
+        ("/users/alias/update", "'alias_updates' must be an array of objects"),
+    ];
+    for (path, not_object) in cases {
+        let r = api.call("POST", path, Some(b"{not json".to_vec())).await;
+        assert_eq!(r.status, 400, "{path}: {}", r.body);
+        let message = r.body["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("Invalid JSON body: "), "{path}: {message}");
+        let r = api.call("POST", path, Some(b"[1]".to_vec())).await;
+        assert_eq!((r.status, r.body["message"].as_str()), (400, Some(not_object)), "{path}: {}", r.body);
+    }
+}
