@@ -123,8 +123,7 @@ async fn cannot_outgrow<S: Store>(store: &S, job: &TrackJob, encoded: usize) -> 
             ident_keys.push(key.clone());
         }
     }
-    let idents = if ident_keys.is_empty() { Vec::new() } else { store.get_many(Table::Ident, &ident_keys).await? };
-    for entry in idents.into_iter().flatten() {
+    for entry in store.get_many(Table::Ident, &ident_keys).await?.into_iter().flatten() {
         profile_keys.push(profile_key(&job.workspace, &index_value(&entry.value)?));
     }
     profile_keys.sort_unstable();
