@@ -63,7 +63,7 @@ pub(super) fn custom(u: &Value) -> Value {
 }
 
 /// A body that is not JSON, or not the JSON each endpoint reads, is a 400 with the
-/// platform's message, and changes nothing (export, which reads users back, too).
+/// platform's message: the identity endpoints, and export, which reads users back.
 #[tokio::test]
 async fn malformed_bodies_are_400s_with_the_platforms_message() {
     let api = Api::new().await;
