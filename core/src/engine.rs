@@ -385,8 +385,14 @@ impl<S: Store> Engine<S> {
 
     /// Applies up to one batch of queued jobs. Hosts call this from a background task.
     pub async fn apply_queued(&self, ctx: Ctx) -> Result<QueueRun, ApiError> {
+        self.apply_queued_up_to(ctx, self.config.apply_batch).await
+    }
+
+    /// Applies up to `max_jobs` queued jobs (at least one) in one unit of work: for
+    /// a host that keeps its turns short while requests are arriving.
+    pub async fn apply_queued_up_to(&self, ctx: Ctx, max_jobs: usize) -> Result<QueueRun, ApiError> {
         let mut backlog = self.gate.backlog.lock().await;
-        let run = track::queue::apply_batch(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await?;
+        let run = track::queue::apply_batch(&self.store, &mut backlog, ctx.seed, max_jobs).await?;
         self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
         Ok(run)
     }

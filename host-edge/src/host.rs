@@ -45,6 +45,27 @@ use crate::keycache::KeyCache;
 const DEFAULT_APPLY_BATCH: usize = 16;
 /// A drain pass starts no new batch after this long, letting waiting requests in.
 const DRAIN_BUDGET_MS: u64 = 1_000;
+/// Requests in flight at which the isolate counts as busy: they queue behind one
+/// another, so every turn of the background drainer delays them. (A lone request,
+/// an operator's poll say, does not slow the drainer down.)
+const BUSY_IN_FLIGHT: u32 = 2;
+/// How long the isolate counts as busy after it last was: requests come and go
+/// between turns, and one full batch started in a gap holds up all that follow.
+const BUSY_MEMORY_MS: u64 = 1_000;
+/// Jobs per background turn while the isolate is busy: one full job's unit of work
+/// holds the isolate's thread for milliseconds, a full batch's for ~0.4 s under
+/// `wrangler dev`, and every request arriving meanwhile waits for it.
+const BUSY_APPLY_BATCH: usize = 1;
+/// While the isolate is busy, the background drainer rests after each turn as many
+/// times the turn's length as requests are in flight, up to this many: the more
+/// requests queue, the smaller applying's share of the isolate's time, down to a
+/// tenth. Under `wrangler dev` (one thread for the Worker and D1) applying
+/// alongside 200 offered full batches/s halved what was acknowledged (56/s; 200/s
+/// with no applier at all), so the load fell minutes behind; the backlog is applied
+/// at full speed once requests stop.
+const REST_FACTOR: u64 = 9;
+/// The longest rest between two background turns.
+const MAX_REST_MS: u64 = 2_000;
 /// A lane holder silent this long is presumed cancelled by the runtime.
 const LANE_STALE_MS: u64 = 10_000;
 /// Longest pause between two looks at a busy lane.
@@ -56,6 +77,12 @@ const DRAINER_STALE_MS: u64 = 30_000;
 /// state. Bindings are the same objects for every request of an isolate.
 struct Isolate {
     engine: Engine<D1Store>,
+    /// Queued jobs per commit when no request is arriving.
+    apply_batch: usize,
+    /// Requests this isolate is handling (see [`BUSY_IN_FLIGHT`]).
+    in_flight: Cell<u32>,
+    /// When a request last arrived to find the isolate busy (ms).
+    busy_at: Cell<u64>,
     /// Jobs were queued here since the last drain started.
     drain_pending: Cell<bool>,
     /// The lane holder's last sign of life (ms), if the lane is held.
@@ -94,6 +121,9 @@ fn isolate(env: &Env) -> worker::Result<Rc<Isolate>> {
     let config = Config { rate_limits, admin_token, apply_batch, public_url, link_ttl_secs, ..Config::default() };
     let i = Rc::new(Isolate {
         engine: Engine::new(D1Store::new(db, keys), config),
+        apply_batch,
+        in_flight: Cell::new(0),
+        busy_at: Cell::new(0),
         drain_pending: Cell::new(false),
         lane: Cell::new(None),
         drainer: Cell::new(None),
@@ -121,6 +151,7 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
             return to_worker(ApiError::Store(StoreError("bindings".into())).into_response());
         }
     };
+    let _in_flight = InFlight::enter(&isolate);
     let request = match translate(&mut req, &isolate.engine).await {
         Ok(Ok(r)) => r,
         Ok(Err(refused)) => return to_worker(refused),
@@ -169,16 +200,47 @@ fn schedule_drain(isolate: &Rc<Isolate>, wctx: &Context) {
     let isolate = isolate.clone();
     wctx.wait_until(async move {
         while isolate.drain_pending.get() {
-            {
+            let rest = {
                 let lane = Lane::enter(&isolate).await;
                 isolate.drainer.set(Some(now_ms()));
-                drain(&lane).await;
-            }
-            // Longer than a waiter's poll: requests waiting for the lane go first.
-            Delay::from(Duration::from_millis(2 * LANE_POLL_MAX_MS)).await;
+                background_pass(&lane).await
+            };
+            // At least longer than a waiter's poll: requests waiting for the lane go first.
+            Delay::from(Duration::from_millis(rest.max(2 * LANE_POLL_MAX_MS))).await;
         }
         isolate.drainer.set(None);
     });
+}
+
+impl Isolate {
+    /// Busy now, or within the last [`BUSY_MEMORY_MS`].
+    fn busy(&self) -> bool {
+        self.in_flight.get() >= BUSY_IN_FLIGHT || now_ms().saturating_sub(self.busy_at.get()) < BUSY_MEMORY_MS
+    }
+
+    /// Busy at some moment since `since` (ms).
+    fn busy_since(&self, since: u64) -> bool {
+        self.in_flight.get() >= BUSY_IN_FLIGHT || self.busy_at.get() >= since
+    }
+}
+
+/// Counts a request in [`Isolate::in_flight`] while it is held.
+struct InFlight<'a>(&'a Isolate);
+
+impl<'a> InFlight<'a> {
+    fn enter(isolate: &'a Isolate) -> InFlight<'a> {
+        isolate.in_flight.set(isolate.in_flight.get() + 1);
+        if isolate.in_flight.get() >= BUSY_IN_FLIGHT {
+            isolate.busy_at.set(now_ms());
+        }
+        InFlight(isolate)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.set(self.0.in_flight.get().saturating_sub(1));
+    }
 }
 
 fn lane_busy(isolate: &Isolate) -> bool {
@@ -222,24 +284,58 @@ async fn drain(lane: &Lane<'_>) {
         return;
     }
     let started = now_ms();
-    loop {
-        match isolate.engine.apply_queued(ctx()).await {
-            Ok(run) if run.is_empty() => return,
-            Ok(run) => {
-                if let Some(note) = run.set_aside_note() {
-                    worker::console_error!("{note}");
-                }
-                lane.alive();
-            }
-            Err(e) => {
-                worker::console_warn!("applying queued jobs failed: {e:?}");
-                return;
-            }
-        }
+    while apply_turn(lane, isolate.apply_batch).await {
         if now_ms().saturating_sub(started) >= DRAIN_BUDGET_MS {
             // Let waiting requests in; the background drainer comes back for the rest.
             isolate.drain_pending.set(true);
             return;
+        }
+    }
+}
+
+/// The background drainer's pass: [`drain`] while the isolate is not busy; once
+/// it is, one short turn and a rest of up to [`REST_FACTOR`] times its length, so
+/// requests go first. Returns the rest, in ms.
+async fn background_pass(lane: &Lane<'_>) -> u64 {
+    let isolate = lane.isolate;
+    if !isolate.drain_pending.replace(false) {
+        return 0;
+    }
+    let started = now_ms();
+    loop {
+        let turn = now_ms();
+        let max_jobs = if isolate.busy() { BUSY_APPLY_BATCH } else { isolate.apply_batch };
+        if !apply_turn(lane, max_jobs).await {
+            return 0;
+        }
+        let now = now_ms();
+        if isolate.busy_since(turn) {
+            isolate.drain_pending.set(true);
+            let factor = u64::from(isolate.in_flight.get()).clamp(1, REST_FACTOR);
+            return now.saturating_sub(turn).saturating_mul(factor).min(MAX_REST_MS);
+        }
+        if now.saturating_sub(started) >= DRAIN_BUDGET_MS {
+            isolate.drain_pending.set(true);
+            return 0;
+        }
+    }
+}
+
+/// Applies up to `max_jobs` queued jobs in one unit of work; false when the queue
+/// was empty or applying failed (the next request's drain tries again).
+async fn apply_turn(lane: &Lane<'_>, max_jobs: usize) -> bool {
+    match lane.isolate.engine.apply_queued_up_to(ctx(), max_jobs).await {
+        Ok(run) if run.is_empty() => false,
+        Ok(run) => {
+            if let Some(note) = run.set_aside_note() {
+                worker::console_error!("{note}");
+            }
+            lane.alive();
+            true
+        }
+        Err(e) => {
+            worker::console_warn!("applying queued jobs failed: {e:?}");
+            false
         }
     }
 }

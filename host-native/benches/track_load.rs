@@ -172,16 +172,20 @@ fn main() {
             let client = client.clone();
             handles.push(tokio::spawn(async move {
                 let r = client.request(req).await;
-                let ok = match r {
+                let outcome = match r {
                     Ok(resp) => {
                         let status = resp.status().as_u16();
-                        let _ = resp.into_body().collect().await;
-                        status == 201
+                        let body = resp.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                        if status == 201 {
+                            Ok(())
+                        } else {
+                            Err(format!("{status} {}", String::from_utf8_lossy(&body[..body.len().min(300)])))
+                        }
                     }
-                    Err(_) => false,
+                    Err(e) => Err(format!("transport: {e:?}")),
                 };
                 drop(permit);
-                (ok, scheduled.elapsed().as_micros() as u64, Instant::now())
+                (outcome, scheduled.elapsed().as_micros() as u64, Instant::now())
             }));
         }
         let mut out = Vec::with_capacity(handles.len());
@@ -192,8 +196,9 @@ fn main() {
     });
     let load_elapsed = started.elapsed().as_secs_f64();
     let cpu_after = cpu_by_thread();
-    let acked = results.iter().filter(|r| r.0).count();
-    let mut lat: Vec<u64> = results.iter().filter(|r| r.0).map(|r| r.1).collect();
+    let acked = results.iter().filter(|r| r.0.is_ok()).count();
+    let first_failure = results.iter().find_map(|r| r.0.as_ref().err());
+    let mut lat: Vec<u64> = results.iter().filter(|r| r.0.is_ok()).map(|r| r.1).collect();
     lat.sort_unstable();
     let last_ack = results.iter().map(|r| r.2).max().unwrap_or(started);
     let ack_window = last_ack.duration_since(started).as_secs_f64();
@@ -204,6 +209,9 @@ fn main() {
         total as usize - acked,
         acked as f64 / ack_window
     );
+    if let Some(failure) = first_failure {
+        println!("  first failure: {failure}");
+    }
     println!(
         "  latency from scheduled send: p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         pct(&lat, 0.5),
@@ -224,7 +232,7 @@ fn main() {
         };
         let per = ((rate * bucket_ms) / 1000).max(1) as usize;
         for (s, chunk) in results.chunks(per).enumerate() {
-            let mut l: Vec<u64> = chunk.iter().filter(|r| r.0).map(|r| r.1).collect();
+            let mut l: Vec<u64> = chunk.iter().filter(|r| r.0.is_ok()).map(|r| r.1).collect();
             l.sort_unstable();
             let at = s as u64 * bucket_ms;
             println!(

@@ -172,3 +172,18 @@ fn a_read_that_catches_up_over_a_job_it_cannot_decode_still_answers() {
         resp.internal
     );
 }
+
+#[test]
+fn a_host_can_apply_fewer_jobs_per_commit_than_its_batch_and_always_at_least_one() {
+    let kit = Kit::over(MemoryStore::new(), true);
+    enqueue_chained(&kit);
+    let engine = kit.engine();
+    let applied = |max| pollster::block_on(engine.apply_queued_up_to(kit.ctx(), max)).unwrap().applied;
+    assert_eq!(applied(3), 3);
+    assert_eq!(applied(1), 1);
+    assert_eq!(applied(0), 1, "asked for none, it still moves the queue on");
+    assert_eq!(pollster::block_on(engine.store().queued(0, 100)).unwrap().len(), 7);
+    assert_eq!(applied(100), 7);
+    assert_eq!(applied(100), 0);
+    check_chained(&kit);
+}
