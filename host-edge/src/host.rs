@@ -4,7 +4,10 @@
 //! Workers have no background threads. A request the core says does not catch up
 //! with the queue (`Engine::catches_up`: it only enqueues, touching no document)
 //! runs concurrently; when the core answers `Then::ApplyQueue`, the isolate applies
-//! the queue after the response in `ctx.wait_until`.
+//! the queue after the response in `ctx.wait_until`, in short turns with rests
+//! while requests queue in the isolate (see [`REST_FACTOR`]): the isolate has one
+//! thread, and acknowledging goes first, as the native host's idle-class applier
+//! lets it.
 //!
 //! Every other request runs in the isolate's *lane*, one at a time, after applying
 //! what this isolate queued. A request the core answered is never rerun: its writes
