@@ -80,8 +80,6 @@ const DRAINER_STALE_MS: u64 = 30_000;
 /// state. Bindings are the same objects for every request of an isolate.
 struct Isolate {
     engine: Engine<D1Store>,
-    /// Queued jobs per commit when no request is arriving.
-    apply_batch: usize,
     /// Requests this isolate is handling (see [`BUSY_IN_FLIGHT`]).
     in_flight: Cell<u32>,
     /// When a request last arrived to find the isolate busy (ms).
@@ -124,7 +122,6 @@ fn isolate(env: &Env) -> worker::Result<Rc<Isolate>> {
     let config = Config { rate_limits, admin_token, apply_batch, public_url, link_ttl_secs, ..Config::default() };
     let i = Rc::new(Isolate {
         engine: Engine::new(D1Store::new(db, keys), config),
-        apply_batch,
         in_flight: Cell::new(0),
         busy_at: Cell::new(0),
         drain_pending: Cell::new(false),
@@ -167,7 +164,7 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
     };
     let response = if isolate.engine.catches_up(&request) {
         let lane = Lane::enter(&isolate).await;
-        drain(&lane).await;
+        drain(&lane, Yield::Never).await;
         isolate.engine.handle(request, ctx()).await
     } else {
         isolate.engine.handle(request, ctx()).await
@@ -206,7 +203,7 @@ fn schedule_drain(isolate: &Rc<Isolate>, wctx: &Context) {
             let rest = {
                 let lane = Lane::enter(&isolate).await;
                 isolate.drainer.set(Some(now_ms()));
-                background_pass(&lane).await
+                drain(&lane, Yield::ToRequests).await
             };
             // At least longer than a waiter's poll: requests waiting for the lane go first.
             Delay::from(Duration::from_millis(rest.max(2 * LANE_POLL_MAX_MS))).await;
@@ -278,46 +275,40 @@ impl Drop for Lane<'_> {
     }
 }
 
-/// Applies what this isolate queued, for about [`DRAIN_BUDGET_MS`] at most (the
-/// background drainer returns for the rest; the core's catch-up applies anything
-/// left before a read).
-async fn drain(lane: &Lane<'_>) {
-    let isolate = lane.isolate;
-    if !isolate.drain_pending.replace(false) {
-        return;
-    }
-    let started = now_ms();
-    while apply_turn(lane, isolate.apply_batch).await {
-        if now_ms().saturating_sub(started) >= DRAIN_BUDGET_MS {
-            // Let waiting requests in; the background drainer comes back for the rest.
-            isolate.drain_pending.set(true);
-            return;
-        }
-    }
+/// Whether a drain gives way to requests arriving in the isolate.
+#[derive(Clone, Copy, PartialEq)]
+enum Yield {
+    /// The request draining waits for it anyway (a read catching up).
+    Never,
+    /// The background drainer: while the isolate is busy, one short turn and a rest
+    /// of up to [`REST_FACTOR`] times its length, so requests go first.
+    ToRequests,
 }
 
-/// The background drainer's pass: [`drain`] while the isolate is not busy; once
-/// it is, one short turn and a rest of up to [`REST_FACTOR`] times its length, so
-/// requests go first. Returns the rest, in ms.
-async fn background_pass(lane: &Lane<'_>) -> u64 {
+/// Applies what this isolate queued, for about [`DRAIN_BUDGET_MS`] at most (the
+/// background drainer returns for the rest; the core's catch-up applies anything
+/// left before a read). Returns how long to rest before the next pass, in ms.
+async fn drain(lane: &Lane<'_>, yielding: Yield) -> u64 {
     let isolate = lane.isolate;
     if !isolate.drain_pending.replace(false) {
         return 0;
     }
+    let yields = yielding == Yield::ToRequests;
     let started = now_ms();
     loop {
         let turn = now_ms();
-        let max_jobs = if isolate.busy() { BUSY_APPLY_BATCH } else { isolate.apply_batch };
+        let max_jobs = if yields && isolate.busy() { BUSY_APPLY_BATCH } else { isolate.engine.config().apply_batch };
         if !apply_turn(lane, max_jobs).await {
             return 0;
         }
         let now = now_ms();
-        if isolate.busy_since(turn) {
+        if yields && isolate.busy_since(turn) {
             isolate.drain_pending.set(true);
             let factor = u64::from(isolate.in_flight.get()).clamp(1, REST_FACTOR);
             return now.saturating_sub(turn).saturating_mul(factor).min(MAX_REST_MS);
         }
         if now.saturating_sub(started) >= DRAIN_BUDGET_MS {
+            // Let waiting requests in; the background drainer comes back for the rest.
             isolate.drain_pending.set(true);
             return 0;
         }

@@ -16,10 +16,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-// The suite's seeds and request bodies (`benches/suite`); this run uses a part of each.
+// The suite's seeds, request bodies and HTTP client (`benches/suite`); this run uses a part of each.
 #[allow(dead_code)]
 #[path = "suite/bodies.rs"]
 mod bodies;
+#[allow(dead_code)]
+#[path = "suite/load.rs"]
+mod load;
 #[allow(dead_code)]
 #[path = "suite/seed.rs"]
 mod seed;
@@ -29,9 +32,6 @@ use engage::server::{run, SharedEngine};
 use engage::store::SqliteStore;
 use engage_core::provision::{self, Permission, WorkspaceName};
 use engage_core::{Config, Engine};
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::TokioExecutor;
 
 /// Removes this run's database and queue when the run ends.
 struct RemoveOnDrop(std::path::PathBuf);
@@ -153,8 +153,8 @@ fn main() {
     );
 
     let total = rate * seconds;
-    let client: Client<_, Full<Bytes>> =
-        Client::builder(TokioExecutor::new()).pool_max_idle_per_host(connections).build_http();
+    let client = load::client(connections);
+    let target = Arc::new(load::Target { base, key });
     let limiter = Arc::new(tokio::sync::Semaphore::new(connections));
     let cpu_before = cpu_by_thread();
     let started = Instant::now();
@@ -164,26 +164,14 @@ fn main() {
             let scheduled = started + Duration::from_secs_f64(i as f64 / rate as f64);
             tokio::time::sleep_until(scheduled.into()).await;
             let permit = limiter.clone().acquire_owned().await.unwrap();
-            let req = hyper::Request::post(format!("{base}/users/track"))
-                .header("Authorization", format!("Bearer {key}"))
-                .header("Content-Type", "application/json")
-                .body(Full::new(bodies[(i % 1000) as usize].clone()))
-                .unwrap();
-            let client = client.clone();
+            let req = load::Req {
+                method: hyper::Method::POST,
+                path: "/users/track".to_string(),
+                body: bodies[(i % 1000) as usize].clone(),
+            };
+            let (client, target) = (client.clone(), target.clone());
             handles.push(tokio::spawn(async move {
-                let r = client.request(req).await;
-                let outcome = match r {
-                    Ok(resp) => {
-                        let status = resp.status().as_u16();
-                        let body = resp.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                        if status == 201 {
-                            Ok(())
-                        } else {
-                            Err(format!("{status} {}", String::from_utf8_lossy(&body[..body.len().min(300)])))
-                        }
-                    }
-                    Err(e) => Err(format!("transport: {e:?}")),
-                };
+                let outcome = load::send(&client, &target, &req, 201).await;
                 drop(permit);
                 (outcome, scheduled.elapsed().as_micros() as u64, Instant::now())
             }));

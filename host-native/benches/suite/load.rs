@@ -64,12 +64,12 @@ impl Outcome {
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
-fn client(connections: usize) -> HttpClient {
+pub fn client(connections: usize) -> HttpClient {
     Client::builder(TokioExecutor::new()).pool_max_idle_per_host(connections).build_http()
 }
 
 /// Sends one request; Ok when its status is `expect`, else a description.
-async fn send(client: &HttpClient, target: &Target, req: &Req, expect: u16) -> Result<(), String> {
+pub async fn send(client: &HttpClient, target: &Target, req: &Req, expect: u16) -> Result<(), String> {
     let r = hyper::Request::builder()
         .method(req.method.clone())
         .uri(format!("{}{}", target.base, req.path))
