@@ -425,7 +425,7 @@ impl<S: Store> Engine<S> {
 
 /// An error before any family's code in the shape its path's clients expect: SCIM's
 /// on a `/scim/v2` path (even one that no route has), the platform's elsewhere.
-fn error_response(path: &str, e: ApiError) -> Response {
+pub(crate) fn error_response(path: &str, e: ApiError) -> Response {
     shaped(scim::owns(path), e)
 }
 

@@ -56,6 +56,24 @@ pub enum ApiError {
     },
     /// The server holds as many connections as it may.
     Overloaded,
+    /// The request target is longer than the server reads (414).
+    UriTooLong {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// The request head is larger than the server reads (431).
+    HeadersTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// A transfer coding other than `chunked` alone (501, RFC 9112 6.1).
+    UnsupportedTransferCoding(String),
+    /// The queue of acknowledged writes is as long as the server lets it grow:
+    /// nothing was acknowledged; retry after this many seconds.
+    Backlogged {
+        /// Seconds to wait.
+        retry_after: u64,
+    },
     /// The storage backend failed; details go to the host's log, not to the client.
     Store(StoreError),
 }
@@ -91,7 +109,10 @@ impl ApiError {
             ApiError::PayloadTooLarge { .. } => 413,
             ApiError::RateLimited { .. } => 429,
             ApiError::BadRequest(_) | ApiError::Fatal { .. } => 400,
-            ApiError::NotImplemented => 501,
+            ApiError::NotImplemented | ApiError::UnsupportedTransferCoding(_) => 501,
+            ApiError::UriTooLong { .. } => 414,
+            ApiError::HeadersTooLarge { .. } => 431,
+            ApiError::Backlogged { .. } => 503,
             ApiError::RequestTimeout { .. } => 408,
             ApiError::Busy | ApiError::Store(_) | ApiError::Overloaded => 503,
         }
@@ -123,6 +144,18 @@ impl ApiError {
                 json!({"message": format!("Request Timeout: the request did not arrive within {secs} s")})
             }
             ApiError::Overloaded => json!({"message": "Service Unavailable: too many connections, retry"}),
+            ApiError::UriTooLong { limit } => {
+                json!({"message": format!("URI Too Long: the request target exceeds {limit} bytes")})
+            }
+            ApiError::HeadersTooLarge { limit } => json!({
+                "message": format!("Request Header Fields Too Large: the head exceeds {limit} bytes or 100 fields")
+            }),
+            ApiError::UnsupportedTransferCoding(codings) => json!({
+                "message": format!("Not Implemented: transfer coding '{codings}' (only 'chunked' is supported)")
+            }),
+            ApiError::Backlogged { retry_after } => json!({
+                "message": format!("Service Unavailable: too many writes are waiting to be applied, retry in {retry_after} s")
+            }),
         };
         let mut resp = Response::json(status, &body);
         match self {
@@ -135,6 +168,9 @@ impl ApiError {
             }
             ApiError::Overloaded => {
                 resp = resp.with_header("Retry-After", "1").with_header("Connection", "close");
+            }
+            ApiError::Backlogged { retry_after } => {
+                resp = resp.with_header("Retry-After", retry_after.to_string());
             }
             ApiError::Busy => {
                 resp = resp.with_header("Retry-After", "1");

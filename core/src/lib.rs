@@ -26,6 +26,7 @@ mod ctx;
 mod engine;
 mod error;
 mod export;
+pub mod head;
 mod http;
 mod identity;
 mod ids;

@@ -1,18 +1,21 @@
 //! What keeps hostile or slow clients from taking the server down: the open-files
 //! limit raised and a cap on connections below it, accept errors backed off and
-//! logged at a bounded rate, and the idle and header timeouts of a connection.
-//! (The body timeout is the request handler's: see `server::read_body`.)
+//! logged at a bounded rate, the idle and header timeouts of a connection, and its
+//! request framing judged head by head ([`crate::framing`]), with refusals written
+//! in the platform's shape. (The body timeout is the request handler's: see
+//! `server::read_bounded`.)
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::Sleep;
+
+use crate::framing::{Fed, Tracker};
 
 /// Timeouts and the connection cap of `engage serve`.
 #[derive(Clone, Copy, Debug)]
@@ -130,111 +133,138 @@ pub async fn refuse(mut stream: tokio::net::TcpStream, response: Vec<u8>) {
     .await;
 }
 
-/// Where a connection is between requests, shared by its stream and its service.
+/// What a connection's service tells its stream: how many requests it has answered,
+/// when it last did, and whom to wake then (a stream that waits for an answer
+/// before it may time out, or before it may end the connection after a refusal).
 #[derive(Default)]
 pub struct Phase {
-    /// 1 while a request is being handled.
-    handling: AtomicU8,
-    /// Requests finished on this connection.
-    finished: AtomicU64,
-    /// The `Content-Length` value of the request head being read, as sent (hyper
-    /// drops it when `Transfer-Encoding` is present too; the core refuses that pair).
-    content_length: std::sync::Mutex<Option<String>>,
+    state: std::sync::Mutex<PhaseState>,
+}
+
+#[derive(Default)]
+struct PhaseState {
+    finished: u64,
+    last_finished: Option<Instant>,
+    waker: Option<std::task::Waker>,
 }
 
 impl Phase {
-    /// A request's headers were read: the handler runs (its body has its own
-    /// timeout). Returns the `Content-Length` the head carried, as sent.
-    pub fn start(&self) -> Option<String> {
-        self.handling.store(1, Ordering::SeqCst);
-        self.content_length.lock().unwrap_or_else(|e| e.into_inner()).take()
+    fn lock(&self) -> std::sync::MutexGuard<'_, PhaseState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The handler answered: the connection waits for the next request.
+    /// The handler answered a request: the connection waits for the next one.
     pub fn finish(&self) {
-        self.finished.fetch_add(1, Ordering::SeqCst);
-        self.handling.store(0, Ordering::SeqCst);
+        let mut state = self.lock();
+        state.finished += 1;
+        state.last_finished = Some(Instant::now());
+        if let Some(waker) = state.waker.take() {
+            waker.wake();
+        }
+    }
+
+    /// Requests answered, and when the last one was; `waker` is woken at the next answer.
+    fn answered(&self, waker: &std::task::Waker) -> (u64, Option<Instant>) {
+        let mut state = self.lock();
+        state.waker = Some(waker.clone());
+        (state.finished, state.last_finished)
     }
 }
 
-/// A client stream with the idle and header timeouts: between requests, a read
-/// waits at most `idle` for a request's first byte, then `header` from that byte
-/// (the headers are read before the handler starts); a write that makes no
-/// progress for `idle` fails. A timeout fails the read or write, and hyper closes
-/// the connection.
+/// Turns a core response into raw HTTP/1.1 bytes, for answers hyper never sends.
+pub fn raw_response(resp: &engage_core::Response) -> Vec<u8> {
+    let reason = hyper::StatusCode::from_u16(resp.status).ok().and_then(|s| s.canonical_reason()).unwrap_or("");
+    let mut out = format!("HTTP/1.1 {} {reason}\r\n", resp.status);
+    for (k, v) in &resp.headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str(&format!("Content-Length: {}\r\n\r\n", resp.body.len()));
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(&resp.body);
+    bytes
+}
+
+/// How long a refused connection keeps reading (and dropping) what the client still
+/// sends after the refusal, so the client reads the answer instead of a reset.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// Most bytes read and dropped while lingering.
+const LINGER_BYTES: usize = 16 << 20;
+
+/// A refusal being sent in place of hyper's next response.
+struct Refusal {
+    bytes: Vec<u8>,
+    written: usize,
+    /// Set once the bytes are written and the write side shut: reading until then.
+    linger_until: Option<Instant>,
+    drained: usize,
+}
+
+/// A client stream with the connection's timeouts and request framing:
+/// - each request head is held back until whole and judged ([`Tracker`]); a refused
+///   one never reaches hyper: hyper sees the connection end there, answers the
+///   requests before it, and the refusal is written when hyper shuts the stream;
+/// - with no request outstanding, a read waits at most `idle` from the last answer
+///   for a head's first byte, then `header` for the rest (else 408);
+/// - a write that makes no progress for `idle` fails.
 pub struct Guarded<T> {
     inner: T,
     limits: Limits,
     phase: Arc<Phase>,
-    /// Requests finished when this stream last looked.
-    seen: u64,
-    /// When the connection became idle (its start, or the end of a request).
-    idle_since: Instant,
-    /// When the next request's first byte arrived.
+    tracker: Tracker,
+    /// Bytes judged and not yet handed to hyper.
+    out: Vec<u8>,
+    out_at: usize,
+    /// When the connection opened.
+    opened: Instant,
+    /// When the head being read started.
     head_since: Option<Instant>,
+    refusal: Option<Refusal>,
+    /// The client closed its side.
+    eof: bool,
     read_timer: Option<Pin<Box<Sleep>>>,
     write_timer: Option<Pin<Box<Sleep>>>,
-    /// The head line being read (its first bytes), to see which framing headers came.
-    line: Vec<u8>,
+    seed: fn() -> [u8; 16],
 }
 
-/// Bytes of a head line kept: enough for `content-length: ` and a length.
-const LINE_KEPT: usize = 64;
+/// Bytes read from the client at a time.
+const READ_CHUNK: usize = 16 * 1024;
 
 impl<T> Guarded<T> {
-    /// Guards `inner`; `phase` is shared with the connection's service.
-    pub fn new(inner: T, limits: Limits, phase: Arc<Phase>) -> Guarded<T> {
+    /// Guards `inner`; `phase` is shared with the connection's service; `seed` gives
+    /// request ids to refusals.
+    pub fn new(
+        inner: T,
+        limits: Limits,
+        max_body_bytes: usize,
+        phase: Arc<Phase>,
+        seed: fn() -> [u8; 16],
+    ) -> Guarded<T> {
         Guarded {
             inner,
             limits,
             phase,
-            seen: 0,
-            idle_since: Instant::now(),
+            tracker: Tracker::new(max_body_bytes),
+            out: Vec::new(),
+            out_at: 0,
+            opened: Instant::now(),
             head_since: None,
+            refusal: None,
+            eof: false,
             read_timer: None,
             write_timer: None,
-            line: Vec::new(),
+            seed,
         }
     }
 
-    /// Notes the `Content-Length` lines of a request head as its bytes arrive.
-    fn scan_head(&mut self, bytes: &[u8]) {
-        // A line at a time (a body of tens of KB passes through here too).
-        let mut lines = bytes.split(|&b| b == b'\n').peekable();
-        while let Some(part) = lines.next() {
-            let room = LINE_KEPT.saturating_sub(self.line.len());
-            self.line.extend_from_slice(&part[..part.len().min(room)]);
-            if lines.peek().is_none() {
-                // No newline after this part: the line goes on in the next read.
-                break;
-            }
-            let line = String::from_utf8_lossy(&self.line).trim_end_matches('\r').to_string();
-            self.line.clear();
-            if let Some((name, value)) = line.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    *self.phase.content_length.lock().unwrap_or_else(|e| e.into_inner()) =
-                        Some(value.trim().to_string());
-                }
-            }
-        }
+    /// Requests hyper was handed that have not been answered.
+    fn outstanding(&self, cx: &Context<'_>) -> (bool, Instant) {
+        let (finished, last) = self.phase.answered(cx.waker());
+        (self.tracker.accepted() > finished, last.unwrap_or(self.opened))
     }
 
-    /// When the pending read must give up, or `None` while a request is handled.
-    fn read_deadline(&mut self) -> Option<Instant> {
-        let finished = self.phase.finished.load(Ordering::SeqCst);
-        if finished != self.seen {
-            self.seen = finished;
-            self.idle_since = Instant::now();
-            self.head_since = None;
-            self.line.clear();
-        }
-        if self.phase.handling.load(Ordering::SeqCst) == 1 {
-            return None;
-        }
-        Some(match self.head_since {
-            Some(t) => t + self.limits.header,
-            None => self.idle_since + self.limits.idle,
-        })
+    fn refuse(&mut self, response: engage_core::Response) {
+        self.refusal = Some(Refusal { bytes: raw_response(&response), written: 0, linger_until: None, drained: 0 });
     }
 }
 
@@ -255,31 +285,75 @@ fn timed_out(what: &str) -> io::Error {
 
 impl<T: AsyncRead + Unpin> AsyncRead for Guarded<T> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
         let this = &mut *self;
-        match Pin::new(&mut this.inner).poll_read(cx, buf) {
-            Poll::Ready(r) => {
-                this.read_timer = None;
-                if this.phase.handling.load(Ordering::SeqCst) == 0 {
-                    this.scan_head(&buf.filled()[before..]);
+        loop {
+            if this.out_at < this.out.len() {
+                let n = (this.out.len() - this.out_at).min(buf.remaining());
+                buf.put_slice(&this.out[this.out_at..this.out_at + n]);
+                this.out_at += n;
+                if this.out_at == this.out.len() {
+                    this.out.clear();
+                    this.out_at = 0;
                 }
-                if buf.filled().len() > before && this.head_since.is_none() {
-                    // Bytes between requests start the next one's headers (when a
-                    // request is being handled this is overwritten as it finishes).
-                    this.head_since = Some(Instant::now());
-                }
-                Poll::Ready(r)
+                return Poll::Ready(Ok(()));
             }
-            Poll::Pending => match this.read_deadline() {
-                Some(deadline) if expired(&mut this.read_timer, deadline, cx) => {
-                    Poll::Ready(Err(timed_out(if this.head_since.is_some() { "reading headers" } else { "idle" })))
+            if this.eof {
+                return Poll::Ready(Ok(()));
+            }
+            if this.refusal.is_some() {
+                // The connection ends at the refused head, once hyper has answered
+                // every request before it (an end of input while one is outstanding
+                // would make hyper drop its answer).
+                return match this.outstanding(cx).0 {
+                    true => Poll::Pending,
+                    false => Poll::Ready(Ok(())),
+                };
+            }
+            let mut chunk = [0u8; READ_CHUNK];
+            let mut read = ReadBuf::new(&mut chunk);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) if read.filled().is_empty() => {
+                    // The client closed: what was held of a head goes on as it is.
+                    this.eof = true;
+                    let held = this.tracker.take_held();
+                    this.out.extend_from_slice(&held);
                 }
-                Some(_) => Poll::Pending,
-                None => {
+                Poll::Ready(Ok(())) => {
                     this.read_timer = None;
-                    Poll::Pending
+                    let seed = (this.seed)();
+                    if let Fed::Refused(response) = this.tracker.feed(read.filled(), &mut this.out, seed) {
+                        this.refuse(response);
+                    }
+                    this.head_since = match (this.tracker.head_started(), this.head_since) {
+                        (true, None) => Some(Instant::now()),
+                        (true, since) => since,
+                        (false, _) => None,
+                    };
                 }
-            },
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => {
+                    let (outstanding, last_answer) = this.outstanding(cx);
+                    if outstanding {
+                        // A body is being read (the handler's own timeout) or an answer
+                        // is being made: no deadline here; the answer wakes this read.
+                        this.read_timer = None;
+                        return Poll::Pending;
+                    }
+                    let deadline = match this.head_since {
+                        Some(t) => t + this.limits.header,
+                        None => last_answer + this.limits.idle,
+                    };
+                    if !expired(&mut this.read_timer, deadline, cx) {
+                        return Poll::Pending;
+                    }
+                    this.read_timer = None;
+                    if this.head_since.is_none() {
+                        return Poll::Ready(Err(timed_out("idle")));
+                    }
+                    let response = this.tracker.timed_out(this.limits.header.as_secs(), (this.seed)());
+                    this.refuse(response);
+                }
+            }
         }
     }
 }
@@ -303,7 +377,52 @@ impl<T> Guarded<T> {
     }
 }
 
-impl<T: AsyncWrite + Unpin> AsyncWrite for Guarded<T> {
+impl<T: AsyncRead + AsyncWrite + Unpin> Guarded<T> {
+    /// Writes the refusal, shuts the write side, then reads and drops what the
+    /// client still sends (bounded), so it reads the refusal rather than a reset.
+    fn poll_refusal(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Some(refusal) = self.refusal.as_mut() else { return Poll::Ready(Ok(())) };
+        while refusal.written < refusal.bytes.len() {
+            let polled = Pin::new(&mut self.inner).poll_write(cx, &refusal.bytes[refusal.written..]);
+            match polled {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => refusal.written += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        if refusal.linger_until.is_none() {
+            match Pin::new(&mut self.inner).poll_shutdown(cx) {
+                Poll::Pending => return Poll::Pending,
+                // The client is gone: nothing to linger for.
+                Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => {}
+            }
+            refusal.linger_until = Some(Instant::now() + LINGER);
+        }
+        let until = refusal.linger_until.unwrap_or_else(Instant::now);
+        let mut sink = [0u8; READ_CHUNK];
+        loop {
+            if self.eof || refusal.drained > LINGER_BYTES {
+                return Poll::Ready(Ok(()));
+            }
+            let mut read = ReadBuf::new(&mut sink);
+            match Pin::new(&mut self.inner).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) if read.filled().is_empty() => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => refusal.drained += read.filled().len(),
+                Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
+                Poll::Pending => {
+                    return match expired(&mut self.read_timer, until, cx) {
+                        true => Poll::Ready(Ok(())),
+                        false => Poll::Pending,
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Guarded<T> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
         let polled = Pin::new(&mut self.inner).poll_write(cx, data);
         self.write_outcome(polled, cx)
@@ -314,6 +433,9 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Guarded<T> {
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.refusal.is_some() {
+            return self.poll_refusal(cx);
+        }
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 

@@ -223,7 +223,7 @@ pub async fn run_with(
     warm_blocking_pool().await;
     let connections = tokio_util_tracker();
     let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
-    let refusal = raw_response(engine.overloaded());
+    let refusal = crate::conn::raw_response(&engine.overloaded());
     let mut backoff = AcceptBackoff::default();
     tokio::pin!(shutdown);
     loop {
@@ -250,12 +250,12 @@ pub async fn run_with(
                 tokio::spawn(async move {
                     let _guard = (guard, permit, crate::metrics::OpenConnection::default());
                     let phase = Arc::new(Phase::default());
-                    let io = TokioIo::new(Guarded::new(stream, limits, phase.clone()));
+                    let max_body = engine.config().max_body_bytes;
+                    let io = TokioIo::new(Guarded::new(stream, limits, max_body, phase.clone(), || ctx().seed));
                     let service = service_fn(move |req| {
                         let (engine, phase) = (engine.clone(), phase.clone());
                         async move {
-                            let sent_length = phase.start();
-                            let response = handle(engine, req, sent_length, limits.body).await;
+                            let response = handle(engine, req, limits.body).await;
                             phase.finish();
                             response
                         }
@@ -385,13 +385,12 @@ fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread
 async fn handle(
     engine: SharedEngine,
     req: hyper::Request<Incoming>,
-    sent_length: Option<String>,
     body_timeout: Duration,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
     let started = std::time::Instant::now();
     let method = Method::parse(req.method().as_str());
     let route = engine.route_label(method, req.uri().path());
-    let response = respond(&engine, req, sent_length, body_timeout).await;
+    let response = respond(&engine, req, body_timeout).await;
     let took = started.elapsed();
     let id = response.header_value("X-Request-Id").unwrap_or("-");
     if let Some(why) = &response.internal {
@@ -409,22 +408,13 @@ async fn handle(
     Ok(to_hyper(response))
 }
 
-async fn respond(
-    engine: &SharedEngine,
-    req: hyper::Request<Incoming>,
-    sent_length: Option<String>,
-    body_timeout: Duration,
-) -> Response {
+async fn respond(engine: &SharedEngine, req: hyper::Request<Incoming>, body_timeout: Duration) -> Response {
     let (parts, body) = req.into_parts();
-    let mut headers: Vec<(String, String)> = parts
+    let headers: Vec<(String, String)> = parts
         .headers
         .iter()
         .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str().to_string(), v.to_string())))
         .collect();
-    // The core sees the head as sent: hyper drops `Content-Length` beside `Transfer-Encoding`.
-    if let Some(length) = sent_length.filter(|_| !parts.headers.contains_key(hyper::header::CONTENT_LENGTH)) {
-        headers.push(("content-length".into(), length));
-    }
     // Answers given before the core runs carry a request id too.
     let early = |response: Response| {
         let id = engage_core::request_id(&headers, ctx().seed);
@@ -432,7 +422,9 @@ async fn respond(
     };
     let body = match engine.plan_body(parts.uri.path(), &headers) {
         BodyPlan::Refuse(response) => {
-            discard(body).await;
+            // The head was judged already (`crate::framing`), so this is rare; the
+            // answer is not held for a body that may never come.
+            tokio::spawn(tokio::time::timeout(body_timeout, discard(body)));
             return early(response);
         }
         BodyPlan::Read { limit } => match tokio::time::timeout(body_timeout, read_bounded(body, limit)).await {
@@ -502,22 +494,6 @@ async fn read_bounded(mut body: Incoming, limit: usize) -> Result<Vec<u8>, BodyE
         }
     }
     Ok(buf)
-}
-
-/// A response as raw HTTP/1.1 bytes, for a connection hyper never serves.
-fn raw_response(resp: Response) -> Vec<u8> {
-    let mut out = format!("HTTP/1.1 {} {}\r\n", resp.status, reason(resp.status));
-    for (k, v) in &resp.headers {
-        out.push_str(&format!("{k}: {v}\r\n"));
-    }
-    out.push_str(&format!("Content-Length: {}\r\n\r\n", resp.body.len()));
-    let mut bytes = out.into_bytes();
-    bytes.extend_from_slice(&resp.body);
-    bytes
-}
-
-fn reason(status: u16) -> &'static str {
-    hyper::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or("")
 }
 
 /// Reads and drops what is left of a refused body (up to a bound), so the client,

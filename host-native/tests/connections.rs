@@ -170,3 +170,173 @@ fn a_full_descriptor_table_does_not_spin_or_flood_the_log_and_the_server_recover
     serves_again(server.port, &key);
     eprintln!("served again in {:?}", t.elapsed());
 }
+
+#[test]
+fn a_kept_alive_connection_is_closed_the_idle_timeout_after_its_last_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("e.db");
+    let key = key(&db);
+    let server = Server::start(&db, &SHORT, &[]);
+    // Whatever the connection served before: a read, a write, two requests.
+    let mut conns: Vec<Conn> = (0..20).map(|_| server.conn()).collect();
+    for (i, c) in conns.iter_mut().enumerate() {
+        let reply = match i % 3 {
+            0 => c.send("GET", "/healthz", "", None).unwrap(),
+            1 => c.post("/users/track", &key, &track("idle")).unwrap(),
+            _ => {
+                c.send("GET", "/healthz", "", None).unwrap();
+                c.post("/users/export/ids", &key, &json!({"external_ids": ["idle"]})).unwrap()
+            }
+        };
+        assert!(reply.status < 300, "{reply:?}");
+    }
+    let started = Instant::now();
+    for c in &mut conns {
+        let rest = c.read_until_closed(Duration::from_secs(15)).expect("closed by the server, not held");
+        assert!(rest.is_empty(), "nothing more was sent");
+    }
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(1500) && took < Duration::from_secs(8), "closed after about 2 s: {took:?}");
+}
+
+/// Sends raw bytes on a fresh connection; returns every answer until the server closes.
+fn exchange(server: &Server, bytes: &[u8]) -> Vec<support::Reply> {
+    let mut c = server.conn();
+    c.stream().write_all(bytes).unwrap();
+    let mut replies = Vec::new();
+    while let Ok(reply) = c.read_reply() {
+        let closing = reply.header("connection") == Some("close");
+        replies.push(reply);
+        if closing {
+            assert!(c.read_until_closed(Duration::from_secs(10)).is_ok(), "closed after the refusal");
+            break;
+        }
+    }
+    replies
+}
+
+#[test]
+fn a_declared_body_over_the_limit_is_refused_at_once_and_the_connection_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("e.db");
+    let key = key(&db);
+    let server = Server::start(&db, &["--max-connections", "20", "--body-timeout-secs", "30"], &[]);
+    let head = format!(
+        "POST /users/track HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nContent-Length: 1000000000\r\n\r\n"
+    );
+    // More such clients than the cap, each then silent: none holds its slot.
+    for _ in 0..30 {
+        let started = Instant::now();
+        let replies = exchange(&server, head.as_bytes());
+        assert_eq!(replies.len(), 1);
+        assert_eq!(replies[0].status, 413);
+        assert_eq!(replies[0].json(), json!({"message": "Request Entity Too Large: the body exceeds 4194304 bytes"}));
+        assert!(replies[0].header("x-request-id").is_some());
+        assert!(started.elapsed() < Duration::from_secs(5), "answered and closed at once: {:?}", started.elapsed());
+    }
+    let reply = server.conn().post("/users/track", &key, &track("after")).unwrap();
+    assert_eq!(reply.status, 201);
+}
+
+#[test]
+fn each_pipelined_request_is_judged_by_its_own_head_never_by_body_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("e.db");
+    let key = key(&db);
+    let server = Server::start(&db, &[], &[]);
+    let chunked = |body: &str| format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len());
+    let track_head = |framing: &str| {
+        format!("POST /users/track HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\n{framing}\r\n")
+    };
+
+    // A read, then in the same write a request with both framings: 200, then 400 and close.
+    let smuggled = track_head("Content-Length: 5\r\nTransfer-Encoding: chunked\r\n")
+        + &chunked(r#"{"attributes":[{"external_id":"smuggled","x":1}]}"#);
+    let replies = exchange(&server, format!("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n{smuggled}").as_bytes());
+    let statuses: Vec<u16> = replies.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [200, 400]);
+    assert_eq!(replies[1].json(), json!({"message": "Bad Request: both Content-Length and Transfer-Encoding are set"}));
+
+    // A chunked body whose text holds header-like lines is an ordinary body.
+    let body = r#"{"attributes":[{"external_id":"texty","note":"content-length: 3\r\ntransfer-encoding: chunked"}]}"#;
+    let mut c = server.conn();
+    let req = track_head("Transfer-Encoding: chunked\r\n") + &chunked(body);
+    c.stream().write_all(req.as_bytes()).unwrap();
+    assert_eq!(c.read_reply().unwrap().status, 201);
+
+    // Nothing of the smuggled request was applied; the texty one was.
+    let reply = server.conn().post("/users/export/ids", &key, &json!({"external_ids": ["smuggled", "texty"]})).unwrap();
+    let users = reply.json()["users"].clone();
+    let ids: Vec<&str> = users.as_array().unwrap().iter().filter_map(|u| u["external_id"].as_str()).collect();
+    assert_eq!(ids, ["texty"]);
+}
+
+#[test]
+fn errors_of_the_http_layer_have_the_platform_shape_a_request_id_and_the_rfc_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("e.db");
+    let _key = key(&db);
+    let server = Server::start(&db, &SHORT, &[]);
+    let long_target = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(9000));
+    let big_head = format!("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: {}\r\n\r\n", "a".repeat(70_000));
+    let many_fields = format!("GET /healthz HTTP/1.1\r\nHost: x\r\n{}\r\n", "X-A: b\r\n".repeat(120));
+    let cases: [(&str, &[u8], u16, &str); 9] = [
+        (
+            "two lengths",
+            b"POST /users/track HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+            400,
+            "Bad Request: conflicting Content-Length values",
+        ),
+        (
+            "a bad length",
+            b"POST /users/track HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n{}",
+            400,
+            "Bad Request: Content-Length is not a number",
+        ),
+        (
+            "a length past any limit",
+            b"POST /users/track HTTP/1.1\r\nHost: x\r\nContent-Length: 18446744073709551614\r\n\r\n",
+            413,
+            "Request Entity Too Large: the body exceeds 4194304 bytes",
+        ),
+        ("no Host", b"GET /healthz HTTP/1.1\r\n\r\n", 400, "Bad Request: an HTTP/1.1 request needs a Host header"),
+        (
+            "gzip then chunked",
+            b"POST /users/track HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+            501,
+            "Not Implemented: transfer coding 'gzip, chunked' (only 'chunked' is supported)",
+        ),
+        ("a long target", long_target.as_bytes(), 414, "URI Too Long: the request target exceeds 8192 bytes"),
+        (
+            "a large head",
+            big_head.as_bytes(),
+            431,
+            "Request Header Fields Too Large: the head exceeds 65536 bytes or 100 fields",
+        ),
+        (
+            "many fields",
+            many_fields.as_bytes(),
+            431,
+            "Request Header Fields Too Large: the head exceeds 65536 bytes or 100 fields",
+        ),
+        (
+            "not HTTP",
+            b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n",
+            400,
+            "Bad Request: malformed request head",
+        ),
+    ];
+    for (what, bytes, status, message) in cases {
+        let replies = exchange(&server, bytes);
+        assert_eq!(replies.len(), 1, "{what}");
+        assert_eq!((replies[0].status, replies[0].json()), (status, json!({ "message": message })), "{what}");
+        assert!(replies[0].header("x-request-id").is_some_and(|id| !id.is_empty()), "{what}");
+    }
+    // A head that never ends: 408 in the same shape, once the header timeout passes.
+    let replies = exchange(&server, b"GET /healthz HTTP/1.1\r\nHo");
+    assert_eq!(replies[0].status, 408);
+    assert_eq!(replies[0].json(), json!({"message": "Request Timeout: the request did not arrive within 2 s"}));
+    // HTTP/1.0 needs no Host.
+    let replies = exchange(&server, b"GET /healthz HTTP/1.0\r\n\r\n");
+    assert_eq!(replies.first().map(|r| r.status), Some(200));
+}
