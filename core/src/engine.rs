@@ -18,6 +18,7 @@ use crate::routes::{self, Api, Auth, Endpoint, Public};
 use crate::store::Store;
 use crate::time::Timestamp;
 use crate::track::backlog::Backlog;
+use crate::track::ledger::Ledger;
 use crate::track::queue::QueueRun;
 use crate::{cdi, export, identity, input, preference_center, scim, service, subscriptions, track};
 
@@ -121,12 +122,28 @@ const KEY_USE_RESOLUTION_MS: i64 = 3_600_000;
 /// applier, or a request catching up) applies, so they take turns instead of racing
 /// for the same jobs and failing each other's commits; requests waiting make the
 /// applier stop after its current batch.
-#[derive(Default)]
 struct Gate {
     backlog: futures_util::lock::Mutex<Backlog>,
+    /// What queued jobs will add to each user (told by the backlog what is applied).
+    ledger: std::sync::Arc<Ledger>,
+    /// Held by a `/users/track` request checked exactly against the store.
+    exact: futures_util::lock::Mutex<()>,
     waiting: AtomicUsize,
     /// When a turn last found the queue empty or applied something (ms): readiness.
     progress_at: AtomicI64,
+}
+
+impl Gate {
+    fn new() -> Gate {
+        let ledger = std::sync::Arc::new(Ledger::default());
+        Gate {
+            backlog: futures_util::lock::Mutex::new(Backlog::with_ledger(ledger.clone())),
+            ledger,
+            exact: futures_util::lock::Mutex::new(()),
+            waiting: AtomicUsize::new(0),
+            progress_at: AtomicI64::new(0),
+        }
+    }
 }
 
 /// Counts a request waiting for its turn, also when its future is dropped while waiting.
@@ -150,7 +167,7 @@ impl<S: Store> Engine<S> {
     pub fn new(store: S, config: Config) -> Engine<S> {
         let limiter = RateLimiter::new(config.rate_limits);
         let admin_token_hash = config.admin_token.as_deref().filter(|t| !t.is_empty()).map(auth::key_hash);
-        Engine { store, config, limiter, admin_token_hash, gate: Gate::default(), keys_noted: Default::default() }
+        Engine { store, config, limiter, admin_token_hash, gate: Gate::new(), keys_noted: Default::default() }
     }
 
     /// The store.
@@ -345,7 +362,7 @@ impl<S: Store> Engine<S> {
         let store = &self.store;
         let body = &req.body;
         match api {
-            Api::Track => track::track(store, ws, body, ctx).await,
+            Api::Track => self.track(ws, body, ctx).await,
             Api::TrackSync => track::track_sync(store, ws, body, ctx).await,
             Api::ExportIds => export::export_ids(store, ws, body).await,
             Api::Identify => identity::identify::identify(store, ws, body, ctx).await,
@@ -364,6 +381,28 @@ impl<S: Store> Engine<S> {
             }
             Api::Cdi(endpoint) => cdi::handle(store, endpoint, ws, req).await,
         }
+    }
+
+    /// `/users/track`, applying the queued jobs of its users first when that is what
+    /// it takes to tell whether it keeps within their profiles' bounds.
+    async fn track(&self, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
+        let seeds = match track::track(&self.store, &self.gate.ledger, ws, body, ctx, false).await? {
+            track::Tracked::Done(response) => return Ok(response),
+            track::Tracked::CatchUp(seeds) => seeds,
+        };
+        // Requests checked exactly take turns, so that they do not keep finding each
+        // other's reservations.
+        let _turn = self.gate.exact.lock().await;
+        let mut seeds = seeds;
+        for _ in 0..4 {
+            self.catch_up(ws, seeds, ctx).await?;
+            match track::track(&self.store, &self.gate.ledger, ws, body, ctx, true).await? {
+                track::Tracked::Done(response) => return Ok(response),
+                track::Tracked::CatchUp(more) => seeds = more,
+            }
+        }
+        // Other requests for these users kept arriving between turns.
+        Err(ApiError::Busy)
     }
 
     /// Read-your-writes: applies the queued jobs acknowledged before this request

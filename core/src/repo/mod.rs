@@ -347,6 +347,12 @@ impl<'s, S: Store> Tx<'s, S> {
         touched.iter().find_map(|id| self.profiles.get(id).and_then(|s| s.doc.as_ref()).and_then(Profile::size_error))
     }
 
+    /// Forgets which profiles were changed (for a unit of work whose bounds were
+    /// checked before: the queue applier's).
+    pub fn untouch(&mut self) {
+        self.touched.clear();
+    }
+
     /// Turns the collected changes into one change set.
     pub fn into_changes(self) -> Result<ChangeSet, StoreError> {
         Ok(self.changes()?.0)

@@ -41,8 +41,7 @@ const INDEX_CHUNK: usize = 1000;
 /// hundred users at most (75 objects a track request, 50 ids an export).
 const MAX_SEEDS: usize = 4096;
 
-/// One operation of a queued job: its sequence number and its index in the job.
-pub type OpKey = (u64, u32);
+pub use super::ledger::OpKey;
 
 /// The store key of the record of an operation applied early.
 pub fn early_key((seq, op): OpKey) -> String {
@@ -68,9 +67,16 @@ pub struct Backlog {
     per_ws: HashMap<WorkspaceName, usize>,
     /// Applied ahead of the queue cursor; the in-order applier skips them.
     early: BTreeSet<OpKey>,
+    /// Told what is applied, so it stops counting it.
+    ledger: std::sync::Arc<super::ledger::Ledger>,
 }
 
 impl Backlog {
+    /// A backlog that tells `ledger` what is applied.
+    pub fn with_ledger(ledger: std::sync::Arc<super::ledger::Ledger>) -> Backlog {
+        Backlog { ledger, ..Backlog::default() }
+    }
+
     /// Reads the records of jobs applied early, once per engine (they survive a restart).
     pub async fn load<S: Store>(&mut self, store: &S) -> Result<(), StoreError> {
         if !self.loaded {
@@ -151,6 +157,7 @@ impl Backlog {
         }
         self.early = self.early.split_off(&(through + 1, 0));
         self.indexed = self.indexed.max(through);
+        self.ledger.applied_through(through);
     }
 
     /// These operations were applied early (committed with their records).
@@ -159,6 +166,7 @@ impl Backlog {
             self.remove(key);
             self.early.insert(key);
         }
+        self.ledger.applied_early(keys);
     }
 
     /// The pending operations of workspace `ws` that may touch a profile `seeds`

@@ -5,6 +5,7 @@
 
 pub mod apply;
 pub mod backlog;
+pub mod ledger;
 pub mod parse;
 pub mod queue;
 pub mod schema;
@@ -18,32 +19,27 @@ mod size_tests;
 pub use sync::track_sync;
 
 use self::apply::look_up_groups;
-use self::parse::{nothing_valid, AttrUpdate, TrackJob, TrackOp};
+use self::ledger::{Growth, Ledger};
+use self::parse::{nothing_valid, TrackJob};
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Response, Then};
 use crate::ids::Identifier;
-use crate::ids::{IdGen, WorkspaceName};
+use crate::ids::{IdGen, ServiceId, WorkspaceName};
 use crate::repo::codec::encode;
 use crate::repo::index::index_value;
-use crate::repo::keys::{profile_key, unique_key};
+use crate::repo::keys::{profile_key, shared_prefix, unique_key};
 use crate::repo::large;
 use crate::repo::Tx;
+use crate::repo::MAX_SHARED;
 use crate::store::{Store, StoreError, Table};
 use crate::users::profile::{MAX_CUSTOM_ATTRIBUTES, MAX_CUSTOM_BYTES, MAX_NAMES};
 
 /// Refuses (400, naming the bound) a job that would take a profile over the bound
 /// on a profile's size, as the profiles are stored now: the job is applied to a unit
-/// of work that is never committed. Jobs queued before it are not in the store yet,
-/// so the applier checks again and sets aside a job that no longer fits.
-///
-/// Most jobs are proved to fit first, from the stored documents' sizes alone
-/// ([`cannot_outgrow`]), which spares decoding and applying every profile a request
-/// names (most of the CPU an acknowledgement took); the answer is the same.
-async fn refuse_oversized<S: Store>(store: &S, job: &TrackJob, encoded: usize, ctx: Ctx) -> Result<(), ApiError> {
-    if cannot_outgrow(store, job, encoded).await? {
-        return Ok(());
-    }
+/// of work that is never committed. Callers first have the queued jobs of its users
+/// applied, so that "stored now" includes everything acknowledged for them.
+async fn refuse_oversized<S: Store>(store: &S, job: &TrackJob, ctx: Ctx) -> Result<(), ApiError> {
     let mut tx = Tx::new(store, job.workspace.clone());
     let mut ids = IdGen::derive(ctx.seed, "size check", 0);
     let idents: Vec<_> = job.ops.iter().map(|op| op.target().ident.clone()).collect();
@@ -57,64 +53,38 @@ async fn refuse_oversized<S: Store>(store: &S, job: &TrackJob, encoded: usize, c
     }
 }
 
-/// True when no profile `job` names can end up over a bound of
-/// [`Profile::size_error`], whatever the job does to it. Each bound is checked
-/// against an upper bound of the profile after the job:
-/// - a stored profile of `L` bytes of compact JSON holds at most `(L + 1) / 5`
-///   entries in any of its maps (custom attributes, event names, products): an entry
-///   takes at least 5 bytes (`"":0,`), the last one 4; and at most `L` bytes of
-///   custom attributes (their JSON is part of the document);
-/// - `L` is read only for profiles in the registry of large ones
-///   ([`crate::repo::large`]); any other is at most
-///   [`LARGE_PROFILE_BYTES`](crate::repo::large::LARGE_PROFILE_BYTES), or not stored
-///   yet (`L = 0`). A workspace whose registry is not known to be complete has every
-///   profile read;
-/// - the job adds at most one custom attribute per custom update, one event name
-///   per event, one product per purchase, to any one profile (counted over the whole
-///   job, as if every operation named the same user); and at most its own encoded
-///   length plus 40 bytes per custom update to custom attributes (a value written
-///   or appended is in the job; an increment grows a number by at most 20 digits).
-///
-/// Identifiers shared by several profiles (email, phone) are not resolved here:
-/// such a job takes the exact check.
-async fn cannot_outgrow<S: Store>(store: &S, job: &TrackJob, encoded: usize) -> Result<bool, StoreError> {
-    let (mut custom, mut events, mut purchases) = (0usize, 0usize, 0usize);
-    // Each target's registry key, and whether it is a service id (a profile key).
+/// An upper bound of the stored size, in bytes of compact JSON, of every profile
+/// `job` names (0 for one not stored yet), read cheaply: a profile outside the
+/// registry of large ones ([`crate::repo::large`]) counts as the registry's
+/// threshold when `trust_registry` and the workspace's registry is complete;
+/// every other profile is read, and every profile an email or phone target names.
+async fn largest_stored<S: Store>(store: &S, job: &TrackJob, trust_registry: bool) -> Result<usize, StoreError> {
+    // Each unique target's registry key, and whether it is a service id (a profile key).
     let mut targets: Vec<(String, bool)> = Vec::with_capacity(job.ops.len());
+    let mut profile_keys = Vec::new();
     for op in &job.ops {
-        match op {
-            TrackOp::Attributes { updates, .. } => {
-                custom += updates.iter().filter(|u| matches!(u, AttrUpdate::Custom(..))).count();
+        let ident = &op.target().ident;
+        match (ident, unique_key(&job.workspace, ident), shared_prefix(&job.workspace, ident)) {
+            (Identifier::Service(id), _, _) => targets.push((profile_key(&job.workspace, id), true)),
+            (_, Some(key), _) => targets.push((key, false)),
+            (_, None, Some(prefix)) => {
+                for (key, _) in store.scan(Table::Ident, &prefix, MAX_SHARED).await? {
+                    if let Some(id) = ServiceId::parse(&key[prefix.len()..]) {
+                        profile_keys.push(profile_key(&job.workspace, &id));
+                    }
+                }
             }
-            TrackOp::Event { .. } => events += 1,
-            TrackOp::Purchase { .. } => purchases += 1,
-        }
-        match &op.target().ident {
-            Identifier::Service(id) => targets.push((profile_key(&job.workspace, id), true)),
-            other => match unique_key(&job.workspace, other) {
-                Some(key) => targets.push((key, false)),
-                None => return Ok(false),
-            },
+            (_, None, None) => {}
         }
     }
     targets.sort_unstable();
     targets.dedup();
-    let fits = |largest: usize| {
-        let entries = (largest + 1) / 5;
-        entries + custom <= MAX_CUSTOM_ATTRIBUTES
-            && largest + encoded + 40 * custom <= MAX_CUSTOM_BYTES
-            && entries + events <= MAX_NAMES
-            && entries + purchases <= MAX_NAMES
-    };
-    // Unregistered profiles count as the registry's threshold, unless even that
-    // does not fit this job: then every profile is read, for its real size.
     let keys: Vec<&str> = targets.iter().map(|(k, _)| k.as_str()).collect();
     let (complete, registered) = large::registered(store, &job.workspace, &keys).await?;
-    let trusted = complete && fits(large::LARGE_PROFILE_BYTES);
+    let trusted = trust_registry && complete;
     let unread: Vec<&(String, bool)> =
         targets.iter().zip(&registered).filter(|(_, large)| !trusted || **large).map(|(t, _)| t).collect();
     let mut largest = if unread.len() < targets.len() { large::LARGE_PROFILE_BYTES } else { 0 };
-    let mut profile_keys = Vec::new();
     let mut ident_keys = Vec::new();
     for (key, is_profile) in unread {
         if *is_profile {
@@ -132,12 +102,42 @@ async fn cannot_outgrow<S: Store>(store: &S, job: &TrackJob, encoded: usize) -> 
         let stored = store.get_many(Table::Profile, &profile_keys).await?;
         largest = largest.max(stored.iter().flatten().map(|e| e.value.len()).max().unwrap_or(0));
     }
-    Ok(fits(largest))
+    Ok(largest)
 }
 
-/// POST /users/track: parse, look up the groups named, queue durably, answer 201;
-/// the host is asked to apply the queue soon.
-pub async fn track<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
+/// True when a profile of at most `largest` bytes stays within every bound of
+/// [`Profile::size_error`] after `growth`: a stored profile of `L` bytes of compact
+/// JSON holds at most `(L + 1) / 5` entries in any of its maps (an entry takes at
+/// least 5 bytes, `"":0,`) and at most `L` bytes of custom attributes.
+fn fits(largest: usize, growth: Growth) -> bool {
+    let entries = (largest + 1) / 5;
+    entries + growth.custom <= MAX_CUSTOM_ATTRIBUTES
+        && largest + growth.bytes <= MAX_CUSTOM_BYTES
+        && entries + growth.events <= MAX_NAMES
+        && entries + growth.purchases <= MAX_NAMES
+}
+
+/// What `/users/track` did with a request.
+pub enum Tracked {
+    /// Answered (201).
+    Done(Response),
+    /// Whether it fits its users' bounds cannot be told until the jobs queued for
+    /// them are applied: the engine applies them (in its turn) and asks again.
+    CatchUp(Vec<Identifier>),
+}
+
+/// POST /users/track: parse, look up the groups named, check the bounds on its
+/// users' profiles counting what is queued for them ([`ledger`]), queue durably,
+/// answer 201; the host is asked to apply the queue soon. `caught_up`: the queued
+/// jobs of the request's users were just applied.
+pub async fn track<S: Store>(
+    store: &S,
+    ledger: &Ledger,
+    ws: &WorkspaceName,
+    body: &[u8],
+    ctx: Ctx,
+    caught_up: bool,
+) -> Result<Tracked, ApiError> {
     let obj = parse::body_object(body)?;
     let arrays = parse::arrays(&obj, parse::MAX_OBJECTS)?;
     let parsed = look_up_groups(store, ws, parse::parse(&arrays, ctx.now)).await?;
@@ -148,7 +148,43 @@ pub async fn track<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ct
     let ops = parsed.ops.into_iter().map(|(_, op)| op).collect();
     let job = TrackJob { workspace: ws.clone(), at: ctx.now, ops };
     let encoded = encode(&job)?;
-    refuse_oversized(store, &job, encoded.len(), ctx).await?;
-    store.enqueue(encoded).await?;
-    Ok(Response::json(201, &body).then(Then::ApplyQueue))
+    ledger.load(store).await?;
+    let seeds = || job.ops.iter().map(|op| op.target().ident.clone()).collect();
+    let growth: Vec<(u32, String, Growth)> = job
+        .ops
+        .iter()
+        .enumerate()
+        .map(|(i, op)| (i as u32, ledger::target_key(ws, &op.target().ident), Growth::of(op)))
+        .collect();
+    let mut keys: Vec<String> = growth.iter().map(|(_, k, _)| k.clone()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let snapshot = ledger.snapshot(&keys);
+    let reservation = if caught_up {
+        // Checked exactly against the store, which (just caught up) holds every job
+        // acknowledged for these users; one acknowledged since for one of them
+        // means catching up again.
+        refuse_oversized(store, &job, ctx).await?;
+        ledger.reserve(&snapshot, growth, |pending, _| pending == Growth::default())
+    } else {
+        let mut reserved = None;
+        for trust_registry in [true, false] {
+            let largest = largest_stored(store, &job, trust_registry).await?;
+            let fast = |pending: Growth, own: Growth| fits(largest, pending.plus(own));
+            reserved = ledger.reserve(&snapshot, growth.clone(), fast);
+            if reserved.is_some() || largest > large::LARGE_PROFILE_BYTES {
+                break;
+            }
+        }
+        reserved
+    };
+    let Some(reservation) = reservation else { return Ok(Tracked::CatchUp(seeds())) };
+    match store.enqueue(encoded).await {
+        Ok(seq) => ledger.queued(reservation, seq),
+        Err(e) => {
+            ledger.cancel(reservation);
+            return Err(e.into());
+        }
+    }
+    Ok(Tracked::Done(Response::json(201, &body).then(Then::ApplyQueue)))
 }

@@ -24,8 +24,7 @@ use crate::store::{ChangeSet, CommitError, Expect, Op, QueueAck, QueuedJob, Stor
 pub struct QueueRun {
     /// Jobs applied.
     pub applied: usize,
-    /// Jobs that could not be decoded, or would take a profile over the bound on its
-    /// size: kept aside (readable at the operator route
+    /// Jobs that could not be decoded: kept aside (readable at the operator route
     /// `GET /_engage/queue/set-aside`) and acknowledged, so they no longer block the queue.
     pub set_aside: usize,
 }
@@ -45,7 +44,7 @@ impl QueueRun {
     pub fn set_aside_note(&self) -> Option<String> {
         (self.set_aside > 0).then(|| {
             format!(
-                "{} queued job(s) could not be decoded or would take a profile over its size bound: kept aside (operator route GET /_engage/queue/set-aside) and acknowledged",
+                "{} queued job(s) could not be decoded: kept aside (operator route GET /_engage/queue/set-aside) and acknowledged",
                 self.set_aside
             )
         })
@@ -92,9 +91,7 @@ pub async fn apply_batch<S: Store>(
 
 /// Applies the queued operations `keys` (pending, in queue order, closed as
 /// [`Backlog::concerning`] makes them) ahead of the queue, in one commit with the
-/// records that make the in-order applier skip them. A job whose operations would
-/// take a profile over the bound on its size is set aside whole here, as the
-/// in-order applier would.
+/// records that make the in-order applier skip them.
 pub async fn apply_early<S: Store>(
     store: &S,
     backlog: &mut Backlog,
@@ -114,9 +111,7 @@ pub async fn apply_early<S: Store>(
             _ => return Err(StoreError(format!("queued job {seq} is missing")).into()),
         }
     }
-    let mut refused: BTreeMap<u64, String> = BTreeMap::new();
-    let mut attempt = 0;
-    while attempt < MAX_ATTEMPTS {
+    for attempt in 0..MAX_ATTEMPTS {
         let mut ids = IdGen::derive(seed, "early", first.wrapping_mul(64).wrapping_add(u64::from(attempt)));
         let mut jobs: Vec<(u64, TrackJob)> = Vec::new();
         let mut records: Vec<OpKey> = Vec::new();
@@ -124,11 +119,6 @@ pub async fn apply_early<S: Store>(
         for q in &queued {
             // A job that cannot be decoded names nobody: it is not in the set.
             let Ok(mut job) = decode::<TrackJob>(&q.job) else { continue };
-            if let Some(why) = refused.get(&q.seq) {
-                changes.ops.push(set_aside_op(q, why.clone())?);
-                records.extend((0..job.ops.len() as u32).map(|op| (q.seq, op)));
-                continue;
-            }
             let ops = &wanted[&q.seq];
             records.extend(ops.iter().map(|&op| (q.seq, op)));
             job.ops =
@@ -136,14 +126,7 @@ pub async fn apply_early<S: Store>(
             jobs.push((q.seq, job));
         }
         let mut txs = BTreeMap::new();
-        match apply_jobs(store, &mut txs, &jobs, &mut ids).await {
-            Ok(()) => {}
-            Err(Failure::Store(e)) => return Err(e.into()),
-            Err(Failure::Oversized(seq, why)) => {
-                refused.insert(seq, why);
-                continue;
-            }
-        }
+        apply_jobs(store, &mut txs, &jobs, &mut ids).await?;
         for tx in txs.into_values() {
             changes.ops.extend(tx.into_changes()?.ops);
         }
@@ -154,11 +137,11 @@ pub async fn apply_early<S: Store>(
         match store.commit(changes).await {
             Ok(()) => {
                 backlog.applied_early(&records);
-                return Ok(QueueRun { applied: jobs.len(), set_aside: refused.len() });
+                return Ok(QueueRun { applied: jobs.len(), set_aside: 0 });
             }
             // Another writer (a request, not an applier: the gate keeps those apart)
             // changed one of these profiles first: read again.
-            Err(CommitError::Conflict) => attempt += 1,
+            Err(CommitError::Conflict) => {}
             Err(CommitError::Store(e)) => return Err(e.into()),
         }
     }
@@ -209,7 +192,7 @@ struct Batch {
 impl Batch {
     /// The batch of `queued`, less the jobs applied early, with those in `refused`
     /// (and those that cannot be decoded) set aside.
-    fn decode(queued: &[QueuedJob], backlog: &Backlog, refused: &BTreeMap<u64, String>) -> Result<Batch, StoreError> {
+    fn decode(queued: &[QueuedJob], backlog: &Backlog) -> Result<Batch, StoreError> {
         let mut batch = Batch { jobs: Vec::with_capacity(queued.len()), set_aside: Vec::new(), early: Vec::new() };
         for q in queued {
             let early = backlog.early_ops(q.seq);
@@ -220,11 +203,7 @@ impl Batch {
                     expect: Expect::Any,
                 });
             }
-            let decoded = match refused.get(&q.seq) {
-                Some(why) => Err(StoreError(why.clone())),
-                None => decode::<TrackJob>(&q.job),
-            };
-            match decoded {
+            match decode::<TrackJob>(&q.job) {
                 Ok(mut job) => {
                     if !early.is_empty() {
                         let ops = std::mem::take(&mut job.ops).into_iter().enumerate();
@@ -258,32 +237,10 @@ async fn prepare<'s, S: Store>(
     backlog: &Backlog,
     ids: &mut IdGen,
 ) -> Result<(Batch, BTreeMap<WorkspaceName, Tx<'s, S>>), StoreError> {
-    let mut refused = BTreeMap::new();
-    loop {
-        let batch = Batch::decode(queued, backlog, &refused)?;
-        let mut txs = BTreeMap::new();
-        match apply_jobs(store, &mut txs, &batch.jobs, ids).await {
-            Ok(()) => return Ok((batch, txs)),
-            Err(Failure::Store(e)) => return Err(e),
-            Err(Failure::Oversized(seq, why)) => {
-                refused.insert(seq, why);
-            }
-        }
-    }
-}
-
-/// Why a batch could not be prepared.
-enum Failure {
-    Store(StoreError),
-    /// Job `seq` would take a profile over the bound on a profile's size: it is set
-    /// aside whole with this message, and the batch prepared again without it.
-    Oversized(u64, String),
-}
-
-impl From<StoreError> for Failure {
-    fn from(e: StoreError) -> Self {
-        Failure::Store(e)
-    }
+    let batch = Batch::decode(queued, backlog)?;
+    let mut txs = BTreeMap::new();
+    apply_jobs(store, &mut txs, &batch.jobs, ids).await?;
+    Ok((batch, txs))
 }
 
 /// Applies the operations of `jobs`, in one unit of work per workspace, after reading
@@ -293,7 +250,7 @@ async fn apply_jobs<'s, S: Store>(
     txs: &mut BTreeMap<WorkspaceName, Tx<'s, S>>,
     jobs: &[(u64, TrackJob)],
     ids: &mut IdGen,
-) -> Result<(), Failure> {
+) -> Result<(), StoreError> {
     let mut targets: BTreeMap<&WorkspaceName, Vec<Identifier>> = BTreeMap::new();
     for (_, job) in jobs {
         targets.entry(&job.workspace).or_default().extend(job.ops.iter().map(|op| op.target().ident.clone()));
@@ -301,14 +258,15 @@ async fn apply_jobs<'s, S: Store>(
     for (ws, idents) in targets {
         txs.entry(ws.clone()).or_insert_with(|| Tx::new(store, ws.clone())).prefetch(&idents).await?;
     }
-    for (seq, job) in jobs {
+    for (_, job) in jobs {
         let tx = txs.entry(job.workspace.clone()).or_insert_with(|| Tx::new(store, job.workspace.clone()));
         for op in &job.ops {
             apply_op(tx, op, job.at, ids).await?;
         }
-        if let Some(message) = tx.take_oversized() {
-            return Err(Failure::Oversized(*seq, message));
-        }
+        // A job acknowledged is applied: the bounds on a profile's size were checked
+        // when it was acknowledged, counting the jobs queued before it
+        // (`super::ledger`), so a job is never set aside for one.
+        tx.untouch();
     }
     Ok(())
 }
@@ -345,7 +303,7 @@ pub async fn apply_pipelined<S: Store>(
         // Distinct ids for every batch: each starts at a different sequence number, and
         // every call brings a fresh seed.
         let mut ids = IdGen::derive(seed, "pipeline", first.seq);
-        let batch = Batch::decode(&jobs, backlog, &BTreeMap::new())?;
+        let batch = Batch::decode(&jobs, backlog)?;
         let commit = async {
             match in_flight.take() {
                 Some((changes, run, through)) => store.commit(changes).await.map(|()| Some((run, through))),
@@ -358,7 +316,7 @@ pub async fn apply_pipelined<S: Store>(
             for tx in txs.values_mut() {
                 changes.ops.extend(tx.settle()?.ops);
             }
-            Ok::<ChangeSet, Failure>(changes)
+            Ok::<ChangeSet, StoreError>(changes)
         };
         let (committed, prepared) = futures_util::future::join(commit, prepare).await;
         match committed {
@@ -370,12 +328,7 @@ pub async fn apply_pipelined<S: Store>(
             Err(CommitError::Conflict) => return Ok(done.plus(apply_batch(store, backlog, seed, max_jobs).await?)),
             Err(CommitError::Store(e)) => return Err(e.into()),
         }
-        let mut changes = match prepared {
-            Ok(changes) => changes,
-            Err(Failure::Store(e)) => return Err(e.into()),
-            // A job to set aside: the plain way prepares batches again without it.
-            Err(Failure::Oversized(..)) => return Ok(done.plus(apply_batch(store, backlog, seed, max_jobs).await?)),
-        };
+        let mut changes = prepared?;
         changes.ack = Some(QueueAck { through, count: jobs.len() as u64 });
         in_flight = Some((changes, batch.run(), through));
         after = through;

@@ -1,6 +1,6 @@
-//! The bound on a profile's size: a request that would take a profile over it is
-//! refused whole (400, naming the bound); a queued job that no longer fits when
-//! applied is set aside whole, never half-applied.
+//! The bound on a profile's size: a request that would take a profile over it,
+//! counting the jobs already queued for that user, is refused whole (400, naming the
+//! bound); a job acknowledged is always applied whole, never set aside.
 
 use serde_json::{json, Map, Value};
 
@@ -64,21 +64,60 @@ fn a_profile_at_the_bound_takes_no_new_attribute_but_updates_its_own() {
 }
 
 #[test]
-fn a_queued_job_that_no_longer_fits_is_set_aside_whole() {
+fn a_request_that_fits_only_without_the_jobs_queued_before_it_is_refused_at_acknowledgement() {
     let kit = Kit::new();
-    // Both fit the stored (empty) profile when accepted; together they do not.
+    // Both fit the stored (empty) profile; together they do not: the second is refused.
     kit.track(json!({"attributes": [object("race", 0, 600)]}));
     let second = object("race", 600, 600);
     let events = json!([{"external_id": "race", "name": "from_the_second", "time": "2026-11-01T10:00:00Z"}]);
-    kit.track(json!({"attributes": [second], "events": events}));
+    let (status, body) = kit.post("/users/track", json!({"attributes": [second], "events": events}));
+    assert_eq!(status, 400, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("would have 1200 custom attributes"), "{body}");
     apply_all(&kit);
-    let user = kit.user("race");
     assert_eq!(custom_count(&kit, "race"), 600);
-    assert!(user.get("custom_events").is_none(), "the second job's event was not applied either: {user}");
-    let (status, body) = kit.operator(Method::Get, "/_engage/queue/set-aside");
-    assert_eq!(status, 200);
-    assert_eq!(body["count"], json!(1), "{body}");
-    assert!(body["jobs"][0]["error"].as_str().unwrap().contains("would have 1200 custom attributes"), "{body}");
+    assert!(kit.user("race").get("custom_events").is_none(), "nothing of the refused request");
+    let (_, body) = kit.operator(Method::Get, "/_engage/queue/set-aside");
+    assert_eq!(body["count"], json!(0), "{body}");
+}
+
+#[test]
+fn every_201_on_one_profile_filled_to_its_bound_is_applied_and_nothing_is_set_aside() {
+    let kit = Kit::new();
+    // Acknowledged one after another with nothing applied between: each answer counts
+    // what the earlier ones queued.
+    let mut accepted = Vec::new();
+    for i in 0..15 {
+        let (status, body) = kit.post("/users/track", json!({"attributes": [object("filled", i * 100, 100)]}));
+        match status {
+            201 => accepted.push(i),
+            400 => assert!(body["message"].as_str().unwrap().contains("at most 1000"), "{body}"),
+            other => panic!("{other}: {body}"),
+        }
+    }
+    assert_eq!(accepted, (0..10).collect::<Vec<_>>());
+    for (name, field) in [("e", "events"), ("p", "purchases")] {
+        let mut taken = 0;
+        for chunk in 0..15 {
+            let objects: Vec<Value> = (0..75)
+                .map(|i| {
+                    let n = format!("{name}{}", chunk * 75 + i);
+                    json!({"external_id": "filled", "name": n, "product_id": n, "price": 1, "currency": "USD",
+                           "time": "2026-11-01T10:00:00Z"})
+                })
+                .collect();
+            let (status, _) = kit.post("/users/track", json!({ field: objects }));
+            if status == 201 {
+                taken += 75;
+            }
+        }
+        assert!(taken <= MAX_NAMES && taken > MAX_NAMES - 75, "{field}: {taken}");
+    }
+    apply_all(&kit);
+    let user = kit.user("filled");
+    assert_eq!(custom_count(&kit, "filled"), MAX_CUSTOM_ATTRIBUTES);
+    let (_, body) = kit.operator(Method::Get, "/_engage/queue/set-aside");
+    assert_eq!(body["count"], json!(0), "{body}");
+    assert!(user["custom_events"].as_array().is_some_and(|e| e.len() > MAX_NAMES - 75), "{user}");
 }
 
 #[test]

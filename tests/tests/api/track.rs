@@ -452,3 +452,48 @@ async fn event_properties_may_hold_100_kb_of_json_and_no_more() {
     assert_eq!(api.user("fits").await["custom_events"][0]["count"], json!(1));
     assert_eq!(api.user("over").await, Value::Null);
 }
+
+/// Requests sent to one profile as fast as possible, past its bound of 1,000 custom
+/// attributes: each is answered by what the ones acknowledged before it queued, so
+/// every `201` is applied whole and readable, every refusal is a `400` naming the
+/// bound, and no job is set aside.
+#[tokio::test]
+async fn every_201_to_a_profile_at_its_bound_is_applied_and_none_is_set_aside() {
+    let api = Api::new().await;
+    let body = |round: usize| {
+        let mut user = serde_json::Map::new();
+        user.insert("external_id".into(), json!("crowded"));
+        for i in 0..100 {
+            user.insert(format!("r{round}_{i}"), json!(i));
+        }
+        json!({"attributes": [user]})
+    };
+    let mut sent = Vec::new();
+    for round in 0..14 {
+        let api = api.clone();
+        let b = body(round);
+        sent.push(tokio::spawn(async move { (round, api.post("/users/track", b).await) }));
+    }
+    let mut accepted = Vec::new();
+    for task in sent {
+        let (round, r) = task.await.unwrap();
+        match r.status {
+            201 => accepted.push(round),
+            400 => assert!(r.body["message"].as_str().unwrap().contains("a profile keeps at most 1000"), "{}", r.body),
+            other => panic!("{other}: {}", r.body),
+        }
+    }
+    assert_eq!(accepted.len(), 10, "exactly as many as fit: {accepted:?}");
+    let user = api.user("crowded").await;
+    let custom = user["custom_attributes"].as_object().unwrap();
+    for round in &accepted {
+        for i in 0..100 {
+            assert_eq!(custom.get(&format!("r{round}_{i}")), Some(&json!(i)), "round {round} key {i} was acknowledged");
+        }
+    }
+    assert_eq!(custom.len(), 1000);
+    let aside = engage_tests::admin("GET", "/_engage/queue/set-aside", json!(null)).await;
+    assert_eq!(aside.status, 200);
+    let ours = aside.body["jobs"].as_array().unwrap().iter().filter(|j| j.to_string().contains(&api.workspace)).count();
+    assert_eq!(ours, 0, "{}", aside.body);
+}
