@@ -41,7 +41,8 @@ const INDEX_CHUNK: usize = 1000;
 /// hundred users at most (75 objects a track request, 50 ids an export).
 const MAX_SEEDS: usize = 4096;
 
-pub use super::ledger::OpKey;
+/// One operation of a queued job: its sequence number and its index in the job.
+pub type OpKey = (u64, u32);
 
 /// The store key of the record of an operation applied early.
 pub fn early_key((seq, op): OpKey) -> String {
@@ -77,8 +78,15 @@ impl Backlog {
         Backlog { ledger, ..Backlog::default() }
     }
 
-    /// Reads the records of jobs applied early, once per engine (they survive a restart).
+    /// The ledger to tell what is committed.
+    pub fn ledger(&self) -> &super::ledger::Ledger {
+        &self.ledger
+    }
+
+    /// Reads the records of jobs applied early, once per engine (they survive a
+    /// restart), and has the ledger count what is queued before anything is applied.
     pub async fn load<S: Store>(&mut self, store: &S) -> Result<(), StoreError> {
+        self.ledger.load(store).await?;
         if !self.loaded {
             for (key, _) in store.scan(Table::QueueEarly, "", crate::store::MAX_SCAN).await? {
                 if let Some((seq, op)) = key.split_once('/') {
@@ -157,7 +165,6 @@ impl Backlog {
         }
         self.early = self.early.split_off(&(through + 1, 0));
         self.indexed = self.indexed.max(through);
-        self.ledger.applied_through(through);
     }
 
     /// These operations were applied early (committed with their records).
@@ -166,7 +173,6 @@ impl Backlog {
             self.remove(key);
             self.early.insert(key);
         }
-        self.ledger.applied_early(keys);
     }
 
     /// The pending operations of workspace `ws` that may touch a profile `seeds`

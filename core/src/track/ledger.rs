@@ -4,18 +4,18 @@
 //! what is already queued for that user, so that a job acknowledged with `201` is
 //! always applied whole and never set aside.
 //!
-//! Growth is kept per target identifier (external id, alias, service id), per
-//! operation: added when a request is acknowledged (before its job is queued, so the
-//! applier can never see a job whose growth is not counted), removed when the
-//! operation is applied, in order or early. At its first use an engine counts the
-//! jobs already queued (they survive a restart).
+//! Growth is kept per target identifier (external id, alias, service id, or an
+//! email's or phone's index prefix), summed: added when a request is acknowledged
+//! (before its job is queued, so the applier can never see a job whose growth is
+//! not counted), taken off when its operations are committed, in order or early.
+//! At its first use an engine counts the jobs already queued (they survive a restart).
 //!
 //! What it does not see: requests naming one profile by two different identifiers
 //! (an alias and an external id, an email and an external id) are counted apart.
 //! The applier applies such a job anyway: a profile may then pass a bound by one
 //! request's growth, which later requests are refused for.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use super::parse::{AttrUpdate, TrackJob, TrackOp};
@@ -23,9 +23,7 @@ use crate::ids::{Identifier, WorkspaceName};
 use crate::repo::codec::decode;
 use crate::repo::keys::{profile_key, shared_prefix, unique_key};
 use crate::store::{Store, StoreError, Table, MAX_SCAN};
-
-/// One operation of a queued job: its sequence number and its index in the job.
-pub type OpKey = (u64, u32);
+use crate::users::custom::encoded_len;
 
 /// Jobs read at a time while counting the queue at first use.
 const LOAD_CHUNK: usize = 1000;
@@ -52,7 +50,7 @@ impl Growth {
     pub fn plus(self, o: Growth) -> Growth {
         Growth {
             custom: self.custom + o.custom,
-            bytes: self.bytes + o.bytes,
+            bytes: self.bytes.saturating_add(o.bytes),
             events: self.events + o.events,
             purchases: self.purchases + o.purchases,
         }
@@ -75,7 +73,8 @@ impl Growth {
                 for u in updates {
                     if let AttrUpdate::Custom(key, value) = u {
                         g.custom += 1;
-                        g.bytes += key.len() + json_len(value) + PER_UPDATE_BYTES;
+                        g.bytes =
+                            g.bytes.saturating_add(key.len() + PER_UPDATE_BYTES).saturating_add(encoded_len(value));
                     }
                 }
                 g
@@ -83,26 +82,6 @@ impl Growth {
             TrackOp::Event { .. } => Growth { events: 1, ..Growth::default() },
             TrackOp::Purchase { .. } => Growth { purchases: 1, ..Growth::default() },
         }
-    }
-}
-
-/// The length of a value's JSON, without keeping it.
-fn json_len<T: serde::Serialize>(value: &T) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing our own values into a counter cannot fail; if it did, count big.
-    match serde_json::to_writer(&mut count, value) {
-        Ok(()) => count.0,
-        Err(_) => usize::MAX / 4,
     }
 }
 
@@ -126,28 +105,53 @@ struct Counts {
     born: u64,
 }
 
+/// A target's key, hashed: the ledger keeps one small entry per user with queued
+/// operations, whatever the backlog's length. Two users sharing a hash are counted
+/// together, which can only refuse more, never less.
+type Slot = u64;
+
+fn slot(key: &str) -> Slot {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
+
 #[derive(Default)]
 struct State {
     loaded: bool,
-    keys: HashMap<String, Counts>,
-    /// Pending operations by queue position, with their key and growth.
-    ops: BTreeMap<OpKey, (String, Growth)>,
-    /// Reserved by requests whose jobs are being queued (no position yet).
-    reserved: HashMap<u64, Vec<(u32, String, Growth)>>,
-    next_reservation: u64,
+    keys: HashMap<Slot, Counts>,
     births: u64,
-    /// The queue cursor: every job at or before it is applied.
-    through: u64,
 }
 
-/// A request's reservation, until its job has a queue position.
+/// A request's reservation, until its job is queued or refused.
 #[derive(Debug)]
-pub struct Reservation(u64);
+pub struct Reservation(Vec<(Slot, Growth)>);
 
 /// Each target's counts as seen before the stored profiles were read.
-pub struct Snapshot(Vec<(String, Counts)>);
+pub struct Snapshot(Vec<(Slot, Counts)>);
 
-/// The pending growth of every user with queued jobs, for one engine.
+/// What applied operations added, to take off the ledger once they are committed.
+#[derive(Debug, Default)]
+pub struct Applied(Vec<(Slot, Growth)>);
+
+impl Applied {
+    /// The operations of `jobs`.
+    pub fn of(jobs: &[(u64, TrackJob)]) -> Applied {
+        Applied(
+            jobs.iter()
+                .flat_map(|(_, job)| {
+                    job.ops.iter().map(|op| (slot(&target_key(&job.workspace, &op.target().ident)), Growth::of(op)))
+                })
+                .collect(),
+        )
+    }
+}
+
+/// The pending growth of every user with queued jobs, for one engine. Added when a
+/// request is acknowledged (before its job is queued, so it is never applied before
+/// it is counted); taken off when its operations are committed, by whoever applies
+/// them ([`Applied`]).
 #[derive(Default)]
 pub struct Ledger {
     state: Mutex<State>,
@@ -159,7 +163,9 @@ impl Ledger {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Counts the jobs already queued, once per engine.
+    /// Counts the jobs already queued, once per engine. Acknowledging and applying
+    /// both wait for it (the backlog loads it), so nothing is taken off before it
+    /// was counted.
     pub async fn load<S: Store>(&self, store: &S) -> Result<(), StoreError> {
         if self.lock().loaded {
             return Ok(());
@@ -176,7 +182,7 @@ impl Ledger {
                 }
             }
         }
-        let mut found: Vec<(OpKey, String, Growth)> = Vec::new();
+        let mut found: Vec<(Slot, Growth)> = Vec::new();
         let mut after = 0;
         loop {
             let jobs = store.queued(after, LOAD_CHUNK).await?;
@@ -184,21 +190,16 @@ impl Ledger {
             for q in jobs {
                 let Ok(job) = decode::<TrackJob>(&q.job) else { continue };
                 for (i, op) in job.ops.iter().enumerate() {
-                    let at = (q.seq, i as u32);
-                    if !early.contains(&at) {
-                        found.push((at, target_key(&job.workspace, &op.target().ident), Growth::of(op)));
+                    if !early.contains(&(q.seq, i as u32)) {
+                        found.push((slot(&target_key(&job.workspace, &op.target().ident)), Growth::of(op)));
                     }
                 }
             }
             after = last;
         }
         let mut state = self.lock();
-        for (at, key, growth) in found {
-            // Applied meanwhile (the applier moved the cursor past it): not pending.
-            if at.0 > state.through {
-                state.add(key.clone(), growth);
-                state.ops.insert(at, (key, growth));
-            }
+        for (slot, growth) in found {
+            state.add(slot, growth);
         }
         state.loaded = true;
         Ok(())
@@ -208,90 +209,58 @@ impl Ledger {
     /// an operation applied in between is counted twice rather than not at all.
     pub fn snapshot(&self, keys: &[String]) -> Snapshot {
         let state = self.lock();
-        Snapshot(keys.iter().map(|k| (k.clone(), state.keys.get(k).copied().unwrap_or_default())).collect())
+        Snapshot(keys.iter().map(|k| slot(k)).map(|s| (s, state.keys.get(&s).copied().unwrap_or_default())).collect())
     }
 
-    /// Reserves `growth` (per operation index and key) when `fits(pending, own)`
-    /// holds for every key: its pending growth (as of the snapshot, plus whatever
-    /// was added since) and this request's; `None` when it does not.
+    /// Reserves `growth` (per target key) when `fits(pending, own)` holds for every
+    /// key: its pending growth (as of the snapshot, plus whatever was added since)
+    /// and this request's; `None` when it does not.
     pub fn reserve(
         &self,
         snapshot: &Snapshot,
-        growth: Vec<(u32, String, Growth)>,
+        growth: Vec<(String, Growth)>,
         fits: impl Fn(Growth, Growth) -> bool,
     ) -> Option<Reservation> {
+        let growth: Vec<(Slot, Growth)> = growth.into_iter().map(|(k, g)| (slot(&k), g)).collect();
         let mut state = self.lock();
-        let mut mine: HashMap<&str, Growth> = HashMap::new();
-        for (_, key, g) in &growth {
-            let sum = mine.entry(key.as_str()).or_default();
+        let mut mine: HashMap<Slot, Growth> = HashMap::new();
+        for (s, g) in &growth {
+            let sum = mine.entry(*s).or_default();
             *sum = sum.plus(*g);
         }
-        for (key, then) in &snapshot.0 {
-            let now = state.keys.get(key).copied().unwrap_or_default();
+        for (s, then) in &snapshot.0 {
+            let now = state.keys.get(s).copied().unwrap_or_default();
             let since = if now.born == then.born { now.added.minus(then.added) } else { now.added };
             let pending = then.pending.plus(since);
-            let own = mine.get(key.as_str()).copied().unwrap_or_default();
+            let own = mine.get(s).copied().unwrap_or_default();
             if !fits(pending, own) {
                 return None;
             }
         }
-        for (_, key, g) in &growth {
-            state.add(key.clone(), *g);
+        for (s, g) in &growth {
+            state.add(*s, *g);
         }
-        let id = state.next_reservation;
-        state.next_reservation += 1;
-        state.reserved.insert(id, growth);
-        Some(Reservation(id))
-    }
-
-    /// The reserved job was queued at `seq`.
-    pub fn queued(&self, reservation: Reservation, seq: u64) {
-        let mut state = self.lock();
-        let Some(ops) = state.reserved.remove(&reservation.0) else { return };
-        for (op, key, growth) in ops {
-            if seq <= state.through {
-                // Applied before this call: nothing pending.
-                state.sub(&key, growth);
-            } else {
-                state.ops.insert((seq, op), (key, growth));
-            }
-        }
+        Some(Reservation(growth))
     }
 
     /// The reserved job could not be queued: nothing of it is pending.
     pub fn cancel(&self, reservation: Reservation) {
-        let mut state = self.lock();
-        for (_, key, growth) in state.reserved.remove(&reservation.0).unwrap_or_default() {
-            state.sub(&key, growth);
-        }
+        self.release(&Applied(reservation.0));
     }
 
-    /// The queue cursor passed `through`.
-    pub fn applied_through(&self, through: u64) {
+    /// These operations are committed: no longer pending.
+    pub fn release(&self, applied: &Applied) {
         let mut state = self.lock();
-        state.through = state.through.max(through);
-        let rest = state.ops.split_off(&(through + 1, 0));
-        let done = std::mem::replace(&mut state.ops, rest);
-        for (_, (key, growth)) in done {
-            state.sub(&key, growth);
-        }
-    }
-
-    /// These operations were applied ahead of the queue.
-    pub fn applied_early(&self, keys: &[OpKey]) {
-        let mut state = self.lock();
-        for at in keys {
-            if let Some((key, growth)) = state.ops.remove(at) {
-                state.sub(&key, growth);
-            }
+        for (s, growth) in &applied.0 {
+            state.sub(*s, *growth);
         }
     }
 }
 
 impl State {
-    fn add(&mut self, key: String, growth: Growth) {
+    fn add(&mut self, slot: Slot, growth: Growth) {
         let births = &mut self.births;
-        let counts = self.keys.entry(key).or_insert_with(|| {
+        let counts = self.keys.entry(slot).or_insert_with(|| {
             *births += 1;
             Counts { born: *births, ..Counts::default() }
         });
@@ -299,13 +268,14 @@ impl State {
         counts.added = counts.added.plus(growth);
     }
 
-    fn sub(&mut self, key: &str, growth: Growth) {
-        if let Some(counts) = self.keys.get_mut(key) {
+    fn sub(&mut self, slot: Slot, growth: Growth) {
+        if let Some(counts) = self.keys.get_mut(&slot) {
             counts.pending = counts.pending.minus(growth);
             if counts.pending == Growth::default() {
                 // Forgotten once nothing is pending (the map stays the size of the
-                // backlog); a reservation against an older snapshot sees a new entry.
-                self.keys.remove(key);
+                // set of users with queued work); a reservation against an older
+                // snapshot sees a new entry.
+                self.keys.remove(&slot);
             }
         }
     }

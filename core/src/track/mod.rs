@@ -112,7 +112,7 @@ async fn largest_stored<S: Store>(store: &S, job: &TrackJob, trust_registry: boo
 fn fits(largest: usize, growth: Growth) -> bool {
     let entries = (largest + 1) / 5;
     entries + growth.custom <= MAX_CUSTOM_ATTRIBUTES
-        && largest + growth.bytes <= MAX_CUSTOM_BYTES
+        && largest.saturating_add(growth.bytes) <= MAX_CUSTOM_BYTES
         && entries + growth.events <= MAX_NAMES
         && entries + growth.purchases <= MAX_NAMES
 }
@@ -150,13 +150,9 @@ pub async fn track<S: Store>(
     let encoded = encode(&job)?;
     ledger.load(store).await?;
     let seeds = || job.ops.iter().map(|op| op.target().ident.clone()).collect();
-    let growth: Vec<(u32, String, Growth)> = job
-        .ops
-        .iter()
-        .enumerate()
-        .map(|(i, op)| (i as u32, ledger::target_key(ws, &op.target().ident), Growth::of(op)))
-        .collect();
-    let mut keys: Vec<String> = growth.iter().map(|(_, k, _)| k.clone()).collect();
+    let growth: Vec<(String, Growth)> =
+        job.ops.iter().map(|op| (ledger::target_key(ws, &op.target().ident), Growth::of(op))).collect();
+    let mut keys: Vec<String> = growth.iter().map(|(k, _)| k.clone()).collect();
     keys.sort_unstable();
     keys.dedup();
     let snapshot = ledger.snapshot(&keys);
@@ -179,12 +175,9 @@ pub async fn track<S: Store>(
         reserved
     };
     let Some(reservation) = reservation else { return Ok(Tracked::CatchUp(seeds())) };
-    match store.enqueue(encoded).await {
-        Ok(seq) => ledger.queued(reservation, seq),
-        Err(e) => {
-            ledger.cancel(reservation);
-            return Err(e.into());
-        }
+    if let Err(e) = store.enqueue(encoded).await {
+        ledger.cancel(reservation);
+        return Err(e.into());
     }
     Ok(Tracked::Done(Response::json(201, &body).then(Then::ApplyQueue)))
 }

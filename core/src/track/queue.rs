@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::apply::apply_op;
 use super::backlog::{early_key, Backlog, OpKey};
+use super::ledger::Applied;
 use super::parse::TrackJob;
 use crate::error::ApiError;
 use crate::ids::{IdGen, Identifier, WorkspaceName};
@@ -72,6 +73,7 @@ pub async fn apply_batch<S: Store>(
         // several batches (catch-up) and then the request's own handler.
         let mut ids = IdGen::derive(seed, "queue", jobs[0].seq.wrapping_mul(64).wrapping_add(attempt as u64));
         let (batch, txs) = prepare(store, &jobs, backlog, &mut ids).await?;
+        let applied = Applied::of(&batch.jobs);
         let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
         for tx in txs.into_values() {
             changes.ops.extend(tx.into_changes()?.ops);
@@ -80,6 +82,7 @@ pub async fn apply_batch<S: Store>(
         match store.commit(changes).await {
             Ok(()) => {
                 backlog.applied_through(through);
+                backlog.ledger().release(&applied);
                 return Ok(batch.run());
             }
             Err(CommitError::Conflict) => continue,
@@ -137,6 +140,7 @@ pub async fn apply_early<S: Store>(
         match store.commit(changes).await {
             Ok(()) => {
                 backlog.applied_early(&records);
+                backlog.ledger().release(&Applied::of(&jobs));
                 return Ok(QueueRun { applied: jobs.len(), set_aside: 0 });
             }
             // Another writer (a request, not an applier: the gate keeps those apart)
@@ -290,7 +294,7 @@ pub async fn apply_pipelined<S: Store>(
 ) -> Result<QueueRun, ApiError> {
     backlog.load(store).await?;
     let mut txs: BTreeMap<WorkspaceName, Tx<'_, S>> = BTreeMap::new();
-    let mut in_flight: Option<(ChangeSet, QueueRun, u64)> = None;
+    let mut in_flight: Option<(ChangeSet, QueueRun, u64, Applied)> = None;
     let mut after = 0;
     let mut done = QueueRun::default();
     for round in 0..rounds.max(1) {
@@ -306,7 +310,9 @@ pub async fn apply_pipelined<S: Store>(
         let batch = Batch::decode(&jobs, backlog)?;
         let commit = async {
             match in_flight.take() {
-                Some((changes, run, through)) => store.commit(changes).await.map(|()| Some((run, through))),
+                Some((changes, run, through, applied)) => {
+                    store.commit(changes).await.map(|()| Some((run, through, applied)))
+                }
                 None => Ok(None),
             }
         };
@@ -320,8 +326,9 @@ pub async fn apply_pipelined<S: Store>(
         };
         let (committed, prepared) = futures_util::future::join(commit, prepare).await;
         match committed {
-            Ok(Some((run, through))) => {
+            Ok(Some((run, through, applied))) => {
                 backlog.applied_through(through);
+                backlog.ledger().release(&applied);
                 done = done.plus(run);
             }
             Ok(None) => {}
@@ -330,13 +337,14 @@ pub async fn apply_pipelined<S: Store>(
         }
         let mut changes = prepared?;
         changes.ack = Some(QueueAck { through, count: jobs.len() as u64 });
-        in_flight = Some((changes, batch.run(), through));
+        in_flight = Some((changes, batch.run(), through, Applied::of(&batch.jobs)));
         after = through;
     }
-    if let Some((changes, run, through)) = in_flight {
+    if let Some((changes, run, through, applied)) = in_flight {
         match store.commit(changes).await {
             Ok(()) => {
                 backlog.applied_through(through);
+                backlog.ledger().release(&applied);
                 done = done.plus(run);
             }
             Err(CommitError::Conflict) => return Ok(done.plus(apply_batch(store, backlog, seed, max_jobs).await?)),
