@@ -19,6 +19,7 @@ use crate::store::Store;
 use crate::time::Timestamp;
 use crate::track::backlog::Backlog;
 use crate::track::ledger::Ledger;
+use crate::track::pressure::Pressure;
 use crate::track::queue::QueueRun;
 use crate::{cdi, export, identity, input, preference_center, scim, service, subscriptions, track};
 
@@ -41,6 +42,10 @@ pub struct Config {
     /// Whether this host runs warehouse syncs (the native server does; the edge and
     /// the playground only answer the status endpoints).
     pub runs_syncs: bool,
+    /// Most seconds of applying the queue may hold (jobs waiting over the rate they
+    /// were applied at): past it `/users/track` answers 503 with `Retry-After`
+    /// before acknowledging anything. `None`: unbounded.
+    pub max_backlog_secs: Option<u64>,
     /// Whether the host applies the queue in the background all the time (the native
     /// server). Then a request applies ahead of the queue only the queued jobs that
     /// concern the users it names; otherwise it applies everything queued before it.
@@ -58,6 +63,7 @@ impl std::fmt::Debug for Config {
             .field("public_url", &self.public_url)
             .field("link_ttl_secs", &self.link_ttl_secs)
             .field("runs_syncs", &self.runs_syncs)
+            .field("max_backlog_secs", &self.max_backlog_secs)
             .field("applies_in_background", &self.applies_in_background)
             .finish()
     }
@@ -73,6 +79,7 @@ impl Default for Config {
             public_url: None,
             link_ttl_secs: preference_center::link::DEFAULT_LINK_TTL_SECS,
             runs_syncs: false,
+            max_backlog_secs: None,
             applies_in_background: false,
         }
     }
@@ -126,6 +133,8 @@ struct Gate {
     backlog: futures_util::lock::Mutex<Backlog>,
     /// What queued jobs will add to each user (told by the backlog what is applied).
     ledger: std::sync::Arc<Ledger>,
+    /// How far behind the appliers are.
+    pressure: std::sync::Arc<Pressure>,
     /// Held by a `/users/track` request checked exactly against the store.
     exact: futures_util::lock::Mutex<()>,
     waiting: AtomicUsize,
@@ -136,9 +145,11 @@ struct Gate {
 impl Gate {
     fn new() -> Gate {
         let ledger = std::sync::Arc::new(Ledger::default());
+        let pressure = std::sync::Arc::new(Pressure::default());
         Gate {
-            backlog: futures_util::lock::Mutex::new(Backlog::with_ledger(ledger.clone())),
+            backlog: futures_util::lock::Mutex::new(Backlog::with(ledger.clone(), pressure.clone())),
             ledger,
+            pressure,
             exact: futures_util::lock::Mutex::new(()),
             waiting: AtomicUsize::new(0),
             progress_at: AtomicI64::new(0),
@@ -386,6 +397,9 @@ impl<S: Store> Engine<S> {
     /// `/users/track`, applying the queued jobs of its users first when that is what
     /// it takes to tell whether it keeps within their profiles' bounds.
     async fn track(&self, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
+        if let Some(max_secs) = self.config.max_backlog_secs {
+            self.refuse_past_backlog_bound(max_secs).await?;
+        }
         let seeds = match track::track(&self.store, &self.gate.ledger, ws, body, ctx, false).await? {
             track::Tracked::Done(response) => return Ok(response),
             track::Tracked::CatchUp(seeds) => seeds,
@@ -403,6 +417,30 @@ impl<S: Store> Engine<S> {
         }
         // Other requests for these users kept arriving between turns.
         Err(ApiError::Busy)
+    }
+
+    /// Refuses (503, nothing acknowledged) a new job while the queue holds more than
+    /// `max_secs` of applying.
+    async fn refuse_past_backlog_bound(&self, max_secs: u64) -> Result<(), ApiError> {
+        let pressure = &self.gate.pressure;
+        let tail = self.store.queue_tail().await?;
+        if pressure.through() == 0 && tail > 0 {
+            // Nothing applied by this engine yet: the cursor is where the queue starts.
+            let first = self.store.queued(0, 1).await?.first().map_or(tail, |j| j.seq.saturating_sub(1));
+            pressure.applied_through(first);
+        }
+        match pressure.wait_secs(tail.saturating_sub(pressure.through()), max_secs) {
+            Some(retry_after) => Err(ApiError::Backlogged { retry_after }),
+            None => Ok(()),
+        }
+    }
+
+    /// An applier's turn applied `run`: measures the appliers' rate.
+    async fn note_applied(&self, run: &QueueRun, now: Timestamp) {
+        if self.config.max_backlog_secs.is_some() {
+            let left = self.store.queue_tail().await.is_ok_and(|tail| tail > self.gate.pressure.through());
+            self.gate.pressure.note_applied(run.applied + run.set_aside, left, now);
+        }
     }
 
     /// Read-your-writes: applies the queued jobs acknowledged before this request
@@ -433,6 +471,8 @@ impl<S: Store> Engine<S> {
         let mut backlog = self.gate.backlog.lock().await;
         let run = track::queue::apply_batch(&self.store, &mut backlog, ctx.seed, max_jobs).await?;
         self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
+        drop(backlog);
+        self.note_applied(&run, ctx.now).await;
         Ok(run)
     }
 
@@ -452,6 +492,8 @@ impl<S: Store> Engine<S> {
         )
         .await?;
         self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
+        drop(backlog);
+        self.note_applied(&run, ctx.now).await;
         Ok(run)
     }
 

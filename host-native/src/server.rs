@@ -38,6 +38,11 @@ pub struct ServeArgs {
     /// Do not enforce the API's rate limits (for load tests).
     #[arg(long, env = "ENGAGE_NO_RATE_LIMITS")]
     pub no_rate_limits: bool,
+    /// Most seconds of applying the queue of /users/track writes may hold (jobs
+    /// waiting over the rate they are applied at); past it /users/track answers 503
+    /// with Retry-After and acknowledges nothing. 0: unbounded.
+    #[arg(long, env = "ENGAGE_MAX_BACKLOG_SECS", default_value_t = 30)]
+    pub max_backlog_secs: u64,
     /// Memory for profiles and identifiers kept in front of the database, MiB.
     #[arg(long, env = "ENGAGE_CACHE_MIB", default_value_t = crate::store::DEFAULT_CACHE_MIB)]
     pub cache_mib: usize,
@@ -140,6 +145,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             public_url: Some(args.public_url.clone().unwrap_or_else(|| format!("http://{bound}"))),
             link_ttl_secs: args.link_ttl_secs,
             runs_syncs: true,
+            max_backlog_secs: (args.max_backlog_secs > 0).then_some(args.max_backlog_secs),
             applies_in_background: true,
         };
         let engine: SharedEngine = Arc::new(Engine::new(store, config));

@@ -6,13 +6,14 @@
 //! Run by tests/run.sh: `cargo test --release -p engage --features reliability-tests
 //! --test reliability -- --nocapture --test-threads 1`. ENGAGE_CRASH_KILLS (default 5)
 //! sets the number of kills; ENGAGE_BACKLOG_LOAD_SECS (default 15) the load before
-//! the backlog is read through.
+//! the backlog is read through. The backlog runs print their figures (requests,
+//! refusals, pending, drain time, server RSS, read latencies during load and drain).
 
 mod support;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -125,83 +126,198 @@ fn kill_9_under_load_loses_nothing_acknowledged_and_applies_nothing_twice_or_hal
     assert!(acked_total > 0);
 }
 
+/// One backlog run: `clients` send track requests of `per_request` users for
+/// `load_secs`, two readers export one user at a time meanwhile and until the queue
+/// has drained, and the server's memory is sampled.
+struct Backlog {
+    per_request: u64,
+    users: u64,
+    load_secs: u64,
+    /// `--max-backlog-secs`.
+    bound_secs: u64,
+}
+
+#[derive(Debug)]
+struct BacklogOutcome {
+    sent: u64,
+    refused: u64,
+    /// `GET /_engage/queue` as the load stopped.
+    at_end: Value,
+    drain: Duration,
+    rss_max: u64,
+    /// Read latencies during the load, then during the drain.
+    reads_loaded: Vec<Duration>,
+    reads_draining: Vec<Duration>,
+    failed_reads: usize,
+    stale_reads: Vec<String>,
+    /// Every user's `n` as acknowledged, and as read back at the end.
+    acked: Vec<u64>,
+    found: Vec<u64>,
+}
+
+impl Backlog {
+    fn run(&self) -> BacklogOutcome {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("e.db");
+        let key = key(&db);
+        // One job a commit (unless ENGAGE_BACKLOG_APPLY_BATCH says otherwise, to try
+        // the default): applying is slow, so the load outruns it.
+        let bound = self.bound_secs.to_string();
+        let batch = env_or("ENGAGE_BACKLOG_APPLY_BATCH", 1).to_string();
+        let args = ["--no-rate-limits", "--admin-token", ADMIN, "--apply-batch", &batch, "--max-backlog-secs", &bound];
+        let server = Server::start(&db, &args, &[]);
+        let acked: Vec<AtomicU64> = (0..self.users).map(|_| AtomicU64::new(0)).collect();
+        let (loading, reading) = (AtomicBool::new(true), AtomicBool::new(true));
+        let (sent, refused, failed) = (AtomicU64::new(0), AtomicU64::new(0), AtomicUsize::new(0));
+        let (loaded, draining, stale) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()), Mutex::new(Vec::new()));
+        let (mut at_end, mut drain, mut rss_max) = (Value::Null, Duration::ZERO, 0);
+        std::thread::scope(|s| {
+            for c in 0..8 {
+                let (key, acked, loading, sent, refused) = (&key, &acked, &loading, &sent, &refused);
+                s.spawn(move || {
+                    let mut conn = Conn::open(server.port).unwrap();
+                    let mut rng = Rng::new(c);
+                    while loading.load(Ordering::Relaxed) {
+                        let users: Vec<u64> = (0..self.per_request).map(|_| rng.below(self.users)).collect();
+                        let attributes: Vec<Value> =
+                            users.iter().map(|u| json!({"external_id": format!("u{u}"), "n": {"inc": 1}})).collect();
+                        let r = conn.post("/users/track", key, &json!({"attributes": attributes})).unwrap();
+                        sent.fetch_add(1, Ordering::Relaxed);
+                        match r.status {
+                            201 => users.iter().for_each(|&u| {
+                                acked[u as usize].fetch_add(1, Ordering::SeqCst);
+                            }),
+                            503 if self.bound_secs > 0 => {
+                                let body = r.json();
+                                let message = body["message"].as_str().unwrap_or_default();
+                                assert!(
+                                    message.starts_with("Service Unavailable: too many writes are waiting"),
+                                    "{body}"
+                                );
+                                let wait: u64 =
+                                    r.header("retry-after").and_then(|v| v.parse().ok()).expect("Retry-After");
+                                assert!((1..=60).contains(&wait), "{wait}");
+                                refused.fetch_add(1, Ordering::Relaxed);
+                                std::thread::sleep(Duration::from_millis(20));
+                            }
+                            other => panic!("track answered {other}: {}", String::from_utf8_lossy(&r.body)),
+                        }
+                    }
+                });
+            }
+            for c in 0..2 {
+                let (key, acked, loading, reading) = (&key, &acked, &loading, &reading);
+                let (loaded, draining, failed, stale) = (&loaded, &draining, &failed, &stale);
+                s.spawn(move || {
+                    let mut conn = Conn::open(server.port).unwrap();
+                    let mut rng = Rng::new(100 + c);
+                    while reading.load(Ordering::Relaxed) {
+                        let u = rng.below(self.users);
+                        let before = acked[u as usize].load(Ordering::SeqCst);
+                        let during_load = loading.load(Ordering::Relaxed);
+                        let started = Instant::now();
+                        let body = json!({"external_ids": [format!("u{u}")]});
+                        let r = conn.post("/users/export/ids", key, &body).unwrap();
+                        let took = started.elapsed();
+                        if during_load { loaded } else { draining }.lock().unwrap().push(took);
+                        if r.status != 200 {
+                            failed.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                        let n = r.json()["users"][0]["custom_attributes"]["n"].as_u64().unwrap_or(0);
+                        if n < before {
+                            stale
+                                .lock()
+                                .unwrap()
+                                .push(format!("u{u}: {before} acknowledged before the read, {n} read"));
+                        }
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                });
+            }
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_secs(self.load_secs) {
+                rss_max = rss_max.max(server.rss());
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            at_end = server.conn().send("GET", "/_engage/queue", ADMIN, None).unwrap().json();
+            rss_max = rss_max.max(server.rss());
+            loading.store(false, Ordering::Relaxed);
+            drain = drained(&server, Duration::from_secs(600));
+            reading.store(false, Ordering::Relaxed);
+        });
+        let users: Vec<String> = (0..self.users).map(|u| format!("u{u}")).collect();
+        let counts = read_counts(&server, &key, &users);
+        BacklogOutcome {
+            sent: sent.into_inner(),
+            refused: refused.into_inner(),
+            at_end,
+            drain,
+            rss_max,
+            reads_loaded: loaded.into_inner().unwrap(),
+            reads_draining: draining.into_inner().unwrap(),
+            failed_reads: failed.into_inner(),
+            stale_reads: stale.into_inner().unwrap(),
+            acked: acked.iter().map(|a| a.load(Ordering::SeqCst)).collect(),
+            found: users.iter().map(|u| counts.get(u).map_or(0, |c| c.0)).collect(),
+        }
+    }
+}
+
+impl BacklogOutcome {
+    /// Prints the figures, and checks what every run must hold: reads never fail
+    /// and see every write acknowledged before them; every 201 applied exactly once.
+    fn report_and_check(mut self, what: &str, setup: &Backlog) -> BacklogOutcome {
+        let pending = self.at_end["pending"].as_u64().unwrap_or(0);
+        let mut line = format!(
+            "{what}: {} track requests of {} users in {} s, {} refused 503; {pending} jobs pending as the load stopped, drained {:?} later; server RSS at most {} MiB",
+            self.sent, setup.per_request, setup.load_secs, self.refused, self.drain, self.rss_max >> 20
+        );
+        for (phase, reads) in
+            [("during the load", &mut self.reads_loaded), ("during the drain", &mut self.reads_draining)]
+        {
+            let n = reads.len();
+            let (p50, p99, max) = (percentile(reads, 50.0), percentile(reads, 99.0), percentile(reads, 100.0));
+            line.push_str(&format!("; {n} reads {phase}: p50 {p50:?}, p99 {p99:?}, max {max:?}"));
+        }
+        eprintln!("{line}");
+        assert_eq!(self.failed_reads, 0, "reads failed during the backlog");
+        assert!(self.stale_reads.is_empty(), "reads missed acknowledged writes: {:?}", self.stale_reads);
+        assert!(!self.reads_loaded.is_empty(), "reads were answered during the load");
+        for (u, (acked, found)) in self.acked.iter().zip(&self.found).enumerate() {
+            assert_eq!(acked, found, "u{u}: every 201 applied once, nothing refused applied");
+        }
+        self
+    }
+}
+
 #[test]
 fn reads_during_a_long_backlog_answer_and_see_every_acknowledged_write() {
-    let load_secs = env_or("ENGAGE_BACKLOG_LOAD_SECS", 15);
-    const USERS: u64 = 5000;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("e.db");
-    let key = key(&db);
-    // One job a commit: applying is slow, so the load leaves a long backlog.
-    let server = Server::start(&db, &["--no-rate-limits", "--admin-token", ADMIN, "--apply-batch", "1"], &[]);
-    let acked: Arc<Vec<AtomicU64>> = Arc::new((0..USERS).map(|_| AtomicU64::new(0)).collect());
-    let loading = AtomicBool::new(true);
-    let reading = AtomicBool::new(true);
-    let (latencies, failures, stale) = (Mutex::new(Vec::new()), AtomicUsize::new(0), Mutex::new(Vec::new()));
-    let sent = AtomicU64::new(0);
-    let mut backlog = Value::Null;
-    let mut drain = Duration::ZERO;
-    std::thread::scope(|s| {
-        for c in 0..8 {
-            let (key, acked, loading, sent) = (&key, &acked, &loading, &sent);
-            s.spawn(move || {
-                let mut conn = Conn::open(server.port).unwrap();
-                let mut rng = Rng::new(c);
-                while loading.load(Ordering::Relaxed) {
-                    let users: Vec<u64> = (0..50).map(|_| rng.below(USERS)).collect();
-                    let attributes: Vec<Value> =
-                        users.iter().map(|u| json!({"external_id": format!("u{u}"), "n": {"inc": 1}})).collect();
-                    let r = conn.post("/users/track", key, &json!({"attributes": attributes})).unwrap();
-                    assert_eq!(r.status, 201);
-                    sent.fetch_add(1, Ordering::Relaxed);
-                    for u in users {
-                        acked[u as usize].fetch_add(1, Ordering::SeqCst);
-                    }
-                }
-            });
-        }
-        for c in 0..2 {
-            let (key, acked, reading, latencies, failures, stale) =
-                (&key, &acked, &reading, &latencies, &failures, &stale);
-            s.spawn(move || {
-                let mut conn = Conn::open(server.port).unwrap();
-                let mut rng = Rng::new(100 + c);
-                while reading.load(Ordering::Relaxed) {
-                    let u = rng.below(USERS);
-                    let before = acked[u as usize].load(Ordering::SeqCst);
-                    let started = Instant::now();
-                    let r = conn.post("/users/export/ids", key, &json!({"external_ids": [format!("u{u}")]})).unwrap();
-                    latencies.lock().unwrap().push(started.elapsed());
-                    if r.status != 200 {
-                        failures.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    }
-                    let n = r.json()["users"][0]["custom_attributes"]["n"].as_u64().unwrap_or(0);
-                    if n < before {
-                        stale.lock().unwrap().push(format!("u{u}: {before} acknowledged before the read, {n} read"));
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-            });
-        }
-        std::thread::sleep(Duration::from_secs(load_secs));
-        loading.store(false, Ordering::Relaxed);
-        backlog = server.conn().send("GET", "/_engage/queue", ADMIN, None).unwrap().json();
-        drain = drained(&server, Duration::from_secs(600));
-        reading.store(false, Ordering::Relaxed);
-    });
-    let mut latencies = latencies.into_inner().unwrap();
-    let reads = latencies.len();
-    let (p50, p99, max) =
-        (percentile(&mut latencies, 50.0), percentile(&mut latencies, 99.0), percentile(&mut latencies, 100.0));
-    eprintln!(
-        "backlog test: {} track requests (50 users each) in {load_secs} s; at the end of the load {backlog}; drained {drain:?} later; {reads} reads meanwhile: p50 {p50:?}, p99 {p99:?}, max {max:?}",
-        sent.load(Ordering::Relaxed)
-    );
-    assert_eq!(failures.load(Ordering::Relaxed), 0, "reads failed during the backlog");
-    let stale = stale.into_inner().unwrap();
-    assert!(stale.is_empty(), "reads missed acknowledged writes: {stale:?}");
-    assert!(reads > 0 && backlog["pending"].as_u64().unwrap_or(0) > 0, "there was a backlog to read through");
+    let setup =
+        Backlog { per_request: 50, users: 5000, load_secs: env_or("ENGAGE_BACKLOG_LOAD_SECS", 15), bound_secs: 0 };
+    let outcome = setup.run().report_and_check("unbounded backlog", &setup);
+    assert!(outcome.at_end["pending"].as_u64().unwrap_or(0) > 0, "there was a backlog to read through");
+}
+
+#[test]
+fn a_hundred_thousand_small_jobs_pending_keep_the_server_under_200_mib() {
+    let setup = Backlog { per_request: 1, users: 5000, load_secs: 30, bound_secs: 0 };
+    let outcome = setup.run().report_and_check("small jobs", &setup);
+    let pending = outcome.at_end["pending"].as_u64().unwrap_or(0);
+    assert!(pending >= 100_000, "the load left {pending} jobs pending, fewer than the 100,000 this is about");
+    assert!(outcome.rss_max < 200 << 20, "RSS {} MiB", outcome.rss_max >> 20);
+}
+
+#[test]
+fn the_backlog_is_bounded_in_seconds_of_applying_and_every_201_is_applied() {
+    let setup =
+        Backlog { per_request: 75, users: 20_000, load_secs: env_or("ENGAGE_BACKLOG_LOAD_SECS", 15), bound_secs: 3 };
+    let outcome = setup.run().report_and_check("bounded backlog", &setup);
+    assert!(outcome.refused > 0, "the load outran the applier, so some requests were refused");
+    // The drain takes about the bound at the rate measured; a generous factor for a
+    // busy machine (unbounded, the same load leaves minutes).
+    assert!(outcome.drain < Duration::from_secs(setup.bound_secs * 10), "drained {:?} after the load", outcome.drain);
+    assert!(outcome.rss_max < 200 << 20, "RSS {} MiB", outcome.rss_max >> 20);
 }
 
 /// Mounts a tmpfs of `mib` MiB at `dir` (the test runs as root, as CI does).
@@ -302,4 +418,75 @@ fn a_full_disk_answers_503_loses_nothing_and_recovers_when_space_returns() {
         "disk-full test: {refused} track requests answered 503 while full; {} acknowledged, all present",
         acked.values().sum::<u64>()
     );
+}
+
+/// The WAL's size and the queue's files' (segments and spares), in bytes, beside `db`.
+fn leftovers(db: &std::path::Path) -> (u64, u64) {
+    let wal = std::fs::metadata(format!("{}-wal", db.display())).map_or(0, |m| m.len());
+    let queue = std::fs::read_dir(db.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.contains("-queue.") && (name.ends_with(".spare") || name.ends_with(".log"))
+        })
+        .map(|e| e.metadata().map_or(0, |m| m.len()))
+        .sum();
+    (wal, queue)
+}
+
+#[test]
+fn space_comes_back_once_the_backlog_is_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = SmallFs::mount(&dir.path().join("room"), 1024);
+    let db = fs.0.join("e.db");
+    let key = key(&db);
+    let server = Server::start(&db, &["--no-rate-limits", "--admin-token", ADMIN, "--max-backlog-secs", "0"], &[]);
+    // 8 clients, one new user a request with a 50 KB list attribute: several 64 MiB
+    // queue segments, and profile writes that grow the WAL.
+    let sent_bytes = AtomicU64::new(0);
+    let (mut wal_max, mut queue_max) = (0, 0);
+    std::thread::scope(|s| {
+        for c in 0..8 {
+            let (key, sent_bytes) = (&key, &sent_bytes);
+            s.spawn(move || {
+                let mut conn = Conn::open(server.port).unwrap();
+                let list: Vec<String> = (0..200).map(|n| format!("{n:0>250}")).collect();
+                let mut i = 0;
+                while sent_bytes.load(Ordering::Relaxed) < 200 << 20 {
+                    let user = format!("s{c}-{i}");
+                    let body = json!({"attributes": [{"external_id": user, "a": i, "list": list}]});
+                    let r = conn.post("/users/track", key, &body).unwrap();
+                    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+                    sent_bytes.fetch_add(50_000, Ordering::Relaxed);
+                    i += 1;
+                }
+            });
+        }
+        while sent_bytes.load(Ordering::Relaxed) < 200 << 20 {
+            let (wal, queue) = leftovers(&db);
+            (wal_max, queue_max) = (wal_max.max(wal), queue_max.max(queue));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    drained(&server, Duration::from_secs(300));
+    let started = Instant::now();
+    let (mut wal, mut queue) = leftovers(&db);
+    // The active segment stays (at most 64 MiB); the WAL goes back to nothing.
+    while (wal > 4 << 20 || queue > 64 << 20) && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(250));
+        (wal, queue) = leftovers(&db);
+        (wal_max, queue_max) = (wal_max.max(wal), queue_max.max(queue));
+    }
+    eprintln!(
+        "space test: during the load WAL up to {} MiB, queue files up to {} MiB; {:?} after the queue drained: WAL {} KiB, queue files {} MiB",
+        wal_max >> 20,
+        queue_max >> 20,
+        started.elapsed(),
+        wal >> 10,
+        queue >> 20
+    );
+    assert!(queue_max > 128 << 20, "the load filled several queue segments");
+    assert!(queue <= 64 << 20, "retired queue segments are deleted once the queue drains: {} MiB", queue >> 20);
+    assert!(wal <= 4 << 20, "the WAL is truncated once the queue drains: {} MiB", wal >> 20);
 }

@@ -70,12 +70,17 @@ pub struct Backlog {
     early: BTreeSet<OpKey>,
     /// Told what is applied, so it stops counting it.
     ledger: std::sync::Arc<super::ledger::Ledger>,
+    /// Told where the queue cursor is.
+    pressure: std::sync::Arc<super::pressure::Pressure>,
 }
 
 impl Backlog {
-    /// A backlog that tells `ledger` what is applied.
-    pub fn with_ledger(ledger: std::sync::Arc<super::ledger::Ledger>) -> Backlog {
-        Backlog { ledger, ..Backlog::default() }
+    /// A backlog that tells `ledger` what is applied and `pressure` where the cursor is.
+    pub fn with(
+        ledger: std::sync::Arc<super::ledger::Ledger>,
+        pressure: std::sync::Arc<super::pressure::Pressure>,
+    ) -> Backlog {
+        Backlog { ledger, pressure, ..Backlog::default() }
     }
 
     /// The ledger to tell what is committed.
@@ -165,6 +170,7 @@ impl Backlog {
         }
         self.early = self.early.split_off(&(through + 1, 0));
         self.indexed = self.indexed.max(through);
+        self.pressure.applied_through(through);
     }
 
     /// These operations were applied early (committed with their records).

@@ -7,6 +7,7 @@ pub mod apply;
 pub mod backlog;
 pub mod ledger;
 pub mod parse;
+pub mod pressure;
 pub mod queue;
 pub mod schema;
 mod sync;

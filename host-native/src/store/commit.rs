@@ -184,16 +184,27 @@ impl Shared {
         if let Some(ack) = changes.ack {
             w.applied_not_synced = Some(ack.through);
         }
-        let mut durable = !applying;
-        if applying && w.last_sync.elapsed() >= APPLY_SYNC_INTERVAL {
-            // A small FULL commit syncs the whole WAL, and with it every earlier commit.
-            durable = w.conn.pragma_update(None, "synchronous", "FULL").is_ok()
-                && w.conn.execute("UPDATE queue_cursor SET applied = applied WHERE id = 1", []).is_ok();
-        }
+        let durable = !applying || (w.last_sync.elapsed() >= APPLY_SYNC_INTERVAL && Self::sync_wal(&w));
         if durable {
             self.synced(&mut w);
         }
         Ok(())
+    }
+
+    /// A small FULL commit: it syncs the whole WAL, and with it every earlier commit.
+    fn sync_wal(w: &super::sqlite::Writer) -> bool {
+        w.conn.pragma_update(None, "synchronous", "FULL").is_ok()
+            && w.conn.execute("UPDATE queue_cursor SET applied = applied WHERE id = 1", []).is_ok()
+    }
+
+    /// Makes the applier's last commits durable once no commit has for a while (an
+    /// idle server: no request's commit syncs them), so the queue forgets the jobs
+    /// they applied and can be seen drained. The checkpointer calls it, with the
+    /// writer locked.
+    pub(super) fn sync_applied(&self, w: &mut super::sqlite::Writer) {
+        if w.applied_not_synced.is_some() && w.last_sync.elapsed() >= APPLY_SYNC_INTERVAL && Self::sync_wal(w) {
+            self.synced(w);
+        }
     }
 }
 

@@ -82,6 +82,7 @@ pub(super) const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration:
 /// when the store is dropped (the sender goes away).
 pub(super) fn spawn_checkpointer(path: &Path, shared: Arc<Shared>) -> Result<Background<()>, StoreError> {
     let conn = open_reader(path)?;
+    let path = path.to_path_buf();
     let (stop, stopped) = std::sync::mpsc::channel::<()>();
     let thread = std::thread::Builder::new()
         .name("engage-checkpoint".into())
@@ -92,14 +93,48 @@ pub(super) fn spawn_checkpointer(path: &Path, shared: Arc<Shared>) -> Result<Bac
                     tracing::warn!("background checkpoint failed: {e}");
                 }
             };
+            let wal = wal_path(&path);
             while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_INTERVAL) {
                 checkpoint(&conn);
-                let writer = shared.writer.lock().unwrap_or_else(|e| e.into_inner());
+                let mut writer = shared.writer.lock().unwrap_or_else(|e| e.into_inner());
                 checkpoint(&writer.conn);
+                shared.sync_applied(&mut writer);
+                if let Some(queue) = shared.queue.as_ref().filter(|q| q.log.is_drained()) {
+                    reclaim(&writer.conn, &wal, &queue.log);
+                }
             }
         })
         .map_err(|e| StoreError(format!("cannot start the checkpointer: {e}")))?;
     Ok(Background::new(stop, thread))
+}
+
+/// The WAL file of the database at `db`.
+fn wal_path(db: &Path) -> std::path::PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push("-wal");
+    name.into()
+}
+
+/// A WAL at most this large is left as it is when the queue drains.
+const RECLAIM_WAL_ABOVE: u64 = 4 << 20;
+
+/// With the queue drained, gives the disk back what applying it used: the WAL is
+/// checkpointed and truncated (when larger than [`RECLAIM_WAL_ABOVE`]) and the
+/// queue's spare segments deleted. Not under load: freeing blocks is what held the
+/// queue's fdatasyncs on a file system mounted with `discard` (see `queue_log`).
+fn reclaim(writer: &Connection, wal: &Path, log: &super::queue_log::QueueLog) {
+    let wal_bytes = std::fs::metadata(wal).map_or(0, |m| m.len());
+    if wal_bytes > RECLAIM_WAL_ABOVE {
+        match writer.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0)) {
+            Ok(0) => tracing::info!("queue drained: WAL of {} MiB truncated", wal_bytes >> 20),
+            Ok(_) => tracing::debug!("queue drained: WAL still in use by a reader, truncated later"),
+            Err(e) => tracing::warn!("truncating the WAL failed: {e}"),
+        }
+    }
+    let freed = log.drop_spares();
+    if freed > 0 {
+        tracing::info!("queue drained: {} MiB of spare queue segments deleted", freed >> 20);
+    }
 }
 
 /// A connection for reads only. It skips the writer's set-up: `journal_mode` in

@@ -12,7 +12,9 @@
 //! start. Deleting a 64 MiB file frees its blocks, and on a file system mounted with
 //! `discard` the journal commit that follows sends the whole range to the device:
 //! measured on these machines, every such delete held the fdatasyncs issued beside
-//! it for ~60 ms; a renamed spare costs nothing of the kind.
+//! it for ~60 ms; a renamed spare costs nothing of the kind. Once the queue is
+//! drained the spares are deleted (`drop_spares`, by the checkpointer), so a disk
+//! that filled gets its space back as soon as the backlog is applied.
 //!
 //! Record: `seq: u64 LE | len: u32 LE | crc32(seq, len, job): u32 LE | job`. The
 //! records of a segment carry consecutive sequence numbers starting at the one in
@@ -283,6 +285,25 @@ impl QueueLog {
             jobs.push(QueuedJob { seq: slot.seq, job });
         }
         Ok(Read::Jobs(jobs))
+    }
+
+    /// True when every job is applied and forgotten.
+    pub fn is_drained(&self) -> bool {
+        self.lock().index.is_empty()
+    }
+
+    /// Deletes the spare segments, giving their space back to the disk; returns the
+    /// bytes freed. For a drained queue (see the module docs for why not under load).
+    pub fn drop_spares(&self) -> u64 {
+        let spares = std::mem::take(&mut self.lock().spares);
+        let mut freed = 0;
+        for spare in spares {
+            let len = std::fs::metadata(&spare).map_or(0, |m| m.len());
+            if std::fs::remove_file(&spare).is_ok() {
+                freed += len;
+            }
+        }
+        freed
     }
 
     /// The highest sequence number assigned.

@@ -91,6 +91,16 @@ impl Server {
         Duration::from_millis(ticks * 10)
     }
 
+    /// Resident memory of the process now, in bytes (`VmRSS`).
+    pub fn rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        let kib = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+        kib.unwrap_or(0) * 1024
+    }
+
     pub fn conn(&self) -> Conn {
         Conn::open(self.port).expect("connect")
     }
