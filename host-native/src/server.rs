@@ -348,6 +348,9 @@ const BLOCKING_THREADS: usize = 32;
 /// 1000 req/s, measured with the track_load bench).
 pub const APPLY_BATCH: usize = 16;
 
+/// Longest the applier leaves the gate to requests waiting for it before its own turn.
+const YIELD_MAX: Duration = Duration::from_millis(50);
+
 /// Batches the applier pipelines before it drains the pipeline and starts over.
 const APPLY_ROUNDS: usize = 64;
 
@@ -359,6 +362,14 @@ fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread
         .spawn(move || {
             crate::priority::background();
             while !stopping.load(Ordering::SeqCst) {
+                // Requests waiting for their turn take it first: the gate is not fair, and
+                // a turn started the moment the last one ended would take it again
+                // before a woken request thread runs (on a busy machine, every time).
+                // Up to `YIELD_MAX`, so a stream of reads cannot stop the queue.
+                let since = std::time::Instant::now();
+                while engine.requests_waiting() && since.elapsed() < YIELD_MAX {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
                 match pollster::block_on(engine.apply_queued_pipelined(ctx(), APPLY_ROUNDS)) {
                     Ok(run) => {
                         if !run.is_empty() {
@@ -371,9 +382,6 @@ fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread
                         }
                         if run.is_empty() {
                             std::thread::sleep(Duration::from_millis(2));
-                        } else if engine.requests_waiting() {
-                            // Let the requests waiting for their turn take it first.
-                            std::thread::sleep(Duration::from_millis(1));
                         }
                     }
                     Err(e) => {
