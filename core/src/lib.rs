@@ -87,6 +87,7 @@ pub mod warehouse {
     pub use crate::cdi::integration::{Cursor, DataKind, Integration, JobStatus, Spec, Warehouse};
     pub use crate::cdi::job::{Job, RowError};
     pub use crate::cdi::manage::{create, due, request_run, requested, withdraw};
+    pub use crate::cdi::read::job_details;
     pub use crate::cdi::rows::Row;
     pub use crate::cdi::sync::{
         begin, close_interrupted, commit_batch, finish, job, reads_payload, BatchReport, Begun,

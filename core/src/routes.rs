@@ -139,6 +139,8 @@ pub enum Operator {
     CreateIntegration,
     /// POST /_engage/cdi/integrations/{id}/sync
     RequestSync(String),
+    /// GET /_engage/cdi/integrations/{id}/jobs: its newest jobs, with failures and row errors.
+    IntegrationJobs(String),
     /// GET /_engage/cdi/integrations/{id}: how many jobs it had and the last one's status.
     IntegrationState(String),
     /// GET /_engage/groups
@@ -400,6 +402,7 @@ pub static ROUTES: &[Route] = &[
     operator!(Post "/_engage/cdi/integrations", "Create a warehouse integration", |_| Operator::CreateIntegration),
     operator!(Post "/_engage/cdi/integrations/{}/sync" [id], "Start an integration's sync now", |v| Operator::RequestSync(param(v))),
     operator!(Get "/_engage/cdi/integrations/{}" [id], "An integration's job count and last status", |v| Operator::IntegrationState(param(v))),
+    operator!(Get "/_engage/cdi/integrations/{}/jobs" [id], "An integration's jobs with their failures and row errors", |v| Operator::IntegrationJobs(param(v))),
     operator!(Get "/_engage/groups", "List subscription groups", |_| Operator::ListGroups),
     operator!(Get "/_engage/queue/set-aside", "Queued jobs set aside as unreadable", |_| Operator::SetAsideJobs),
     operator!(Get "/_engage/queue", "The queue's backlog", |_| Operator::QueueState),

@@ -113,6 +113,8 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
     let options = crate::store::Options { cache_bytes: args.cache_mib.saturating_mul(1 << 20) };
     let store =
         SqliteStore::open_with(&args.db, options).map_err(|e| format!("cannot open {}: {e}", args.db.display()))?;
+    // Held while serving: commands on the same database see that a server runs.
+    let _serving = server_lock(&args.db)?;
     if let Some(dir) = crate::playground::init(args.playground_dir.clone())? {
         tracing::info!("serving the playground from {} at /playground/", dir.display());
     }
@@ -159,6 +161,35 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         })
         .await
     })
+}
+
+/// The file a server holds locked while it serves `db`.
+fn server_lock_path(db: &std::path::Path) -> std::path::PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push("-server.lock");
+    name.into()
+}
+
+/// Locks `db`'s server lock file for as long as the returned file is kept.
+fn server_lock(db: &std::path::Path) -> Result<std::fs::File, String> {
+    let path = server_lock_path(db);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!("another engage server runs on {}", db.display())),
+        Err(std::fs::TryLockError::Error(e)) => Err(format!("cannot lock {}: {e}", path.display())),
+    }
+}
+
+/// True while an `engage serve` runs on `db` (it holds the server lock file).
+pub fn server_runs_on(db: &std::path::Path) -> bool {
+    let Ok(file) = std::fs::OpenOptions::new().write(true).open(server_lock_path(db)) else { return false };
+    matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock))
 }
 
 /// Connections the kernel queues for accepting: a burst (or a full descriptor

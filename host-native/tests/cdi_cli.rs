@@ -157,3 +157,102 @@ fn sync_beside_a_running_server_is_run_by_the_server() {
     drop(server.stdin.take());
     server.wait().unwrap();
 }
+
+/// Starts `engage serve` on `db`; returns it and its port.
+fn serve(db: &str) -> (std::process::Child, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let server = Command::new(env!("CARGO_BIN_EXE_engage"))
+        .args(["serve", "--exit-on-stdin-eof", "--db", db, "--listen", &format!("127.0.0.1:{port}")])
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (server, port)
+}
+
+/// Waits until `engage cdi list` shows a job running.
+fn until_running(db: &str) {
+    let started = Instant::now();
+    loop {
+        let list = String::from_utf8(engage(&["cdi", "list", "--db", db]).stdout).unwrap();
+        if list.contains("\trunning\t") {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "no job started: {list}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sync_waits_for_a_busy_server_and_says_at_once_when_the_server_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().join("w.db");
+    let db = dir.path().join("engage.db");
+    let db_arg = db.to_str().unwrap();
+    let mut conn = rusqlite::Connection::open(&warehouse).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE BIG (UPDATED_AT TEXT, EXTERNAL_ID TEXT, PAYLOAD TEXT);
+         CREATE TABLE SMALL (UPDATED_AT TEXT, EXTERNAL_ID TEXT, PAYLOAD TEXT);
+         INSERT INTO SMALL VALUES ('2024-01-01T00:00:00Z', 'small', '{\"n\": 1}');",
+    )
+    .unwrap();
+    let tx = conn.transaction().unwrap();
+    for n in 0..ROWS {
+        tx.execute(
+            "INSERT INTO BIG VALUES (?1, ?2, '{\"visits\": {\"inc\": 1}}')",
+            [format!("{}", 1_704_067_200 + n as i64), format!("u{}", n % USERS)],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+    let (mut server, _) = serve(db_arg);
+    let source = format!("sqlite:{}", warehouse.display());
+    let create = |name: &str, table: &str| {
+        let out = engage(&["cdi", "create", "--db", db_arg, "--name", name, "--source", &source, "--table", table]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let (big, small, again) = (create("big", "BIG"), create("small", "SMALL"), create("again", "BIG"));
+    let background = |id: &str| {
+        Command::new(env!("CARGO_BIN_EXE_engage"))
+            .args(["cdi", "sync", id, "--db", db_arg])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+
+    // While the server runs a long job, a sync of another integration waits its turn.
+    let mut long = background(&big);
+    until_running(db_arg);
+    let started = Instant::now();
+    let out = engage(&["cdi", "sync", &small, "--db", db_arg]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&job["job_status"], &job["rows_synced"]), (&serde_json::json!("success"), &serde_json::json!(1)));
+    eprintln!("the small job waited {:?} behind the big one", started.elapsed());
+    assert!(long.wait().unwrap().success());
+
+    // The server dies while a command waits for it: the command says so at once.
+    let mut long = background(&again);
+    until_running(db_arg);
+    let waiting = background(&small);
+    std::thread::sleep(Duration::from_millis(500));
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let killed = Instant::now();
+    let out = waiting.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("the server stopped"), "{said}");
+    assert!(killed.elapsed() < Duration::from_secs(5), "said at once, not at the timeout: {:?}", killed.elapsed());
+    let _ = long.kill();
+    let _ = long.wait();
+}

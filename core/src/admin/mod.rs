@@ -43,6 +43,10 @@ pub async fn handle<S: Store>(
         Operator::CreateIntegration => create_integration(store, req, ctx).await,
         Operator::RequestSync(id) => request_sync(store, &id, runs_syncs, ctx).await,
         Operator::IntegrationState(id) => integration_state(store, &id).await,
+        Operator::IntegrationJobs(id) => match crate::cdi::read::job_details(store, &id).await? {
+            Some(jobs) => Ok(Response::json(200, &jobs)),
+            None => Err(ApiError::NotFound(format!("no integration '{id}'"))),
+        },
         Operator::ListGroups => list_groups(store, req).await,
         Operator::SetAsideJobs => set_aside_jobs(store).await,
         Operator::QueueState => queue_state(store, ctx).await,

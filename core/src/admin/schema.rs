@@ -81,6 +81,23 @@ pub fn describe(endpoint: &Operator) -> Op {
         Operator::IntegrationState(_) => not_found(Op::new("An integration's job count and last job status, for an operator (or a test) waiting for a job without spending the API's rate limit.")
             .path("id", "The integration.")
             .reply(200, "Its state.", object("", &[("integration_id", string("")), ("jobs", integer("Jobs so far.")), ("last_job_status", nullable(string("")))], &["integration_id", "jobs"])), "No such integration."),
+        Operator::IntegrationJobs(_) => not_found(Op::new("An integration's newest 100 jobs, newest first, each as in `job_sync_status` plus its number, why it failed as a whole (`failure`) and its first 100 row errors.")
+            .path("id", "The integration.")
+            .reply(200, "Its jobs.", object("", &[
+                ("integration_id", string("")),
+                ("jobs", array(object("A job.", &[
+                    ("job", integer("Its number.")),
+                    ("job_status", string("")),
+                    ("failure", nullable(string("Why it failed as a whole."))),
+                    ("rows_synced", integer("")),
+                    ("rows_failed_with_errors", integer("")),
+                    ("row_errors", array(object("A row that failed.", &[
+                        ("updated_at", nullable(string("Its UPDATED_AT (null: unreadable)."))),
+                        ("identifier", nullable(string(""))),
+                        ("reason", string("")),
+                    ], &["reason"]), "The first 100.")),
+                ], &["job", "job_status", "rows_synced", "rows_failed_with_errors", "row_errors"]), "Newest first.")),
+            ], &["integration_id", "jobs"])), "No such integration."),
         Operator::QueueState => Op::new("The queue's backlog: jobs acknowledged and not yet applied, and how long the oldest has waited.")
             .reply(200, "The backlog.", object("", &[
                 ("pending", integer("Jobs between the oldest not applied and the newest.")),

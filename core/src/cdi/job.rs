@@ -16,8 +16,8 @@ pub const MAX_KEPT_ERRORS: usize = 100;
 /// Why a row failed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RowError {
-    /// The row's `UPDATED_AT`.
-    pub updated_at: Timestamp,
+    /// The row's `UPDATED_AT` (`None`: it could not be read as a time).
+    pub updated_at: Option<Timestamp>,
     /// The row's identifier, as far as it could be read.
     pub identifier: Option<String>,
     /// What was wrong.
@@ -79,6 +79,23 @@ impl Job {
         if self.errors.len() < MAX_KEPT_ERRORS {
             self.errors.push(e);
         }
+    }
+
+    /// Everything kept of the job, for an operator: the status entry with the job's
+    /// number, why it failed as a whole and its first row errors.
+    pub fn detail(&self) -> Value {
+        let mut v = self.render();
+        v["job"] = json!(self.seq);
+        v["failure"] = json!(self.failure);
+        let errors: Vec<Value> = self
+            .errors
+            .iter()
+            .map(|e| {
+                json!({"updated_at": e.updated_at.map(Timestamp::to_rfc3339), "identifier": e.identifier, "reason": e.reason})
+            })
+            .collect();
+        v["row_errors"] = json!(errors);
+        v
     }
 
     /// The entry of `GET /cdi/integrations/{id}/job_sync_status`.

@@ -103,3 +103,18 @@ pub async fn jobs<S: Store>(store: &S, ws: &WorkspaceName, id: &str, req: &Reque
     let items = jobs.iter().map(|j| (format!("{:020}", j.seq), j.render())).collect();
     respond(store, ws, req, &format!("j:{id}"), items).await
 }
+
+/// Most jobs `GET /_engage/cdi/integrations/{id}/jobs` lists.
+pub const MAX_DETAILED_JOBS: usize = 100;
+
+/// The operator's view of an integration's jobs: the newest [`MAX_DETAILED_JOBS`],
+/// each with why it failed and its first row errors (`None`: no such integration).
+pub async fn job_details<S: Store>(store: &S, id: &str) -> Result<Option<Value>, ApiError> {
+    let Some(i) = get(store, id).await? else { return Ok(None) };
+    let mut jobs = Vec::new();
+    for (_, e) in store.scan(Table::CdiJob, &jobs_prefix(&i.workspace, id), MAX_SCAN).await? {
+        jobs.push(decode::<Job>(&e.value)?);
+    }
+    let details: Vec<Value> = jobs.iter().rev().take(MAX_DETAILED_JOBS).map(Job::detail).collect();
+    Ok(Some(json!({"integration_id": i.id, "jobs": details})))
+}

@@ -155,16 +155,25 @@ async fn prepare<S: Store>(
     Ok(out)
 }
 
+/// Applies the batch's rows in order. A row that would take a profile over a bound
+/// on its size ([`crate::users::profile::Profile::size_error`]) stops the unit of
+/// work and is named in `oversized`, so the batch is applied again without it: it
+/// fails alone, and the rows around it go on.
 async fn apply_rows<S: Store>(
     tx: &mut Tx<'_, S>,
     prepared: &[Prepared],
     now: Timestamp,
     ids: &mut IdGen,
+    oversized: &std::cell::Cell<Option<(usize, String)>>,
 ) -> Result<(), ApiError> {
-    for p in prepared {
+    for (at, p) in prepared.iter().enumerate() {
         match p {
             Prepared::Track(op) => {
                 apply_op(tx, op, now, ids).await?;
+                if let Some(why) = tx.take_oversized() {
+                    oversized.set(Some((at, why.clone())));
+                    return Err(ApiError::bad(why));
+                }
             }
             Prepared::Delete(ident) => {
                 if let Some(id) = pick(tx, ident, None).await?.one() {
@@ -190,41 +199,51 @@ pub async fn commit_batch<S: Store>(
 ) -> Result<BatchReport, ApiError> {
     let Some(last) = rows.last() else { return Ok(BatchReport::default()) };
     let i = &begun.integration;
-    let prepared = prepare(store, i, rows, ctx.now).await?;
+    let mut prepared = prepare(store, i, rows, ctx.now).await?;
     let ws = i.workspace.clone();
-    transact(store, &ws, ctx.seed, async |tx, ids| {
-        let mut current: Integration =
-            tx.doc(INTEGRATION_TABLE, &i.id).await?.ok_or_else(|| ApiError::NotFound("integration deleted".into()))?;
-        if current.cursor.as_ref() != after || current.jobs != begun.seq {
-            return Err(ApiError::bad("the integration's cursor moved: another job is running"));
-        }
-        let key = job_key(&ws, &i.id, begun.seq);
-        let mut job: Job = tx.doc(Table::CdiJob, &key).await?.ok_or_else(|| ApiError::NotFound("job".into()))?;
-        apply_rows(tx, &prepared, ctx.now, ids).await?;
-        let mut report = BatchReport::default();
-        for (row, p) in rows.iter().zip(&prepared) {
-            match p {
-                Prepared::Failed(reason) => {
-                    report.failed += 1;
-                    job.fail_row(RowError {
-                        updated_at: row.updated_at,
-                        identifier: row.describe(),
-                        reason: reason.clone(),
-                    });
-                }
-                _ => {
-                    report.synced += 1;
-                    job.rows_synced += 1;
+    // Each pass either commits or finds one more row too large for its profile.
+    loop {
+        let oversized = std::cell::Cell::new(None);
+        let committed = transact(store, &ws, ctx.seed, async |tx, ids| {
+            let mut current: Integration = tx
+                .doc(INTEGRATION_TABLE, &i.id)
+                .await?
+                .ok_or_else(|| ApiError::NotFound("integration deleted".into()))?;
+            if current.cursor.as_ref() != after || current.jobs != begun.seq {
+                return Err(ApiError::bad("the integration's cursor moved: another job is running"));
+            }
+            let key = job_key(&ws, &i.id, begun.seq);
+            let mut job: Job = tx.doc(Table::CdiJob, &key).await?.ok_or_else(|| ApiError::NotFound("job".into()))?;
+            apply_rows(tx, &prepared, ctx.now, ids, &oversized).await?;
+            let mut report = BatchReport::default();
+            for (row, p) in rows.iter().zip(&prepared) {
+                match p {
+                    Prepared::Failed(reason) => {
+                        report.failed += 1;
+                        job.fail_row(RowError {
+                            updated_at: Some(row.updated_at),
+                            identifier: row.describe(),
+                            reason: reason.clone(),
+                        });
+                    }
+                    _ => {
+                        report.synced += 1;
+                        job.rows_synced += 1;
+                    }
                 }
             }
+            job.last_timestamp_synced = Some(last.updated_at);
+            current.cursor = Some(Cursor { updated_at: last.updated_at });
+            tx.put_doc(Table::CdiJob, &key, &job)?;
+            tx.put_doc(INTEGRATION_TABLE, &i.id, &current)?;
+            Ok(report)
+        })
+        .await;
+        match (committed, oversized.take()) {
+            (Err(_), Some((at, why))) => prepared[at] = Prepared::Failed(why),
+            (committed, _) => return committed,
         }
-        job.last_timestamp_synced = Some(last.updated_at);
-        current.cursor = Some(Cursor { updated_at: last.updated_at });
-        tx.put_doc(Table::CdiJob, &key, &job)?;
-        tx.put_doc(INTEGRATION_TABLE, &i.id, &current)?;
-        Ok(report)
-    })
-    .await
+    }
 }
 
 /// Ends job `seq`: its status from its counts, or `failure` (a status and why) when

@@ -194,7 +194,13 @@ pub(super) fn example(route: &Route) -> Option<Example> {
         (Method::Get, "/preference_center/v1/list" | "/preference_center/v1/{}" | "/preferences/{}")
         | (Method::Get, "/scim/v2/ServiceProviderConfig" | "/scim/v2/ResourceTypes")
         | (Method::Get, "/scim/v2/ResourceTypes/{}" | "/scim/v2/Schemas" | "/scim/v2/Schemas/{}")
-        | (Method::Get, "/_engage/cdi/integrations/{}" | "/_engage/queue/set-aside" | "/_engage/queue")
+        | (
+            Method::Get,
+            "/_engage/cdi/integrations/{}"
+            | "/_engage/cdi/integrations/{}/jobs"
+            | "/_engage/queue/set-aside"
+            | "/_engage/queue",
+        )
         | (Method::Get, "/_engage/keys" | "/_engage/workspaces")
         | (Method::Delete, "/_engage/keys/{}")
         | (Method::Get, "/" | "/healthz" | "/readyz" | "/openapi.json" | "/metrics")

@@ -92,9 +92,9 @@ mod tests {
         let p = Pressure::default();
         assert_eq!(p.wait_secs(1_000_000, 30), None, "no rate measured yet");
         p.note_applied(0, true, Timestamp(0));
-        p.note_applied(50, true, Timestamp(1000));
-        p.note_applied(50, true, Timestamp(2000));
-        // 100 jobs/s.
+        p.note_applied(100, true, Timestamp(1000));
+        p.note_applied(100, true, Timestamp(2000));
+        // 200 jobs in 2 s: 100 jobs/s.
         assert_eq!(p.wait_secs(MIN_PENDING, 1), None, "short backlogs always pass");
         assert_eq!(p.wait_secs(2900, 30), None);
         assert_eq!(p.wait_secs(3100, 30), Some(1));
@@ -110,6 +110,7 @@ mod tests {
         // The queue was empty: idle turns are not measured.
         p.note_applied(0, false, Timestamp(60_000));
         p.note_applied(0, false, Timestamp(90_000));
-        assert_eq!(p.wait_secs(10_000, 30), Some(20), "still 100 jobs/s: {:?}", p.wait_secs(10_000, 30));
+        // Still 100 jobs/s: 5,000 pending are 50 s, 20 past the bound.
+        assert_eq!(p.wait_secs(5_000, 30), Some(20));
     }
 }

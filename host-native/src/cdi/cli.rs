@@ -1,4 +1,4 @@
-//! `engage cdi create | list | sync`.
+//! `engage cdi create | list | sync | jobs`.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 use clap::Subcommand;
 use engage_core::provision::WorkspaceName;
 use engage_core::warehouse::{self, DataKind, Integration, Job, JobStatus, Spec};
-use serde_json::json;
 
 use crate::ctx;
 use crate::store::SqliteStore;
@@ -43,6 +42,15 @@ pub enum CdiCommand {
     },
     /// List integrations: one `id<TAB>workspace<TAB>type<TAB>warehouse<TAB>last job<TAB>name` line each.
     List {
+        /// SQLite database file of Engage.
+        #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
+        db: PathBuf,
+    },
+    /// Print an integration's newest jobs (JSON), with why each failed and its first
+    /// row errors.
+    Jobs {
+        /// The integration id.
+        id: String,
         /// SQLite database file of Engage.
         #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
         db: PathBuf,
@@ -84,18 +92,7 @@ fn store(db: &std::path::Path) -> Result<SqliteStore, String> {
 }
 
 fn show(job: &Job) -> String {
-    let mut v = job.render();
-    v["job"] = json!(job.seq);
-    if let Some(why) = &job.failure {
-        v["failure"] = json!(why);
-    }
-    let errors: Vec<_> = job
-        .errors
-        .iter()
-        .map(|e| json!({"updated_at": e.updated_at.to_rfc3339(), "identifier": e.identifier, "reason": e.reason}))
-        .collect();
-    v["row_errors"] = json!(errors);
-    v.to_string()
+    job.detail().to_string()
 }
 
 /// Runs a `cdi` subcommand.
@@ -131,6 +128,14 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
             }
             Ok(())
         }
+        CdiCommand::Jobs { id, db } => {
+            let store = store(&db)?;
+            let jobs = pollster::block_on(warehouse::job_details(&store, &id))
+                .map_err(|e| format!("{e:?}"))?
+                .ok_or_else(|| format!("no integration '{id}'"))?;
+            println!("{jobs:#}");
+            Ok(())
+        }
         CdiCommand::Sync { id, db, timeout_secs } => {
             let store = store(&db)?;
             let i = pollster::block_on(warehouse::integration(&store, &id))
@@ -139,7 +144,7 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
             let job = if store.is_owner() {
                 super::run(&store, &i)?
             } else {
-                ask_the_server(&store, &i, Duration::from_secs(timeout_secs))?
+                ask_the_server(&store, &db, &i, Duration::from_secs(timeout_secs))?
             };
             println!("{}", show(&job));
             match job.status {
@@ -150,18 +155,32 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
     }
 }
 
-/// Another process owns the database: ask it to run the job (a server takes the
-/// request at once) and wait for the job to end.
-fn ask_the_server(store: &SqliteStore, i: &Integration, timeout: Duration) -> Result<Job, String> {
+/// Another process owns the database: ask it to run the job and wait for the job to
+/// end. A server takes the request when its runner is free (after the job it is
+/// running); without a server on the database (another command owns it), or once
+/// the server stops, this says so at once.
+fn ask_the_server(
+    store: &SqliteStore,
+    db: &std::path::Path,
+    i: &Integration,
+    timeout: Duration,
+) -> Result<Job, String> {
     let before = i.jobs;
+    if !crate::server::server_runs_on(db) {
+        return Err("another engage command holds the database and no server runs on it; try again".into());
+    }
     pollster::block_on(warehouse::request_run(store, &i.id, ctx())).map_err(|e| format!("{e:?}"))?;
     let started = Instant::now();
-    // A server's runner takes a request within a second; when nobody does, the
-    // owner is another command, not a server: say so rather than wait.
+    let give_up = |why: &str| -> Result<Job, String> {
+        let _ = pollster::block_on(warehouse::withdraw(store, &i.id, ctx()));
+        Err(why.to_string())
+    };
     while pollster::block_on(warehouse::requested(store, &i.id)).map_err(|e| format!("{e:?}"))? {
-        if started.elapsed() > Duration::from_secs(10) {
-            pollster::block_on(warehouse::withdraw(store, &i.id, ctx())).map_err(|e| format!("{e:?}"))?;
-            return Err("another engage command holds the database and no server took the job; try again".into());
+        if !crate::server::server_runs_on(db) {
+            return give_up("the server stopped before it took the job");
+        }
+        if started.elapsed() > timeout {
+            return give_up("the server did not take the job in time (its runner was busy); try again");
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -178,6 +197,9 @@ fn ask_the_server(store: &SqliteStore, i: &Integration, timeout: Duration) -> Re
                     return Ok(job);
                 }
             }
+        }
+        if !crate::server::server_runs_on(db) {
+            return Err("the server stopped before the job finished (the next start closes it as interrupted)".into());
         }
         if started.elapsed() > timeout {
             return Err("the server did not finish the job in time (it goes on; see job_sync_status)".into());

@@ -202,12 +202,17 @@ pub fn spawn_runner(
                             match run(store, &i) {
                                 // The source URL may carry a password: log the id only.
                                 Ok(job) => tracing::info!(
-                                    "cdi integration {}: job {} {} ({} synced, {} failed)",
+                                    "cdi integration {}: job {} {} ({} synced, {} failed){}{}",
                                     i.id,
                                     job.seq,
                                     job.status.as_str(),
                                     job.rows_synced,
-                                    job.rows_failed
+                                    job.rows_failed,
+                                    job.failure.as_deref().map(|f| format!(": {f}")).unwrap_or_default(),
+                                    job.errors
+                                        .first()
+                                        .map(|e| format!("; first row error: {}", e.reason))
+                                        .unwrap_or_default()
                                 ),
                                 Err(e) => tracing::error!("cdi integration {}: {e}", i.id),
                             }

@@ -22,7 +22,20 @@ pub struct PostgresSource {
 }
 
 fn read(e: tokio_postgres::Error) -> SourceError {
-    SourceError::Read(e.to_string())
+    SourceError::Read(reason(&e))
+}
+
+/// What PostgreSQL said (its message and SQLSTATE), or what failed on the way to it:
+/// the driver's own text for a server's error is only "db error". Never the URL,
+/// which may carry the password.
+fn reason(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{} (SQLSTATE {})", db.message(), db.code().code());
+    }
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
+    }
 }
 
 /// A step of reading that must not take longer than [`super::READ_TIMEOUT`].
@@ -48,7 +61,7 @@ impl PostgresSource {
         let (client, connection) = runtime
             .block_on(async { tokio::time::timeout(super::CONNECT_TIMEOUT, config.connect(NoTls)).await })
             .map_err(|_| SourceError::Config("PostgreSQL did not answer the login in time".into()))?
-            .map_err(|e| SourceError::Config(format!("cannot connect to PostgreSQL: {e}")))?;
+            .map_err(|e| SourceError::Config(format!("cannot connect to PostgreSQL: {}", reason(&e))))?;
         runtime.spawn(async move {
             let _ = connection.await;
         });
@@ -72,7 +85,7 @@ impl Source for PostgresSource {
                  ORDER BY ordinal_position",
                 &[&schema, &name],
             )))?
-            .map_err(|e| SourceError::Config(format!("cannot read the table's columns: {e}")))?;
+            .map_err(|e| SourceError::Config(format!("cannot read the table's columns: {}", reason(&e))))?;
         let Some(first) = rows.first() else {
             return Err(SourceError::Config(format!("no table '{table}' in the PostgreSQL database")));
         };
@@ -99,8 +112,9 @@ impl Source for PostgresSource {
         };
         let ts = columns.names[0].as_deref().map(quoted).unwrap_or_default();
         // Milliseconds since the epoch (a timestamp without time zone read as UTC):
-        // one key for ordering, comparing and the cursor.
-        let key = format!("floor(extract(epoch from {ts}) * 1000)::bigint");
+        // one key for ordering, comparing and the cursor. `infinity` has none (a cast
+        // of it failed every job): such a row is not read.
+        let key = format!("(CASE WHEN isfinite({ts}) THEN floor(extract(epoch from {ts}) * 1000)::bigint END)");
         let rest: Vec<String> = (1..8).map(col).collect();
         let sql = format!(
             "SELECT {key} AS k, {} FROM {}.{} WHERE {key} > $1 ORDER BY 1",
@@ -116,7 +130,7 @@ impl Source for PostgresSource {
             // integration's configuration; a failure while reading is the job's.
             let stream = timed(client.query_raw(&sql, [param]))
                 .await?
-                .map_err(|e| SourceError::Config(format!("cannot read the table: {e}")))?;
+                .map_err(|e| SourceError::Config(format!("cannot read the table: {}", reason(&e))))?;
             let mut stream = pin!(stream);
             while let Some(r) = timed(stream.next()).await? {
                 let r = r.map_err(read)?;

@@ -74,3 +74,44 @@ async fn a_postgres_table_syncs_incrementally() {
     let missing = api.integration("pg-missing", &url, "no_such_table", "users").await;
     assert_eq!(api.sync(&missing).await.expect("native")["job_status"], "config_error");
 }
+
+#[tokio::test]
+async fn an_infinite_updated_at_does_not_stop_the_rows_around_it() {
+    let Some(url) = url() else { return };
+    let api = Api::new().await;
+    let table = format!("inf_{}", api.workspace.replace(['-', '.'], "_").to_lowercase());
+    psql(&url, &format!("CREATE TABLE {table} (updated_at timestamptz, external_id varchar, payload varchar)"));
+    psql(
+        &url,
+        &format!(
+            "INSERT INTO {table} VALUES ('2024-01-01 00:00:00+00', 'before', '{{\"n\": 1}}'), \
+             ('infinity', 'forever', '{{\"n\": 2}}'), ('-infinity', 'never', '{{\"n\": 3}}'), \
+             ('2024-01-01 00:00:01+00', 'after', '{{\"n\": 4}}')"
+        ),
+    );
+    let id = api.integration("inf", &url, &table, "users").await;
+    let Some(job) = api.sync(&id).await else { return };
+    assert_eq!((&job["job_status"], &job["rows_synced"]), (&json!("success"), &json!(2)), "{job}");
+    assert_eq!(api.user("before").await["custom_attributes"], json!({"n": 1}));
+    assert_eq!(api.user("after").await["custom_attributes"], json!({"n": 4}));
+    psql(&url, &format!("INSERT INTO {table} VALUES ('2024-01-02 00:00:00+00', 'later', '{{\"n\": 5}}')"));
+    let next = api.sync(&id).await.expect("native");
+    assert_eq!((&next["job_status"], &next["rows_synced"]), (&json!("success"), &json!(1)), "{next}");
+}
+
+#[tokio::test]
+async fn postgresql_s_own_reason_is_kept_without_the_password() {
+    let Some(url) = url() else { return };
+    let api = Api::new().await;
+    // The same server, a user that does not exist and a password.
+    let (_, host_and_db) = url.split_once('@').expect("user@host in the URL");
+    let wrong = format!("postgres://nobody_here:sekrit-pass@{host_and_db}");
+    let id = api.integration("wrong", &wrong, "t", "users").await;
+    let Some(job) = api.sync(&id).await else { return };
+    assert_eq!(job["job_status"], "config_error", "{job}");
+    let jobs = engage_tests::admin("GET", &format!("/_engage/cdi/integrations/{id}/jobs"), json!(null)).await;
+    assert_eq!(jobs.status, 200, "{}", jobs.body);
+    let failure = jobs.body["jobs"][0]["failure"].as_str().unwrap_or_default().to_string();
+    assert!(!jobs.body.to_string().contains("sekrit-pass"), "the password is never shown: {}", jobs.body);
+    assert!(failure.contains("SQLSTATE 28"), "PostgreSQL's reason (an authorization SQLSTATE): {failure}");
+}

@@ -179,3 +179,42 @@ async fn a_scheduled_integration_runs_by_itself_and_is_next_due_an_interval_late
     let next = entry["next_scheduled_run"].as_str().unwrap().to_string();
     assert!(next > start, "the next run is an interval after the last job: {entry}");
 }
+
+#[tokio::test]
+async fn a_row_that_would_take_a_profile_over_its_bound_fails_alone() {
+    let api = Api::new().await;
+    let wh = Warehouse::new(&[("WIDE", true)]);
+    let attrs = |from: usize, n: usize| {
+        let m: serde_json::Map<String, serde_json::Value> =
+            (from..from + n).map(|i| (format!("a{i}"), json!(i))).collect();
+        serde_json::Value::Object(m).to_string()
+    };
+    let (first, more) = (attrs(0, 999), attrs(999, 5));
+    wh.add(
+        "WIDE",
+        &[
+            ("2024-01-01T00:00:00Z", Some("before-1"), r#"{"n": 1}"#),
+            ("2024-01-01T00:00:01Z", Some("big"), &first),
+            ("2024-01-01T00:00:02Z", Some("big"), &more),
+            ("2024-01-01T00:00:03Z", Some("after-1"), r#"{"n": 2}"#),
+        ],
+    );
+    let id = api.integration("wide", &wh.source(), "WIDE", "users").await;
+    let Some(job) = api.sync(&id).await else { return };
+    assert_eq!(
+        (&job["job_status"], &job["rows_synced"], &job["rows_failed_with_errors"]),
+        (&json!("partial"), &json!(3), &json!(1)),
+        "{job}"
+    );
+    assert_eq!(api.user("before-1").await["custom_attributes"], json!({"n": 1}));
+    assert_eq!(api.user("after-1").await["custom_attributes"], json!({"n": 2}));
+    assert_eq!(api.user("big").await["custom_attributes"].as_object().unwrap().len(), 999);
+    // The failed row's reason is kept with the job.
+    let jobs = engage_tests::admin("GET", &format!("/_engage/cdi/integrations/{id}/jobs"), json!(null)).await;
+    let reason = jobs.body["jobs"][0]["row_errors"][0]["reason"].as_str().unwrap_or_default().to_string();
+    assert!(reason.contains("would have 1004 custom attributes"), "{}", jobs.body);
+    // The integration goes on.
+    wh.add("WIDE", &[("2024-01-02T00:00:00Z", Some("after-2"), r#"{"n": 3}"#)]);
+    let next = api.sync(&id).await.expect("native");
+    assert_eq!((&next["job_status"], &next["rows_synced"]), (&json!("success"), &json!(1)), "{next}");
+}
