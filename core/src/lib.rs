@@ -90,6 +90,6 @@ pub mod warehouse {
     pub use crate::cdi::read::job_details;
     pub use crate::cdi::rows::Row;
     pub use crate::cdi::sync::{
-        begin, close_interrupted, commit_batch, finish, job, reads_payload, BatchReport, Begun,
+        begin, close_interrupted, commit_batch, fail_rows, finish, job, reads_payload, BatchReport, Begun,
     };
 }

@@ -205,8 +205,14 @@ impl Spec {
         if let Some(bad) = self.contact_emails.iter().find(|e| Email::parse(e).is_none()) {
             return Err(ApiError::bad(format!("'{bad}' is not an email address")));
         }
-        Warehouse::of(&self.source)
-            .ok_or_else(|| ApiError::bad("the source must be sqlite:PATH or postgres://USER@HOST/DATABASE"))
+        let warehouse = Warehouse::of(&self.source)
+            .ok_or_else(|| ApiError::bad("the source must be sqlite:PATH or postgres://USER@HOST/DATABASE"))?;
+        // A relative path would be read against the working directory of whichever
+        // process runs the job, not the caller's (`engage cdi create` makes it absolute).
+        if self.source.strip_prefix("sqlite:").is_some_and(|p| !p.starts_with('/')) {
+            return Err(ApiError::bad("a sqlite: source needs an absolute path (sqlite:/path/to/file.db)"));
+        }
+        Ok(warehouse)
     }
 }
 

@@ -246,6 +246,22 @@ pub async fn commit_batch<S: Store>(
     }
 }
 
+/// Counts rows that could not be read as failed on job `seq` (their reasons kept,
+/// the first ones only), without moving the cursor: they have no place on it.
+pub async fn fail_rows<S: Store>(store: &S, begun: &Begun, failed: Vec<RowError>, ctx: Ctx) -> Result<(), ApiError> {
+    let i = &begun.integration;
+    let key = job_key(&i.workspace, &i.id, begun.seq);
+    transact(store, &i.workspace, ctx.seed, async |tx, _| {
+        let mut job: Job = tx.doc(Table::CdiJob, &key).await?.ok_or_else(|| ApiError::NotFound("job".into()))?;
+        for e in &failed {
+            job.fail_row(e.clone());
+        }
+        tx.put_doc(Table::CdiJob, &key, &job)?;
+        Ok(())
+    })
+    .await
+}
+
 /// Ends job `seq`: its status from its counts, or `failure` (a status and why) when
 /// the source could not be read; the integration's next run follows its schedule.
 pub async fn finish<S: Store>(

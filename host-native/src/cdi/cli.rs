@@ -91,6 +91,18 @@ fn store(db: &std::path::Path) -> Result<SqliteStore, String> {
     SqliteStore::open(db).map_err(|e| format!("cannot open {}: {e}", db.display()))
 }
 
+/// `sqlite:PATH` with a relative path made absolute against this command's working
+/// directory: the job runs in the server, whose directory may be another.
+fn absolute_sqlite(source: String) -> Result<String, String> {
+    match source.strip_prefix("sqlite:") {
+        Some(path) if !path.is_empty() && !path.starts_with('/') => {
+            let absolute = std::path::absolute(path).map_err(|e| format!("cannot resolve {path}: {e}"))?;
+            Ok(format!("sqlite:{}", absolute.display()))
+        }
+        _ => Ok(source),
+    }
+}
+
 fn show(job: &Job) -> String {
     job.detail().to_string()
 }
@@ -103,6 +115,7 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
             let kind = DataKind::parse(&kind).ok_or("--kind must be users, events, purchases or deletes")?;
             let schedule_secs = schedule.as_deref().map(parse_interval).transpose()?;
             let contact_emails = contacts.into_iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect();
+            let source = absolute_sqlite(source)?;
             let spec = Spec { name, source, table, kind, schedule_secs, contact_emails };
             let store = store(&db)?;
             let i = pollster::block_on(warehouse::create(&store, &ws, &spec, ctx())).map_err(|e| match e {

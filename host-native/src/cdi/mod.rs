@@ -9,7 +9,7 @@ mod sqlite;
 
 use std::time::Duration;
 
-use engage_core::warehouse::{self, Begun, Cursor, DataKind, Integration, Job, JobStatus, Row, Warehouse};
+use engage_core::warehouse::{self, Begun, Cursor, DataKind, Integration, Job, JobStatus, Row, RowError, Warehouse};
 use engage_core::Timestamp;
 
 use crate::ctx;
@@ -79,23 +79,48 @@ pub trait Source {
     /// The table's column names (a missing table is a [`SourceError::Config`]).
     fn columns(&mut self, table: &str) -> Result<Vec<String>, SourceError>;
 
-    /// Calls `each` with every row whose `UPDATED_AT` is after `after` (in
-    /// milliseconds), oldest first; stops at the first error `each` returns.
+    /// Calls `each` with every row whose `UPDATED_AT` cannot be read as a time (first),
+    /// then every row whose `UPDATED_AT` is after `after` (in milliseconds), oldest
+    /// first; stops at the first error `each` returns.
     fn rows_after(
         &mut self,
         table: &str,
         columns: &Columns,
         after: Option<Timestamp>,
-        each: &mut dyn FnMut(Row) -> Result<(), String>,
+        each: &mut dyn FnMut(Read) -> Result<(), String>,
     ) -> Result<(), SourceError>;
 }
 
-/// A row from its key (milliseconds) and the other seven columns in [`COLUMNS`] order.
-pub fn row(
-    updated_at: i64,
+/// A row as a source read it.
+pub enum Read {
+    /// A row with its `UPDATED_AT`.
+    Row(Row),
+    /// A row whose `UPDATED_AT` is not a time this sync reads (as the table holds
+    /// it; `None`: NULL), with its other columns.
+    Unreadable(Option<String>, Row),
+}
+
+/// A row from its key (milliseconds; `None`: unreadable, with the column as text)
+/// and the other seven columns in [`COLUMNS`] order.
+pub fn read(
+    key: Option<i64>,
+    raw: Option<String>,
     [external_id, alias_name, alias_label, braze_id, email, phone, payload]: [Option<String>; 7],
-) -> Row {
-    Row { updated_at: Timestamp(updated_at), external_id, alias_name, alias_label, braze_id, email, phone, payload }
+) -> Read {
+    let row = Row {
+        updated_at: Timestamp(key.unwrap_or(0)),
+        external_id,
+        alias_name,
+        alias_label,
+        braze_id,
+        email,
+        phone,
+        payload,
+    };
+    match key {
+        Some(_) => Read::Row(row),
+        None => Read::Unreadable(raw, row),
+    }
 }
 
 /// Opens an integration's source.
@@ -148,7 +173,31 @@ fn sync_from(store: &SqliteStore, begun: &Begun, source: &mut dyn Source) -> Res
     };
     let after = cursor.as_ref().map(|c| c.updated_at);
     let mut group = 0usize;
-    source.rows_after(&i.table, &columns, after, &mut |row| {
+    // Rows whose UPDATED_AT cannot be read come first; they fail, counted with the job.
+    let mut unreadable: Vec<RowError> = Vec::new();
+    let record = |unreadable: &mut Vec<RowError>| -> Result<(), String> {
+        if unreadable.is_empty() {
+            return Ok(());
+        }
+        pollster::block_on(warehouse::fail_rows(store, begun, std::mem::take(unreadable), ctx()))
+            .map_err(|e| format!("recording failed rows failed: {e:?}"))
+    };
+    source.rows_after(&i.table, &columns, after, &mut |read| {
+        let row = match read {
+            Read::Unreadable(raw, row) => {
+                let reason = match raw {
+                    None => "UPDATED_AT is NULL".to_string(),
+                    Some(text) => format!(
+                        "UPDATED_AT '{}' is not a time this sync reads (RFC 3339, or seconds since the epoch)",
+                        text.chars().take(64).collect::<String>()
+                    ),
+                };
+                unreadable.push(RowError { updated_at: None, identifier: row.describe(), reason });
+                return Ok(());
+            }
+            Read::Row(row) => row,
+        };
+        record(&mut unreadable)?;
         // A batch ends only where UPDATED_AT changes: rows sharing a timestamp are
         // committed together, so the cursor never falls between two of them.
         let same = batch.last().is_some_and(|l| l.updated_at == row.updated_at);
@@ -165,6 +214,7 @@ fn sync_from(store: &SqliteStore, begun: &Begun, source: &mut dyn Source) -> Res
         batch.push(row);
         Ok(())
     })?;
+    record(&mut unreadable).map_err(SourceError::Read)?;
     commit(&mut batch, &mut cursor).map_err(SourceError::Read)
 }
 
@@ -252,15 +302,15 @@ mod tests {
             table: &str,
             columns: &Columns,
             after: Option<Timestamp>,
-            each: &mut dyn FnMut(Row) -> Result<(), String>,
+            each: &mut dyn FnMut(Read) -> Result<(), String>,
         ) -> Result<(), SourceError> {
             let mut left = self.left;
-            self.inner.rows_after(table, columns, after, &mut |row| {
+            self.inner.rows_after(table, columns, after, &mut |read| {
                 if left == 0 {
                     return Err("connection lost".into());
                 }
                 left -= 1;
-                each(row)
+                each(read)
             })
         }
     }
@@ -347,7 +397,9 @@ mod tests {
         let mut seen = Vec::new();
         source
             .rows_after("T", &columns, None, &mut |r| {
-                seen.push((r.external_id.unwrap(), r.updated_at.0 - 1_704_067_200_000));
+                if let Read::Row(r) = r {
+                    seen.push((r.external_id.unwrap(), r.updated_at.0 - 1_704_067_200_000));
+                }
                 Ok(())
             })
             .unwrap();

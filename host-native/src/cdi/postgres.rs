@@ -5,7 +5,6 @@
 
 use std::pin::pin;
 
-use engage_core::warehouse::Row;
 use engage_core::Timestamp;
 use futures_util::StreamExt;
 use tokio::runtime::Runtime;
@@ -38,6 +37,26 @@ fn reason(e: &tokio_postgres::Error) -> String {
     }
 }
 
+/// The URL without its `password_env=NAME` parameter, and NAME: the environment
+/// variable the password is read from when connecting, so that it is not stored
+/// with the integration.
+fn password_env(source: &str) -> (String, Option<String>) {
+    let Some((base, query)) = source.split_once('?') else { return (source.to_string(), None) };
+    let mut var = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| match pair.strip_prefix("password_env=") {
+            Some(name) => {
+                var = Some(name.to_string());
+                false
+            }
+            None => true,
+        })
+        .collect();
+    let url = if kept.is_empty() { base.to_string() } else { format!("{base}?{}", kept.join("&")) };
+    (url, var)
+}
+
 /// A step of reading that must not take longer than [`super::READ_TIMEOUT`].
 async fn timed<T>(step: impl std::future::Future<Output = T>) -> Result<T, SourceError> {
     tokio::time::timeout(super::READ_TIMEOUT, step)
@@ -49,8 +68,15 @@ impl PostgresSource {
     /// Connects; an unreachable server or refused login is a configuration error.
     pub fn open(source: &str) -> Result<PostgresSource, SourceError> {
         // Never put the URL in a message: it may carry a password.
+        let (url, password_env) = password_env(source);
         let mut config: tokio_postgres::Config =
-            source.parse().map_err(|_| SourceError::Config("the postgres:// URL is not valid".into()))?;
+            url.parse().map_err(|_| SourceError::Config("the postgres:// URL is not valid".into()))?;
+        if let Some(var) = password_env {
+            let password = std::env::var(&var).map_err(|_| {
+                SourceError::Config(format!("the password variable {var} is not set in the server's environment"))
+            })?;
+            config.password(password);
+        }
         config.connect_timeout(super::CONNECT_TIMEOUT);
         config.keepalives_idle(std::time::Duration::from_secs(30));
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -65,8 +91,34 @@ impl PostgresSource {
         runtime.spawn(async move {
             let _ = connection.await;
         });
+        // A `timestamp` without time zone is UTC, also where it meets the cursor.
+        runtime
+            .block_on(timed(client.batch_execute("SET TIME ZONE 'UTC'")))?
+            .map_err(|e| SourceError::Config(format!("cannot set the session's time zone: {}", reason(&e))))?;
         Ok(PostgresSource { runtime, client, found: None })
     }
+}
+
+/// The query of the rows after a cursor (`$1`, text: a time, or `-infinity`), oldest
+/// first: it compares and orders by the `UPDATED_AT` column itself, so an index on
+/// it (`CREATE INDEX ON table ("UPDATED_AT")`) serves an incremental job. `infinity`
+/// and `-infinity` have no place on the cursor and are not read (they failed every
+/// job).
+pub fn incremental_sql(schema: &str, name: &str, columns: &Columns) -> String {
+    let col = |i: usize| {
+        columns.names[i].as_deref().map(|c| format!("{}::text", quoted(c))).unwrap_or_else(|| "NULL::text".into())
+    };
+    let ts = columns.names[0].as_deref().map(quoted).unwrap_or_default();
+    // Milliseconds since the epoch, rounded down: the cursor's unit.
+    let key = format!("floor(extract(epoch from {ts}) * 1000)::bigint");
+    let rest: Vec<String> = (1..8).map(col).collect();
+    format!(
+        "SELECT {key} AS k, {} FROM {}.{} \
+         WHERE {ts} >= $1::text::timestamptz AND {ts} > '-infinity' AND {ts} < 'infinity' ORDER BY {ts}",
+        rest.join(", "),
+        quoted(schema),
+        quoted(name)
+    )
 }
 
 impl Source for PostgresSource {
@@ -98,7 +150,7 @@ impl Source for PostgresSource {
         table: &str,
         columns: &Columns,
         after: Option<Timestamp>,
-        each: &mut dyn FnMut(Row) -> Result<(), String>,
+        each: &mut dyn FnMut(super::Read) -> Result<(), String>,
     ) -> Result<(), SourceError> {
         let (schema, name) = match &self.found {
             Some(found) => found.clone(),
@@ -107,28 +159,41 @@ impl Source for PostgresSource {
                 self.found.clone().unwrap_or_default()
             }
         };
-        let col = |i: usize| {
-            columns.names[i].as_deref().map(|c| format!("{}::text", quoted(c))).unwrap_or_else(|| "NULL::text".into())
-        };
-        let ts = columns.names[0].as_deref().map(quoted).unwrap_or_default();
-        // Milliseconds since the epoch (a timestamp without time zone read as UTC):
-        // one key for ordering, comparing and the cursor. `infinity` has none (a cast
-        // of it failed every job): such a row is not read.
-        let key = format!("(CASE WHEN isfinite({ts}) THEN floor(extract(epoch from {ts}) * 1000)::bigint END)");
-        let rest: Vec<String> = (1..8).map(col).collect();
-        let sql = format!(
-            "SELECT {key} AS k, {} FROM {}.{} WHERE {key} > $1 ORDER BY 1",
-            rest.join(", "),
-            quoted(&schema),
-            quoted(&name)
-        );
-        let param = after.map_or(i64::MIN, |t| t.0);
+        let sql = incremental_sql(&schema, &name, columns);
+        // Rows at least a millisecond after the cursor: the same rows as a key
+        // (milliseconds, rounded down) greater than the cursor's, compared on the
+        // column itself so that an index on it is used.
+        let from = after.map_or("-infinity".to_string(), |t| Timestamp(t.0.saturating_add(1)).to_rfc3339());
         let runtime = &self.runtime;
         let client = &self.client;
         runtime.block_on(async {
             // A query that cannot start (a column of the wrong type, no access) is the
             // integration's configuration; a failure while reading is the job's.
-            let stream = timed(client.query_raw(&sql, [param]))
+            // Rows without a time on the cursor first (NULL, ±infinity): they fail.
+            let ts = columns.names[0].as_deref().map(quoted).unwrap_or_default();
+            let rest: Vec<String> = (1..8)
+                .map(|i| {
+                    columns.names[i].as_deref().map(|c| format!("{}::text", quoted(c))).unwrap_or("NULL::text".into())
+                })
+                .collect();
+            let odd = format!(
+                "SELECT {ts}::text, {} FROM {}.{} WHERE {ts} IS NULL OR NOT isfinite({ts})",
+                rest.join(", "),
+                quoted(&schema),
+                quoted(&name)
+            );
+            let unreadable = timed(client.query(&odd, &[]))
+                .await?
+                .map_err(|e| SourceError::Config(format!("cannot read the table: {}", reason(&e))))?;
+            for r in unreadable {
+                let mut values: [Option<String>; 7] = Default::default();
+                for (i, v) in values.iter_mut().enumerate() {
+                    *v = r.try_get(i + 1).map_err(read)?;
+                }
+                let raw: Option<String> = r.try_get(0).map_err(read)?;
+                each(super::read(None, raw, values)).map_err(SourceError::Read)?;
+            }
+            let stream = timed(client.query_raw(&sql, [from]))
                 .await?
                 .map_err(|e| SourceError::Config(format!("cannot read the table: {}", reason(&e))))?;
             let mut stream = pin!(stream);
@@ -138,10 +203,85 @@ impl Source for PostgresSource {
                 for (i, v) in values.iter_mut().enumerate() {
                     *v = r.try_get(i + 1).map_err(read)?;
                 }
-                let row = super::row(r.try_get::<_, i64>(0).map_err(read)?, values);
-                each(row).map_err(SourceError::Read)?;
+                let key: i64 = r.try_get(0).map_err(read)?;
+                each(super::read(Some(key), None, values)).map_err(SourceError::Read)?;
             }
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The test server's URL (tests/run.sh starts one; CI must have it).
+    fn url() -> Option<String> {
+        let url = std::env::var("ENGAGE_TEST_POSTGRES_URL").ok();
+        assert!(url.is_some() || std::env::var("CI").is_err(), "CI must run this: set ENGAGE_TEST_POSTGRES_URL");
+        url
+    }
+
+    #[test]
+    fn a_password_can_come_from_the_server_s_environment() {
+        assert_eq!(password_env("postgres://u@h/db"), ("postgres://u@h/db".into(), None));
+        assert_eq!(
+            password_env("postgres://u@h/db?password_env=WH_PASS&sslmode=disable"),
+            ("postgres://u@h/db?sslmode=disable".into(), Some("WH_PASS".into()))
+        );
+        let Some(url) = url() else { return };
+        let named = format!("{url}?password_env=ENGAGE_TEST_UNSET_PASSWORD_VARIABLE");
+        let Err(SourceError::Config(why)) = PostgresSource::open(&named) else { panic!("refused") };
+        assert!(why.contains("ENGAGE_TEST_UNSET_PASSWORD_VARIABLE is not set"), "{why}");
+        // The test server trusts loopback: any password from the variable logs in.
+        let named = format!("{url}?password_env=PATH");
+        assert!(PostgresSource::open(&named).is_ok());
+    }
+
+    #[test]
+    fn an_incremental_job_reads_through_an_index_on_updated_at() {
+        let Some(url) = url() else { return };
+        let mut source = PostgresSource::open(&url).unwrap();
+        let table = format!("plan_{}", std::process::id());
+        let setup = format!(
+            "DROP TABLE IF EXISTS {table}; \
+             CREATE TABLE {table} (\"UPDATED_AT\" timestamp, \"EXTERNAL_ID\" text, \"PAYLOAD\" text); \
+             INSERT INTO {table} SELECT timestamp '2024-01-01' + n * interval '1 second', 'u' || n, '{{}}' \
+               FROM generate_series(1, 20000) AS n; \
+             INSERT INTO {table} VALUES ('infinity', 'forever', '{{}}'), ('-infinity', 'never', '{{}}'), (NULL, 'none', '{{}}'); \
+             CREATE INDEX ON {table} (\"UPDATED_AT\"); ANALYZE {table};"
+        );
+        source.runtime.block_on(source.client.batch_execute(&setup)).unwrap();
+        let columns =
+            Columns::check(&source.columns(&table).unwrap(), engage_core::warehouse::DataKind::Users).unwrap();
+        let (schema, name) = source.found.clone().unwrap();
+        let sql = incremental_sql(&schema, &name, &columns);
+        let explain = format!("EXPLAIN {}", sql.replace("$1::text", "'2024-01-01T05:30:00.001Z'::text"));
+        let plan: Vec<String> = source
+            .runtime
+            .block_on(source.client.query(&explain, &[]))
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(plan.contains("Index"), "the index on UPDATED_AT is used:\n{plan}");
+        // The rows after a cursor, oldest first, the infinities left out, none twice.
+        let (mut seen, mut unreadable) = (Vec::new(), Vec::new());
+        let after = Some(Timestamp::parse("2024-01-01T03:19:59Z").unwrap());
+        source
+            .rows_after(&table, &columns, after, &mut |r| {
+                match r {
+                    super::super::Read::Row(r) => seen.push(r.external_id.unwrap()),
+                    super::super::Read::Unreadable(raw, _) => unreadable.push(raw),
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(seen.len(), 20000 - 11999, "{:?}", &seen[..3]);
+        assert_eq!((seen[0].as_str(), seen.last().map(String::as_str)), ("u12000", Some("u20000")));
+        unreadable.sort();
+        assert_eq!(unreadable, [None, Some("-infinity".to_string()), Some("infinity".to_string())]);
+        source.runtime.block_on(source.client.batch_execute(&format!("DROP TABLE {table}"))).unwrap();
     }
 }

@@ -1,7 +1,7 @@
 //! SQLite tables (`sqlite:PATH`), opened read-only. `UPDATED_AT` is ISO 8601 text
-//! (a time zone, or UTC) or a number of seconds since the epoch.
+//! (a time zone, or UTC; `T` and `Z` in either case) or a number of seconds since
+//! the epoch; a row whose `UPDATED_AT` is neither is read as unreadable.
 
-use engage_core::warehouse::Row;
 use engage_core::Timestamp;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
@@ -56,7 +56,7 @@ impl Source for SqliteSource {
         table: &str,
         columns: &Columns,
         after: Option<Timestamp>,
-        each: &mut dyn FnMut(Row) -> Result<(), String>,
+        each: &mut dyn FnMut(super::Read) -> Result<(), String>,
     ) -> Result<(), SourceError> {
         let col = |i: usize| columns.names[i].as_deref().map(quoted).unwrap_or_else(|| "NULL".into());
         let ts = col(0);
@@ -66,11 +66,13 @@ impl Source for SqliteSource {
             "CASE WHEN typeof({ts}) IN ('integer', 'real') \
                    OR (typeof({ts}) = 'text' AND trim({ts}) <> '' AND trim({ts}) NOT GLOB '*[^0-9.]*') \
              THEN CAST(ROUND(CAST({ts} AS REAL) * 1000) AS INTEGER) \
-             ELSE CAST(ROUND(unixepoch({ts}, 'subsec') * 1000) AS INTEGER) END"
+             ELSE CAST(ROUND(unixepoch(upper(trim({ts})), 'subsec') * 1000) AS INTEGER) END"
         );
         let rest: Vec<String> = (1..8).map(col).collect();
+        // Rows whose time cannot be read (NULL keys) come first: SQLite orders NULL first.
         let sql = format!(
-            "SELECT k, {} FROM (SELECT {key} AS k, * FROM {}) WHERE k > ?1 ORDER BY k",
+            "SELECT k, raw, {} FROM (SELECT {key} AS k, CAST({ts} AS TEXT) AS raw, * FROM {}) \
+             WHERE k > ?1 OR k IS NULL ORDER BY k",
             rest.join(", "),
             quoted_table(table)
         );
@@ -82,10 +84,11 @@ impl Source for SqliteSource {
         while let Some(r) = rows.next().map_err(read)? {
             let mut values: [Option<String>; 7] = Default::default();
             for (i, v) in values.iter_mut().enumerate() {
-                *v = r.get_ref(i + 1).map(text).map_err(read)?;
+                *v = r.get_ref(i + 2).map(text).map_err(read)?;
             }
-            let row = super::row(r.get::<_, i64>(0).map_err(read)?, values);
-            each(row).map_err(SourceError::Read)?;
+            let key: Option<i64> = r.get(0).map_err(read)?;
+            let raw: Option<String> = r.get(1).map_err(read)?;
+            each(super::read(key, raw, values)).map_err(SourceError::Read)?;
         }
         Ok(())
     }

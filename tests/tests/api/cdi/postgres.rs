@@ -89,14 +89,25 @@ async fn an_infinite_updated_at_does_not_stop_the_rows_around_it() {
              ('2024-01-01 00:00:01+00', 'after', '{{\"n\": 4}}')"
         ),
     );
+    psql(&url, &format!("INSERT INTO {table} VALUES (NULL, 'nobody-knows', '{{\"n\": 6}}')"));
     let id = api.integration("inf", &url, &table, "users").await;
     let Some(job) = api.sync(&id).await else { return };
-    assert_eq!((&job["job_status"], &job["rows_synced"]), (&json!("success"), &json!(2)), "{job}");
+    // The rows around them sync; the three without a time fail, each job, with reasons.
+    let counts = |j: &serde_json::Value| {
+        (j["job_status"].clone(), j["rows_synced"].clone(), j["rows_failed_with_errors"].clone())
+    };
+    assert_eq!(counts(&job), (json!("partial"), json!(2), json!(3)), "{job}");
     assert_eq!(api.user("before").await["custom_attributes"], json!({"n": 1}));
     assert_eq!(api.user("after").await["custom_attributes"], json!({"n": 4}));
+    let jobs = engage_tests::admin("GET", &format!("/_engage/cdi/integrations/{id}/jobs"), json!(null)).await;
+    let reasons = jobs.body["jobs"][0]["row_errors"].to_string();
+    assert!(
+        reasons.contains("UPDATED_AT 'infinity' is not a time") && reasons.contains("UPDATED_AT is NULL"),
+        "{reasons}"
+    );
     psql(&url, &format!("INSERT INTO {table} VALUES ('2024-01-02 00:00:00+00', 'later', '{{\"n\": 5}}')"));
     let next = api.sync(&id).await.expect("native");
-    assert_eq!((&next["job_status"], &next["rows_synced"]), (&json!("success"), &json!(1)), "{next}");
+    assert_eq!(counts(&next), (json!("partial"), json!(1), json!(3)), "{next}");
 }
 
 #[tokio::test]

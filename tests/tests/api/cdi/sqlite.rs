@@ -218,3 +218,30 @@ async fn a_row_that_would_take_a_profile_over_its_bound_fails_alone() {
     let next = api.sync(&id).await.expect("native");
     assert_eq!((&next["job_status"], &next["rows_synced"]), (&json!("success"), &json!(1)), "{next}");
 }
+
+#[tokio::test]
+async fn every_row_is_synced_or_counted_failed_whatever_its_updated_at() {
+    let api = Api::new().await;
+    let wh = Warehouse::new(&[("TIMES", true)]);
+    wh.add(
+        "TIMES",
+        &[
+            ("2026-02-01T10:00:00Z", Some("upper"), r#"{"n": 1}"#),
+            ("2026-02-01t10:00:16z", Some("lower"), r#"{"n": 2}"#),
+            ("2026-02-01T10:00:17+02:00", Some("offset"), r#"{"n": 3}"#),
+            ("Feb 1 2026 10:00:07", Some("words"), r#"{"n": 4}"#),
+            ("Sun, 01 Feb 2026 10:00:08 +0000", Some("rfc2822"), r#"{"n": 5}"#),
+        ],
+    );
+    let id = api.integration("times", &wh.source(), "TIMES", "users").await;
+    let Some(job) = api.sync(&id).await else { return };
+    let counted =
+        |j: &serde_json::Value| j["rows_synced"].as_u64().unwrap() + j["rows_failed_with_errors"].as_u64().unwrap();
+    assert_eq!((&job["job_status"], &job["rows_synced"]), (&json!("partial"), &json!(3)), "{job}");
+    assert_eq!(counted(&job), 5, "every row accounted for: {job}");
+    assert_eq!(api.user("lower").await["custom_attributes"], json!({"n": 2}));
+    assert!(api.user("words").await.is_null() && api.user("rfc2822").await.is_null());
+    let jobs = engage_tests::admin("GET", &format!("/_engage/cdi/integrations/{id}/jobs"), json!(null)).await;
+    let reasons = jobs.body["jobs"][0]["row_errors"].to_string();
+    assert!(reasons.contains("'Feb 1 2026 10:00:07' is not a time this sync reads"), "{reasons}");
+}
