@@ -86,7 +86,7 @@ pub mod warehouse {
     pub use crate::cdi::integration::{all, get as integration};
     pub use crate::cdi::integration::{Cursor, DataKind, Integration, JobStatus, Spec, Warehouse};
     pub use crate::cdi::job::{Job, RowError};
-    pub use crate::cdi::manage::{create, due, request_run, requested, withdraw};
+    pub use crate::cdi::manage::{create, delete, due, request_run, requested, rewind, update, withdraw, Update};
     pub use crate::cdi::read::job_details;
     pub use crate::cdi::rows::Row;
     pub use crate::cdi::sync::{

@@ -141,6 +141,12 @@ pub enum Operator {
     RequestSync(String),
     /// GET /_engage/cdi/integrations/{id}/jobs: its newest jobs, with failures and row errors.
     IntegrationJobs(String),
+    /// PATCH /_engage/cdi/integrations/{id}: name, source, table, schedule, contacts, paused.
+    UpdateIntegration(String),
+    /// DELETE /_engage/cdi/integrations/{id}.
+    DeleteIntegration(String),
+    /// POST /_engage/cdi/integrations/{id}/rewind `{"to": time | null}`.
+    RewindIntegration(String),
     /// GET /_engage/cdi/integrations/{id}: how many jobs it had and the last one's status.
     IntegrationState(String),
     /// GET /_engage/groups
@@ -403,6 +409,9 @@ pub static ROUTES: &[Route] = &[
     operator!(Post "/_engage/cdi/integrations/{}/sync" [id], "Start an integration's sync now", |v| Operator::RequestSync(param(v))),
     operator!(Get "/_engage/cdi/integrations/{}" [id], "An integration's job count and last status", |v| Operator::IntegrationState(param(v))),
     operator!(Get "/_engage/cdi/integrations/{}/jobs" [id], "An integration's jobs with their failures and row errors", |v| Operator::IntegrationJobs(param(v))),
+    operator!(Patch "/_engage/cdi/integrations/{}" [id], "Change, pause or resume an integration", |v| Operator::UpdateIntegration(param(v))),
+    operator!(Delete "/_engage/cdi/integrations/{}" [id], "Delete an integration and its jobs", |v| Operator::DeleteIntegration(param(v))),
+    operator!(Post "/_engage/cdi/integrations/{}/rewind" [id], "Move an integration's cursor back (or forward)", |v| Operator::RewindIntegration(param(v))),
     operator!(Get "/_engage/groups", "List subscription groups", |_| Operator::ListGroups),
     operator!(Get "/_engage/queue/set-aside", "Queued jobs set aside as unreadable", |_| Operator::SetAsideJobs),
     operator!(Get "/_engage/queue", "The queue's backlog", |_| Operator::QueueState),

@@ -256,3 +256,53 @@ fn sync_waits_for_a_busy_server_and_says_at_once_when_the_server_stops() {
     let _ = long.kill();
     let _ = long.wait();
 }
+
+#[test]
+fn integrations_are_managed_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("engage.db");
+    let db_arg = db.to_str().unwrap();
+    let warehouse = dir.path().join("w.db");
+    rusqlite::Connection::open(&warehouse)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE T (UPDATED_AT TEXT, EXTERNAL_ID TEXT, PAYLOAD TEXT);
+             INSERT INTO T VALUES ('2024-01-01T00:00:00Z', 'c1', '{\"n\": 1}');",
+        )
+        .unwrap();
+    let ok = |args: &[&str]| {
+        let out = engage(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // A relative source is made absolute against this command's directory.
+    let out = Command::new(env!("CARGO_BIN_EXE_engage"))
+        .current_dir(dir.path())
+        .args(["cdi", "create", "--db", db_arg, "--name", "c", "--source", "sqlite:w.db", "--table", "T"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let state: serde_json::Value =
+        serde_json::from_str(&ok(&["cdi", "update", &id, "--db", db_arg, "--name", "renamed", "--schedule", "1h"]))
+            .unwrap();
+    assert_eq!(
+        (&state["integration_name"], state["next_scheduled_run"].is_string()),
+        (&serde_json::json!("renamed"), true)
+    );
+    let state: serde_json::Value = serde_json::from_str(&ok(&["cdi", "pause", &id, "--db", db_arg])).unwrap();
+    assert_eq!(state["integration_status"], "paused");
+    let refused = engage(&["cdi", "sync", &id, "--db", db_arg]);
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("paused"));
+    ok(&["cdi", "resume", &id, "--db", db_arg]);
+    let job: serde_json::Value = serde_json::from_str(&ok(&["cdi", "sync", &id, "--db", db_arg])).unwrap();
+    assert_eq!(job["rows_synced"], 1, "the relative path was resolved where it was given: {job}");
+    ok(&["cdi", "rewind", &id, "--db", db_arg, "--start"]);
+    let job: serde_json::Value = serde_json::from_str(&ok(&["cdi", "sync", &id, "--db", db_arg])).unwrap();
+    assert_eq!(job["rows_synced"], 1, "read again from the start: {job}");
+    let jobs: serde_json::Value = serde_json::from_str(&ok(&["cdi", "jobs", &id, "--db", db_arg])).unwrap();
+    assert_eq!(jobs["jobs"].as_array().map(Vec::len), Some(2));
+    ok(&["cdi", "delete", &id, "--db", db_arg]);
+    assert_eq!(ok(&["cdi", "list", "--db", db_arg]), "");
+    assert!(!engage(&["cdi", "delete", &id, "--db", db_arg]).status.success());
+}

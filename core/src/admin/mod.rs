@@ -43,6 +43,12 @@ pub async fn handle<S: Store>(
         Operator::CreateIntegration => create_integration(store, req, ctx).await,
         Operator::RequestSync(id) => request_sync(store, &id, runs_syncs, ctx).await,
         Operator::IntegrationState(id) => integration_state(store, &id).await,
+        Operator::UpdateIntegration(id) => update_integration(store, &id, req, ctx).await,
+        Operator::DeleteIntegration(id) => match manage::delete(store, &id, ctx).await? {
+            true => Ok(Response::json(200, &json!({"deleted": id}))),
+            false => Err(ApiError::NotFound(format!("no integration '{id}'"))),
+        },
+        Operator::RewindIntegration(id) => rewind_integration(store, &id, req, ctx).await,
         Operator::IntegrationJobs(id) => match crate::cdi::read::job_details(store, &id).await? {
             Some(jobs) => Ok(Response::json(200, &jobs)),
             None => Err(ApiError::NotFound(format!("no integration '{id}'"))),
@@ -151,6 +157,73 @@ async fn create_integration<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Res
     };
     let i = manage::create(store, &ws, &spec, ctx).await?;
     Ok(Response::json(201, &json!({"integration_id": i.id, "workspace": ws.as_str()})))
+}
+
+/// The state of an integration as the operator routes that change one answer it.
+fn integration_reply(i: &integration::Integration) -> Response {
+    let mut v = i.render();
+    v["table"] = json!(i.table);
+    v["schedule_secs"] = json!(i.schedule_secs);
+    Response::json(200, &v)
+}
+
+/// PATCH /_engage/cdi/integrations/{id} `{"name", "source", "table", "schedule_secs",
+/// "contact_emails", "paused"}` (each optional; `schedule_secs: null`: on demand only).
+async fn update_integration<S: Store>(store: &S, id: &str, req: &Request, ctx: Ctx) -> Result<Response, ApiError> {
+    let b = body(req)?;
+    const FIELDS: [&str; 6] = ["name", "source", "table", "schedule_secs", "contact_emails", "paused"];
+    if let Some(k) = b.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::bad(format!("unknown field '{k}' (one of {})", FIELDS.join(", "))));
+    }
+    let text = |k: &str| -> Result<Option<String>, ApiError> {
+        match b.get(k) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(ApiError::bad(format!("'{k}' must be a string"))),
+        }
+    };
+    let update = manage::Update {
+        name: text("name")?,
+        source: text("source")?,
+        table: text("table")?,
+        schedule_secs: match b.get("schedule_secs") {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(v) => {
+                Some(Some(v.as_u64().ok_or_else(|| ApiError::bad("'schedule_secs' must be a whole number or null"))?))
+            }
+        },
+        contact_emails: match b.get("contact_emails") {
+            None => None,
+            Some(Value::Array(a)) => Some(
+                a.iter()
+                    .map(|v| v.as_str().map(str::to_string))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| ApiError::bad("'contact_emails' must hold strings"))?,
+            ),
+            Some(_) => return Err(ApiError::bad("'contact_emails' must be an array")),
+        },
+        paused: match b.get("paused") {
+            None => None,
+            Some(Value::Bool(p)) => Some(*p),
+            Some(_) => return Err(ApiError::bad("'paused' must be true or false")),
+        },
+    };
+    Ok(integration_reply(&manage::update(store, id, &update, ctx).await?))
+}
+
+/// POST /_engage/cdi/integrations/{id}/rewind `{"to": RFC 3339 time | null}`: the next
+/// job reads the rows after `to` (null: the whole table).
+async fn rewind_integration<S: Store>(store: &S, id: &str, req: &Request, ctx: Ctx) -> Result<Response, ApiError> {
+    let b = body(req)?;
+    let to = match b.get("to") {
+        Some(Value::Null) => None,
+        Some(Value::String(t)) => Some(
+            crate::time::Timestamp::parse(t).ok_or_else(|| ApiError::bad("'to' must be an ISO 8601 time or null"))?,
+        ),
+        _ => return Err(ApiError::bad("'to' is required: an ISO 8601 time, or null for the whole table")),
+    };
+    Ok(integration_reply(&manage::rewind(store, id, to, ctx).await?))
 }
 
 /// POST /_engage/cdi/integrations/{id}/sync → 202: the host's runner starts a job

@@ -81,6 +81,26 @@ pub fn describe(endpoint: &Operator) -> Op {
         Operator::IntegrationState(_) => not_found(Op::new("An integration's job count and last job status, for an operator (or a test) waiting for a job without spending the API's rate limit.")
             .path("id", "The integration.")
             .reply(200, "Its state.", object("", &[("integration_id", string("")), ("jobs", integer("Jobs so far.")), ("last_job_status", nullable(string("")))], &["integration_id", "jobs"])), "No such integration."),
+        Operator::UpdateIntegration(_) => not_found(Op::new("Changes an integration (as `engage cdi update`, `pause`, `resume`): each field optional; a changed schedule is due at once. The cursor is kept (rewind to read a new source from its start).")
+            .path("id", "The integration.")
+            .body(object("", &[
+                ("name", string("")),
+                ("source", string("`sqlite:/ABSOLUTE/PATH` or `postgres://USER@HOST/DATABASE`.")),
+                ("table", string("")),
+                ("schedule_secs", nullable(integer("Run every this many seconds (at least 60); null: only on request."))),
+                ("contact_emails", array(string(""), "")),
+                ("paused", boolean("Pause (no job runs) or resume.")),
+            ], &[]))
+            .reply(200, "Its state (the `/cdi/integrations` entry, its table and schedule).", free_object("The integration."))
+            .reply(400, "A field is invalid.", refer("Error")), "No such integration."),
+        Operator::DeleteIntegration(_) => not_found(Op::new("Deletes an integration, its jobs and any request to run it; a job running meanwhile stops at its next batch.")
+            .path("id", "The integration.")
+            .reply(200, "Deleted.", object("", &[("deleted", string("Its id."))], &["deleted"])), "No such integration."),
+        Operator::RewindIntegration(_) => not_found(Op::new("Moves an integration's cursor: its next job reads the rows after `to` (null: the whole table). Refused while a job runs.")
+            .path("id", "The integration.")
+            .body(object("", &[("to", nullable(string("An ISO 8601 time, or null.")))], &["to"]))
+            .reply(200, "Its state.", free_object("The integration."))
+            .reply(400, "`to` is invalid, or a job is running.", refer("Error")), "No such integration."),
         Operator::IntegrationJobs(_) => not_found(Op::new("An integration's newest 100 jobs, newest first, each as in `job_sync_status` plus its number, why it failed as a whole (`failure`) and its first 100 row errors.")
             .path("id", "The integration.")
             .reply(200, "Its jobs.", object("", &[

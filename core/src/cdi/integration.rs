@@ -148,6 +148,9 @@ pub struct Integration {
     pub last_job: Option<(Timestamp, JobStatus)>,
     /// When the scheduler runs it next.
     pub next_run: Option<Timestamp>,
+    /// Paused: no scheduled or requested job runs until it is resumed.
+    #[serde(default)]
+    pub paused: bool,
 }
 
 /// Longest integration name and table name, in characters.
@@ -225,7 +228,7 @@ impl Integration {
             "app_group_id": self.workspace.as_str(),
             "integration_name": self.name,
             "integration_type": self.kind.as_str(),
-            "integration_status": "active",
+            "integration_status": if self.paused { "paused" } else { "active" },
             "contact_emails": self.contact_emails.join(","),
             "last_updated_at": ts(self.cursor.as_ref().map(|c| c.updated_at)),
             "warehouse_type": self.warehouse.as_str(),

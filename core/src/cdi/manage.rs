@@ -1,7 +1,9 @@
-//! What operators and the host's runner do with integrations: create one, ask for
-//! a job now, find the integrations that are due.
+//! What operators and the host's runner do with integrations: create, change, pause
+//! and resume, rewind and delete one, ask for a job now, find the integrations
+//! that are due.
 
-use super::integration::{all, get, Integration, Spec, INTEGRATION_TABLE, MAX_INTEGRATIONS};
+use super::integration::{all, get, Cursor, Integration, JobStatus, Spec, INTEGRATION_TABLE, MAX_INTEGRATIONS};
+use super::job::jobs_prefix;
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::ids::{IdGen, WorkspaceName};
@@ -33,6 +35,7 @@ pub async fn create<S: Store>(store: &S, ws: &WorkspaceName, spec: &Spec, ctx: C
             jobs: 0,
             last_job: None,
             next_run: spec.schedule_secs.map(|_| ctx.now),
+            paused: false,
         };
         if tx.doc::<Integration>(INTEGRATION_TABLE, &i.id).await?.is_some() {
             return Err(ApiError::Busy);
@@ -46,9 +49,107 @@ pub async fn create<S: Store>(store: &S, ws: &WorkspaceName, spec: &Spec, ctx: C
     .await
 }
 
+/// What an operator changes of an integration; `None` leaves a field as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Update {
+    /// A new name.
+    pub name: Option<String>,
+    /// A new source URL (the cursor is kept: rewind to read the new one from the start).
+    pub source: Option<String>,
+    /// A new table.
+    pub table: Option<String>,
+    /// A new schedule; `Some(None)`: on demand only.
+    pub schedule_secs: Option<Option<u64>>,
+    /// New contacts.
+    pub contact_emails: Option<Vec<String>>,
+    /// Pause (`true`) or resume (`false`).
+    pub paused: Option<bool>,
+}
+
+fn missing(id: &str) -> ApiError {
+    ApiError::NotFound(format!("no integration '{id}'"))
+}
+
+/// Changes integration `id` as `u` says, checked as a new one would be. A changed
+/// schedule (or a resumed integration with one) is due at once.
+pub async fn update<S: Store>(store: &S, id: &str, u: &Update, ctx: Ctx) -> Result<Integration, ApiError> {
+    let i = get(store, id).await?.ok_or_else(|| missing(id))?;
+    let spec = Spec {
+        name: u.name.clone().unwrap_or(i.name),
+        source: u.source.clone().unwrap_or(i.source),
+        table: u.table.clone().unwrap_or(i.table),
+        kind: i.kind,
+        schedule_secs: u.schedule_secs.unwrap_or(i.schedule_secs),
+        contact_emails: u.contact_emails.clone().unwrap_or(i.contact_emails),
+    };
+    let warehouse = spec.check()?;
+    transact(store, &i.workspace, ctx.seed, async |tx, _| {
+        let mut cur: Integration = tx.doc(INTEGRATION_TABLE, id).await?.ok_or_else(|| missing(id))?;
+        let rescheduled = cur.schedule_secs != spec.schedule_secs || (u.paused == Some(false) && cur.paused);
+        cur.name = spec.name.trim().to_string();
+        cur.source = spec.source.clone();
+        cur.warehouse = warehouse;
+        cur.table = spec.table.clone();
+        cur.schedule_secs = spec.schedule_secs;
+        cur.contact_emails = spec.contact_emails.clone();
+        if let Some(paused) = u.paused {
+            cur.paused = paused;
+        }
+        if rescheduled {
+            cur.next_run = cur.schedule_secs.map(|_| ctx.now);
+        }
+        cur.updated_at = ctx.now;
+        tx.put_doc(INTEGRATION_TABLE, id, &cur)?;
+        Ok(cur)
+    })
+    .await
+}
+
+/// Moves integration `id`'s cursor: the next job reads the rows after `to` (`None`:
+/// the whole table). Refused while a job runs (its batches commit against the cursor).
+pub async fn rewind<S: Store>(store: &S, id: &str, to: Option<Timestamp>, ctx: Ctx) -> Result<Integration, ApiError> {
+    let i = get(store, id).await?.ok_or_else(|| missing(id))?;
+    transact(store, &i.workspace, ctx.seed, async |tx, _| {
+        let mut cur: Integration = tx.doc(INTEGRATION_TABLE, id).await?.ok_or_else(|| missing(id))?;
+        if matches!(cur.last_job, Some((_, JobStatus::Running))) {
+            return Err(ApiError::bad("a job of this integration is running: rewind it once the job has ended"));
+        }
+        cur.cursor = to.map(|updated_at| Cursor { updated_at });
+        cur.updated_at = ctx.now;
+        tx.put_doc(INTEGRATION_TABLE, id, &cur)?;
+        Ok(cur)
+    })
+    .await
+}
+
+/// Deletes integration `id`, its jobs and any request to run it; `false` when there
+/// was none. A job running meanwhile stops at its next batch (its integration is gone).
+pub async fn delete<S: Store>(store: &S, id: &str, ctx: Ctx) -> Result<bool, ApiError> {
+    let Some(i) = get(store, id).await? else { return Ok(false) };
+    let jobs: Vec<String> = store
+        .scan(Table::CdiJob, &jobs_prefix(&i.workspace, id), MAX_SCAN)
+        .await?
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    transact(store, &i.workspace, ctx.seed, async |tx, _| {
+        for key in &jobs {
+            tx.delete_doc(Table::CdiJob, key);
+        }
+        tx.delete_doc(Table::CdiRequest, id);
+        tx.delete_doc(INTEGRATION_TABLE, id);
+        Ok(())
+    })
+    .await?;
+    Ok(true)
+}
+
 /// Asks the process that runs syncs (the server) to run integration `id` now.
 pub async fn request_run<S: Store>(store: &S, id: &str, ctx: Ctx) -> Result<(), ApiError> {
     let i = get(store, id).await?.ok_or_else(|| ApiError::NotFound(format!("no integration '{id}'")))?;
+    if i.paused {
+        return Err(ApiError::bad("the integration is paused: resume it first"));
+    }
     transact(store, &i.workspace, ctx.seed, async |tx, _| {
         tx.put_doc(Table::CdiRequest, id, &ctx.now)?;
         Ok(())
@@ -78,6 +179,9 @@ pub async fn due<S: Store>(store: &S, now: Timestamp, seed: [u8; 16]) -> Result<
         store.scan(Table::CdiRequest, "", MAX_SCAN).await?.into_iter().map(|(k, _)| k).collect();
     let mut out = Vec::new();
     for i in all(store).await? {
+        if i.paused {
+            continue;
+        }
         if requested.contains(&i.id) {
             let id = i.id.clone();
             transact(store, &i.workspace, seed, async |tx, _| {

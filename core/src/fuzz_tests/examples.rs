@@ -190,6 +190,8 @@ pub(super) fn example(route: &Route) -> Option<Example> {
             "workspace": "test", "name": "n", "source": "postgres://db/x", "table": "public.users",
             "kind": "events", "schedule_secs": 3600, "contact_emails": ["ops@x.test"]
         })),
+        (Method::Patch, "/_engage/cdi/integrations/{}") => json(json!({"name": "renamed", "schedule_secs": null})),
+        (Method::Post, "/_engage/cdi/integrations/{}/rewind") => json(json!({"to": "2024-01-01T00:00:00Z"})),
         (Method::Get, "/_engage/groups") => query(&[("workspace", "test")]),
         (Method::Get, "/preference_center/v1/list" | "/preference_center/v1/{}" | "/preferences/{}")
         | (Method::Get, "/scim/v2/ServiceProviderConfig" | "/scim/v2/ResourceTypes")
@@ -202,7 +204,7 @@ pub(super) fn example(route: &Route) -> Option<Example> {
             | "/_engage/queue",
         )
         | (Method::Get, "/_engage/keys" | "/_engage/workspaces")
-        | (Method::Delete, "/_engage/keys/{}")
+        | (Method::Delete, "/_engage/keys/{}" | "/_engage/cdi/integrations/{}")
         | (Method::Get, "/" | "/healthz" | "/readyz" | "/openapi.json" | "/metrics")
         | (Method::Delete, "/scim/v2/Users/{}")
         | (Method::Post, "/_engage/cdi/integrations/{}/sync" | "/_engage/conformance")

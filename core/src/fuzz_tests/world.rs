@@ -209,7 +209,8 @@ impl World {
             ("/scim/v2/ResourceTypes/{}", _) => vec!["User".into()],
             ("/scim/v2/Schemas/{}", _) => vec![USER_URN.into(), USER_URN.to_uppercase()],
             ("/cdi/integrations/{}/job_sync_status" | "/_engage/cdi/integrations/{}/sync", _)
-            | ("/_engage/cdi/integrations/{}" | "/_engage/cdi/integrations/{}/jobs", _) => one("§integration"),
+            | ("/_engage/cdi/integrations/{}" | "/_engage/cdi/integrations/{}/jobs", _)
+            | ("/_engage/cdi/integrations/{}/rewind", _) => one("§integration"),
             ("/playground/{..}", _) => {
                 vec![String::new(), "index.html".into(), "pkg/engage_bg.wasm".into(), "a%20b/".into()]
             }

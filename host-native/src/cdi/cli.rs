@@ -1,4 +1,4 @@
-//! `engage cdi create | list | sync | jobs`.
+//! `engage cdi create | list | sync | jobs | update | pause | resume | rewind | delete`.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -55,6 +55,71 @@ pub enum CdiCommand {
         #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
         db: PathBuf,
     },
+    /// Change an integration: its name, source, table, schedule or contacts.
+    Update {
+        /// The integration id.
+        id: String,
+        /// SQLite database file of Engage.
+        #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
+        db: PathBuf,
+        /// A new name.
+        #[arg(long)]
+        name: Option<String>,
+        /// A new source (sqlite:PATH or postgres://...); the cursor is kept (see rewind).
+        #[arg(long)]
+        source: Option<String>,
+        /// A new table.
+        #[arg(long)]
+        table: Option<String>,
+        /// Run every INTERVAL (15m, 1h, 1d, or seconds).
+        #[arg(long, conflicts_with = "no_schedule")]
+        schedule: Option<String>,
+        /// Run only on demand.
+        #[arg(long)]
+        no_schedule: bool,
+        /// New contacts (repeat, or separate with commas).
+        #[arg(long = "contact", value_delimiter = ',')]
+        contacts: Option<Vec<String>>,
+    },
+    /// Pause an integration: no job runs until it is resumed.
+    Pause {
+        /// The integration id.
+        id: String,
+        /// SQLite database file of Engage.
+        #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
+        db: PathBuf,
+    },
+    /// Resume a paused integration (a scheduled one is due at once).
+    Resume {
+        /// The integration id.
+        id: String,
+        /// SQLite database file of Engage.
+        #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
+        db: PathBuf,
+    },
+    /// Move an integration's cursor: its next job reads the rows after TIME, or the
+    /// whole table with --start.
+    Rewind {
+        /// The integration id.
+        id: String,
+        /// SQLite database file of Engage.
+        #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
+        db: PathBuf,
+        /// An ISO 8601 time.
+        #[arg(long, required_unless_present = "start", conflicts_with = "start")]
+        to: Option<String>,
+        /// Read the whole table again.
+        #[arg(long)]
+        start: bool,
+    },
+    /// Delete an integration and its jobs.
+    Delete {
+        /// The integration id.
+        id: String,
+        /// SQLite database file of Engage.
+        #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
+        db: PathBuf,
+    },
     /// Run one job of an integration now and print it. With a server running on the
     /// database, the server runs it (it owns the profiles); this waits for it.
     Sync {
@@ -89,6 +154,22 @@ pub fn parse_interval(text: &str) -> Result<u64, String> {
 
 fn store(db: &std::path::Path) -> Result<SqliteStore, String> {
     SqliteStore::open(db).map_err(|e| format!("cannot open {}: {e}", db.display()))
+}
+
+/// An error as the operator reads it.
+fn message(e: engage_core::ApiError) -> String {
+    match e {
+        engage_core::ApiError::BadRequest(m) | engage_core::ApiError::NotFound(m) => m,
+        e => format!("{e:?}"),
+    }
+}
+
+/// Applies `update` to integration `id` and prints its state.
+fn change(db: &std::path::Path, id: &str, update: &warehouse::Update) -> Result<(), String> {
+    let store = store(db)?;
+    let i = pollster::block_on(warehouse::update(&store, id, update, ctx())).map_err(message)?;
+    println!("{}", i.render());
+    Ok(())
 }
 
 /// `sqlite:PATH` with a relative path made absolute against this command's working
@@ -141,6 +222,42 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
             }
             Ok(())
         }
+        CdiCommand::Update { id, db, name, source, table, schedule, no_schedule, contacts } => {
+            let schedule_secs = match (schedule, no_schedule) {
+                (Some(s), _) => Some(Some(parse_interval(&s)?)),
+                (None, true) => Some(None),
+                (None, false) => None,
+            };
+            let contact_emails =
+                contacts.map(|cs| cs.into_iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect());
+            let source = source.map(absolute_sqlite).transpose()?;
+            let update = warehouse::Update { name, source, table, schedule_secs, contact_emails, paused: None };
+            change(&db, &id, &update)
+        }
+        CdiCommand::Pause { id, db } => {
+            change(&db, &id, &warehouse::Update { paused: Some(true), ..Default::default() })
+        }
+        CdiCommand::Resume { id, db } => {
+            change(&db, &id, &warehouse::Update { paused: Some(false), ..Default::default() })
+        }
+        CdiCommand::Rewind { id, db, to, start } => {
+            let to = match (to, start) {
+                (_, true) => None,
+                (Some(t), false) => Some(engage_core::Timestamp::parse(&t).ok_or("--to must be an ISO 8601 time")?),
+                (None, false) => return Err("give --to TIME or --start".into()),
+            };
+            let store = store(&db)?;
+            let i = pollster::block_on(warehouse::rewind(&store, &id, to, ctx())).map_err(message)?;
+            println!("{}", i.render());
+            Ok(())
+        }
+        CdiCommand::Delete { id, db } => {
+            let store = store(&db)?;
+            match pollster::block_on(warehouse::delete(&store, &id, ctx())).map_err(message)? {
+                true => Ok(()),
+                false => Err(format!("no integration '{id}'")),
+            }
+        }
         CdiCommand::Jobs { id, db } => {
             let store = store(&db)?;
             let jobs = pollster::block_on(warehouse::job_details(&store, &id))
@@ -154,6 +271,9 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
             let i = pollster::block_on(warehouse::integration(&store, &id))
                 .map_err(|e| format!("{e:?}"))?
                 .ok_or_else(|| format!("no integration '{id}'"))?;
+            if i.paused {
+                return Err("the integration is paused: resume it first".into());
+            }
             let job = if store.is_owner() {
                 super::run(&store, &i)?
             } else {

@@ -3,6 +3,7 @@
 //! syncs (the edge) answer the status endpoints from the same tables; the sync
 //! steps are then skipped.
 
+mod manage;
 mod pages;
 mod postgres;
 mod sqlite;
