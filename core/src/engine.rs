@@ -238,9 +238,26 @@ impl<S: Store> Engine<S> {
 
     /// Handles one request. Never panics on input; failures are responses.
     pub async fn handle(&self, req: Request, ctx: Ctx) -> Response {
+        self.handle_as(req, ctx, false).await
+    }
+
+    /// Whether the request may be answered [`Then::CatchUpFirst`] (a host without a
+    /// background applier keeps a copy of such a request to hand it back).
+    pub fn may_ask_to_catch_up(&self, req: &Request) -> bool {
+        !self.config.applies_in_background
+            && matches!(routes::find(req.method, &req.path), Ok((_, Endpoint::Api(Api::Track))))
+    }
+
+    /// Handles a request answered [`Then::CatchUpFirst`] again, once the host has
+    /// applied everything queued (in its turn, as for a request that catches up).
+    pub async fn handle_caught_up(&self, req: Request, ctx: Ctx) -> Response {
+        self.handle_as(req, ctx, true).await
+    }
+
+    async fn handle_as(&self, req: Request, ctx: Ctx, caught_up: bool) -> Response {
         let scim_path = scim::owns(&req.path);
         let id = crate::http::request_id(&req.headers, ctx.seed);
-        let resp = match self.route(req, ctx).await {
+        let resp = match self.route(req, ctx, caught_up).await {
             Ok(resp) => resp,
             Err(e) => shaped(scim_path, e),
         };
@@ -258,7 +275,7 @@ impl<S: Store> Engine<S> {
         Ok(track::queue::backlog_state(&self.store, now).await?)
     }
 
-    async fn route(&self, req: Request, ctx: Ctx) -> Result<Response, ApiError> {
+    async fn route(&self, req: Request, ctx: Ctx, caught_up: bool) -> Result<Response, ApiError> {
         let (route, endpoint) = routes::find(req.method, &req.path)?;
         input::check_body_len(req.body.len(), self.config.max_body_bytes)?;
         match endpoint {
@@ -283,7 +300,8 @@ impl<S: Store> Engine<S> {
                 if let Decision::Limited { retry_after } = decision {
                     return Err(ApiError::RateLimited { retry_after });
                 }
-                let resp = self.api(api, &req, &key.workspace, ctx).await.unwrap_or_else(ApiError::into_response);
+                let resp =
+                    self.api(api, &req, &key.workspace, ctx, caught_up).await.unwrap_or_else(ApiError::into_response);
                 Ok(match decision {
                     Decision::Allowed { limit, remaining, reset } if resp.status != 429 => resp
                         .with_header("X-RateLimit-Limit", limit.to_string())
@@ -356,24 +374,38 @@ impl<S: Store> Engine<S> {
         Ok(record)
     }
 
-    async fn api(&self, api: Api, req: &Request, ws: &WorkspaceName, ctx: Ctx) -> Result<Response, ApiError> {
-        let mut caught_up = QueueRun::default();
+    async fn api(
+        &self,
+        api: Api,
+        req: &Request,
+        ws: &WorkspaceName,
+        ctx: Ctx,
+        caught_up: bool,
+    ) -> Result<Response, ApiError> {
+        let mut applied = QueueRun::default();
         if Endpoint::Api(api.clone()).catches_up() {
             // Read-your-writes: everything acknowledged before this request is applied first.
-            caught_up = self.catch_up(ws, track::backlog::seeds(req), ctx).await?;
+            applied = self.catch_up(ws, track::backlog::seeds(req), ctx).await?;
         }
-        let mut resp = self.dispatch(api, req, ws, ctx).await?;
+        let mut resp = self.dispatch(api, req, ws, ctx, caught_up).await?;
         if resp.internal.is_none() {
-            resp.internal = caught_up.set_aside_note();
+            resp.internal = applied.set_aside_note();
         }
         Ok(resp)
     }
 
-    async fn dispatch(&self, api: Api, req: &Request, ws: &WorkspaceName, ctx: Ctx) -> Result<Response, ApiError> {
+    async fn dispatch(
+        &self,
+        api: Api,
+        req: &Request,
+        ws: &WorkspaceName,
+        ctx: Ctx,
+        caught_up: bool,
+    ) -> Result<Response, ApiError> {
         let store = &self.store;
         let body = &req.body;
         match api {
-            Api::Track => self.track(ws, body, ctx).await,
+            Api::Track => self.track(ws, body, ctx, caught_up).await,
             Api::TrackSync => track::track_sync(store, ws, body, ctx).await,
             Api::ExportIds => export::export_ids(store, ws, body).await,
             Api::Identify => identity::identify::identify(store, ws, body, ctx).await,
@@ -396,14 +428,25 @@ impl<S: Store> Engine<S> {
 
     /// `/users/track`, applying the queued jobs of its users first when that is what
     /// it takes to tell whether it keeps within their profiles' bounds.
-    async fn track(&self, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
+    /// `caught_up`: the host applied everything queued just before (see
+    /// [`Engine::handle_caught_up`]).
+    async fn track(&self, ws: &WorkspaceName, body: &[u8], ctx: Ctx, caught_up: bool) -> Result<Response, ApiError> {
         if let Some(max_secs) = self.config.max_backlog_secs {
             self.refuse_past_backlog_bound(max_secs).await?;
         }
-        let seeds = match track::track(&self.store, &self.gate.ledger, ws, body, ctx, false).await? {
+        let seeds = match track::track(&self.store, &self.gate.ledger, ws, body, ctx, caught_up).await? {
             track::Tracked::Done(response) => return Ok(response),
+            // Caught up by the host, and still a request for these users came between.
+            track::Tracked::CatchUp(_) if caught_up => return Err(ApiError::Busy),
             track::Tracked::CatchUp(seeds) => seeds,
         };
+        if !self.config.applies_in_background {
+            // One thread (the edge, the playground): waiting here for the queue's turn
+            // would be waiting on another request (the edge's runtime cancels that as
+            // hung). Nothing was done: the host applies the queue in its own turn and
+            // hands the request back; a host that cannot sends this 503.
+            return Ok(ApiError::Busy.into_response().then(Then::CatchUpFirst));
+        }
         // Requests checked exactly take turns, so that they do not keep finding each
         // other's reservations.
         let _turn = self.gate.exact.lock().await;

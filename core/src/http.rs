@@ -183,6 +183,11 @@ pub enum Then {
     /// Answer with the host's metrics in Prometheus' text format, in place of the
     /// response (the 404 to send when the host keeps none).
     Metrics,
+    /// Nothing was done: apply everything queued (in the turn requests that catch up
+    /// take), then hand the same request to [`crate::Engine::handle_caught_up`]; the
+    /// response is the 503 to send for a host that cannot. Only hosts without a
+    /// background applier get it ([`crate::Engine::may_ask_to_catch_up`]).
+    CatchUpFirst,
     /// Run the store conformance suite on a scratch store and answer with
     /// [`crate::store::conformance::report`], in place of the response (the 404
     /// to send when the host cannot).

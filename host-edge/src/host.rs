@@ -167,7 +167,18 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
         drain(&lane, Yield::Never).await;
         isolate.engine.handle(request, ctx()).await
     } else {
-        isolate.engine.handle(request, ctx()).await
+        // A track request the core cannot answer before the queue is applied comes
+        // back (nothing done) to run in the lane, after draining, as catching up does.
+        let again = isolate.engine.may_ask_to_catch_up(&request).then(|| request.clone());
+        let response = isolate.engine.handle(request, ctx()).await;
+        match (&response.then, again) {
+            (Then::CatchUpFirst, Some(request)) => {
+                let lane = Lane::enter(&isolate).await;
+                drain(&lane, Yield::Never).await;
+                isolate.engine.handle_caught_up(request, ctx()).await
+            }
+            _ => response,
+        }
     };
     if let Some(why) = &response.internal {
         worker::console_error!("{} {why}", response.status);
@@ -183,7 +194,7 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
         },
         // Workers serve no playground files (the playground is its own static site).
         // The edge keeps no metrics (the platform's analytics count its requests).
-        Then::Nothing | Then::ServeAsset(_) | Then::Metrics => response,
+        Then::Nothing | Then::ServeAsset(_) | Then::Metrics | Then::CatchUpFirst => response,
     };
     to_worker(response)
 }

@@ -503,7 +503,8 @@ async fn respond(engine: &SharedEngine, req: hyper::Request<Incoming>, body_time
         }
         Then::Metrics => Some(metrics_response(engine).await),
         // The applier thread polls the queue; this host cannot run the conformance suite.
-        Then::Nothing | Then::ApplyQueue | Then::RunConformance => None,
+        // (CatchUpFirst goes to hosts without a background applier only.)
+        Then::Nothing | Then::ApplyQueue | Then::RunConformance | Then::CatchUpFirst => None,
     };
     match replaced {
         Some(r) => r.with_header("X-Request-Id", id),

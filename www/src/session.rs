@@ -10,7 +10,7 @@ use std::task::{Context, Poll, Waker};
 use engage_core::provision::{self, key_hash, Channel, Group, Permission, WorkspaceName};
 use engage_core::store::memory::MemoryStore;
 use engage_core::store::{Entry, Table};
-use engage_core::{ApiError, Config, Ctx, Engine, Request, Response};
+use engage_core::{ApiError, Config, Ctx, Engine, Request, Response, Then};
 use serde::{Deserialize, Serialize};
 
 /// The workspace every playground session works in.
@@ -115,7 +115,18 @@ impl Session {
 
     /// Handles one request exactly as a server would.
     pub fn handle(&self, req: Request, ctx: Ctx) -> Response {
-        block_on(self.engine.handle(req, ctx)).unwrap_or_else(|_| ApiError::Busy.into_response())
+        let again = self.engine.may_ask_to_catch_up(&req).then(|| req.clone());
+        let response = block_on(self.engine.handle(req, ctx)).unwrap_or_else(|_| ApiError::Busy.into_response());
+        match (&response.then, again) {
+            // Nothing was done: apply the queue, then the same request again.
+            (Then::CatchUpFirst, Some(req)) => match self.drain_queue(ctx) {
+                Ok(()) => {
+                    block_on(self.engine.handle_caught_up(req, ctx)).unwrap_or_else(|_| ApiError::Busy.into_response())
+                }
+                Err(_) => response,
+            },
+            _ => response,
+        }
     }
 
     /// Applies every queued track job, so a snapshot loses nothing acknowledged.

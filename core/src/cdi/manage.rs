@@ -173,13 +173,23 @@ pub async fn withdraw<S: Store>(store: &S, id: &str, ctx: Ctx) -> Result<(), Api
 }
 
 /// The integrations due now: asked for ([`request_run`], the request is taken) or
-/// past their next scheduled run.
-pub async fn due<S: Store>(store: &S, now: Timestamp, seed: [u8; 16]) -> Result<Vec<Integration>, ApiError> {
+/// past their next scheduled run; at most `max` of them, none of those in `busy`
+/// (their jobs are running: a request to run one again waits until it ends).
+pub async fn due<S: Store>(
+    store: &S,
+    now: Timestamp,
+    seed: [u8; 16],
+    busy: &[String],
+    max: usize,
+) -> Result<Vec<Integration>, ApiError> {
     let requested: Vec<String> =
         store.scan(Table::CdiRequest, "", MAX_SCAN).await?.into_iter().map(|(k, _)| k).collect();
     let mut out = Vec::new();
     for i in all(store).await? {
-        if i.paused {
+        if out.len() >= max {
+            break;
+        }
+        if i.paused || busy.contains(&i.id) {
             continue;
         }
         if requested.contains(&i.id) {

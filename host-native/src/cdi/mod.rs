@@ -218,7 +218,13 @@ fn sync_from(store: &SqliteStore, begun: &Begun, source: &mut dyn Source) -> Res
     commit(&mut batch, &mut cursor).map_err(SourceError::Read)
 }
 
-/// Runs what is due (scheduled, or asked for by `engage cdi sync`), until `stop`.
+/// Most jobs run at once (one per integration): a long job does not hold the others
+/// up, and the sources and the database are not swamped.
+pub const MAX_PARALLEL_JOBS: usize = 4;
+
+/// Runs what is due (scheduled, or asked for by `engage cdi sync`), until `stop`:
+/// each job on a thread of its own, up to [`MAX_PARALLEL_JOBS`] at once, one per
+/// integration. Stopping waits for the jobs running.
 pub fn spawn_runner(
     engine: crate::server::SharedEngine,
     stopping: std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -244,27 +250,24 @@ pub fn spawn_runner(
                 }
                 Err(e) => tracing::error!("cdi: reading integrations failed: {e:?}"),
             }
+            let mut running: Vec<(String, std::thread::JoinHandle<()>)> = Vec::new();
             while !stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                running.retain(|(_, job)| !job.is_finished());
+                let busy: Vec<String> = running.iter().map(|(id, _)| id.clone()).collect();
+                let room = MAX_PARALLEL_JOBS.saturating_sub(running.len());
                 let now = ctx();
-                match pollster::block_on(warehouse::due(store, now.now, now.seed)) {
+                match pollster::block_on(warehouse::due(store, now.now, now.seed, &busy, room)) {
                     Ok(due) => {
                         for i in due {
-                            match run(store, &i) {
-                                // The source URL may carry a password: log the id only.
-                                Ok(job) => tracing::info!(
-                                    "cdi integration {}: job {} {} ({} synced, {} failed){}{}",
-                                    i.id,
-                                    job.seq,
-                                    job.status.as_str(),
-                                    job.rows_synced,
-                                    job.rows_failed,
-                                    job.failure.as_deref().map(|f| format!(": {f}")).unwrap_or_default(),
-                                    job.errors
-                                        .first()
-                                        .map(|e| format!("; first row error: {}", e.reason))
-                                        .unwrap_or_default()
-                                ),
-                                Err(e) => tracing::error!("cdi integration {}: {e}", i.id),
+                            let engine = engine.clone();
+                            let id = i.id.clone();
+                            let job = std::thread::Builder::new().name("engage-cdi-job".into()).spawn(move || {
+                                crate::priority::background();
+                                log_job(&i, run(engine.store(), &i));
+                            });
+                            match job {
+                                Ok(job) => running.push((id, job)),
+                                Err(e) => tracing::error!("cdi integration {id}: cannot start a job thread: {e}"),
                             }
                         }
                     }
@@ -274,8 +277,28 @@ pub fn spawn_runner(
                 // (`engage cdi sync` beside a server) starts at once.
                 std::thread::sleep(Duration::from_millis(250));
             }
+            for (_, job) in running {
+                let _ = job.join();
+            }
         })
         .expect("spawn the cdi thread")
+}
+
+/// One line per finished job: the source URL may carry a password, so the id only.
+fn log_job(i: &Integration, outcome: Result<Job, String>) {
+    match outcome {
+        Ok(job) => tracing::info!(
+            "cdi integration {}: job {} {} ({} synced, {} failed){}{}",
+            i.id,
+            job.seq,
+            job.status.as_str(),
+            job.rows_synced,
+            job.rows_failed,
+            job.failure.as_deref().map(|f| format!(": {f}")).unwrap_or_default(),
+            job.errors.first().map(|e| format!("; first row error: {}", e.reason)).unwrap_or_default()
+        ),
+        Err(e) => tracing::error!("cdi integration {}: {e}", i.id),
+    }
 }
 
 #[cfg(test)]
