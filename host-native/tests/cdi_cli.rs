@@ -196,7 +196,7 @@ fn integrations_sync_side_by_side_and_sync_says_at_once_when_the_server_stops() 
     let warehouse = dir.path().join("w.db");
     let db = dir.path().join("engage.db");
     let db_arg = db.to_str().unwrap();
-    let mut conn = rusqlite::Connection::open(&warehouse).unwrap();
+    let conn = rusqlite::Connection::open(&warehouse).unwrap();
     conn.execute_batch(
         "CREATE TABLE BIG (UPDATED_AT TEXT, EXTERNAL_ID TEXT, PAYLOAD TEXT);
          CREATE TABLE SMALL (UPDATED_AT TEXT, EXTERNAL_ID TEXT, PAYLOAD TEXT);
