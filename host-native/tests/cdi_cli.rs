@@ -127,20 +127,7 @@ fn sync_beside_a_running_server_is_run_by_the_server() {
          INSERT INTO T VALUES ('2024-01-01T00:00:01Z', 'u2', 'broken');",
     )
     .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_engage"))
-        .args(["serve", "--exit-on-stdin-eof", "--db", db_arg, "--listen", &format!("127.0.0.1:{port}")])
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(30), "the server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (mut server, _) = serve(db_arg);
     let source = format!("sqlite:{}", warehouse.display());
     let out = engage(&["cdi", "create", "--db", db_arg, "--name", "t", "--source", &source, "--table", "T"]);
     let id = String::from_utf8(out.stdout).unwrap().trim().to_string();

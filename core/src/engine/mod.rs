@@ -23,6 +23,8 @@ use crate::track::pressure::Pressure;
 use crate::track::queue::QueueRun;
 use crate::{cdi, export, identity, input, preference_center, scim, service, subscriptions, track};
 
+mod track_ack;
+
 /// Engine settings.
 #[derive(Clone)]
 pub struct Config {
@@ -423,66 +425,6 @@ impl<S: Store> Engine<S> {
                 preference_center::handle(store, endpoint, ws, req, &self.links(req), ctx).await
             }
             Api::Cdi(endpoint) => cdi::handle(store, endpoint, ws, req).await,
-        }
-    }
-
-    /// `/users/track`, applying the queued jobs of its users first when that is what
-    /// it takes to tell whether it keeps within their profiles' bounds.
-    /// `caught_up`: the host applied everything queued just before (see
-    /// [`Engine::handle_caught_up`]).
-    async fn track(&self, ws: &WorkspaceName, body: &[u8], ctx: Ctx, caught_up: bool) -> Result<Response, ApiError> {
-        if let Some(max_secs) = self.config.max_backlog_secs {
-            self.refuse_past_backlog_bound(max_secs).await?;
-        }
-        let seeds = match track::track(&self.store, &self.gate.ledger, ws, body, ctx, caught_up).await? {
-            track::Tracked::Done(response) => return Ok(response),
-            // Caught up by the host, and still a request for these users came between.
-            track::Tracked::CatchUp(_) if caught_up => return Err(ApiError::Busy),
-            track::Tracked::CatchUp(seeds) => seeds,
-        };
-        if !self.config.applies_in_background {
-            // One thread (the edge, the playground): waiting here for the queue's turn
-            // would be waiting on another request (the edge's runtime cancels that as
-            // hung). Nothing was done: the host applies the queue in its own turn and
-            // hands the request back; a host that cannot sends this 503.
-            return Ok(ApiError::Busy.into_response().then(Then::CatchUpFirst));
-        }
-        // Requests checked exactly take turns, so that they do not keep finding each
-        // other's reservations.
-        let _turn = self.gate.exact.lock().await;
-        let mut seeds = seeds;
-        for _ in 0..4 {
-            self.catch_up(ws, seeds, ctx).await?;
-            match track::track(&self.store, &self.gate.ledger, ws, body, ctx, true).await? {
-                track::Tracked::Done(response) => return Ok(response),
-                track::Tracked::CatchUp(more) => seeds = more,
-            }
-        }
-        // Other requests for these users kept arriving between turns.
-        Err(ApiError::Busy)
-    }
-
-    /// Refuses (503, nothing acknowledged) a new job while the queue holds more than
-    /// `max_secs` of applying.
-    async fn refuse_past_backlog_bound(&self, max_secs: u64) -> Result<(), ApiError> {
-        let pressure = &self.gate.pressure;
-        let tail = self.store.queue_tail().await?;
-        if pressure.through() == 0 && tail > 0 {
-            // Nothing applied by this engine yet: the cursor is where the queue starts.
-            let first = self.store.queued(0, 1).await?.first().map_or(tail, |j| j.seq.saturating_sub(1));
-            pressure.applied_through(first);
-        }
-        match pressure.wait_secs(tail.saturating_sub(pressure.through()), max_secs) {
-            Some(retry_after) => Err(ApiError::Backlogged { retry_after }),
-            None => Ok(()),
-        }
-    }
-
-    /// An applier's turn applied `run`: measures the appliers' rate.
-    async fn note_applied(&self, run: &QueueRun, now: Timestamp) {
-        if self.config.max_backlog_secs.is_some() {
-            let left = self.store.queue_tail().await.is_ok_and(|tail| tail > self.gate.pressure.through());
-            self.gate.pressure.note_applied(run.applied + run.set_aside, left, now);
         }
     }
 
