@@ -15,7 +15,7 @@
 //! every user of a busy workspace into one set. A read naming several users sees
 //! each one's part of a request whole.
 //!
-//! Operations applied early are recorded ([`Table::QueueEarly`]) in the same commit
+//! Operations applied early are recorded ([`crate::store::Table::QueueEarly`]) in the same commit
 //! as their effects; the in-order applier skips them and deletes the records when
 //! the queue cursor passes them.
 //!
@@ -32,7 +32,7 @@ use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias, Wor
 use crate::repo::codec::decode;
 use crate::repo::keys::{profile_key, shared_prefix, unique_key};
 use crate::repo::Tx;
-use crate::store::{Store, StoreError, Table};
+use crate::store::{Store, StoreError};
 
 /// Jobs read from the queue per call while the index catches up with it.
 const INDEX_CHUNK: usize = 1000;
@@ -41,13 +41,7 @@ const INDEX_CHUNK: usize = 1000;
 /// hundred users at most (75 objects a track request, 50 ids an export).
 const MAX_SEEDS: usize = 4096;
 
-/// One operation of a queued job: its sequence number and its index in the job.
-pub type OpKey = (u64, u32);
-
-/// The store key of the record of an operation applied early.
-pub fn early_key((seq, op): OpKey) -> String {
-    format!("{seq:020}/{op:05}")
-}
+pub use super::early::{early_key, OpKey};
 
 /// A pending operation as the index keeps it: its workspace and the identifiers it names.
 struct Pending {
@@ -93,13 +87,7 @@ impl Backlog {
     pub async fn load<S: Store>(&mut self, store: &S) -> Result<(), StoreError> {
         self.ledger.load(store).await?;
         if !self.loaded {
-            for (key, _) in store.scan(Table::QueueEarly, "", crate::store::MAX_SCAN).await? {
-                if let Some((seq, op)) = key.split_once('/') {
-                    if let (Ok(seq), Ok(op)) = (seq.parse(), op.parse()) {
-                        self.early.insert((seq, op));
-                    }
-                }
-            }
+            self.early = super::early::read_early(store).await?;
             self.loaded = true;
         }
         Ok(())

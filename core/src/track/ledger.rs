@@ -22,7 +22,7 @@ use super::parse::{AttrUpdate, TrackJob, TrackOp};
 use crate::ids::{Identifier, WorkspaceName};
 use crate::repo::codec::decode;
 use crate::repo::keys::{profile_key, shared_prefix, unique_key};
-use crate::store::{Store, StoreError, Table, MAX_SCAN};
+use crate::store::{Store, StoreError};
 use crate::users::custom::encoded_len;
 
 /// Jobs read at a time while counting the queue at first use.
@@ -174,14 +174,7 @@ impl Ledger {
         if self.lock().loaded {
             return Ok(());
         }
-        let mut early = std::collections::BTreeSet::new();
-        for (key, _) in store.scan(Table::QueueEarly, "", MAX_SCAN).await? {
-            if let Some((seq, op)) = key.split_once('/') {
-                if let (Ok(seq), Ok(op)) = (seq.parse::<u64>(), op.parse::<u32>()) {
-                    early.insert((seq, op));
-                }
-            }
-        }
+        let early = super::early::read_early(store).await?;
         let mut found: Vec<(Slot, Growth)> = Vec::new();
         let mut after = 0;
         loop {

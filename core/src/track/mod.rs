@@ -5,6 +5,7 @@
 
 pub mod apply;
 pub mod backlog;
+pub mod early;
 pub mod ledger;
 pub mod parse;
 pub mod pressure;
