@@ -59,12 +59,16 @@ impl<S: Store> Engine<S> {
     async fn refuse_past_backlog_bound(&self, max_secs: u64) -> Result<(), ApiError> {
         let pressure = &self.gate.pressure;
         let tail = self.store.queue_tail().await?;
-        if pressure.through() == 0 && tail > 0 {
-            // Nothing applied by this engine yet: the cursor is where the queue starts.
-            let first = self.store.queued(0, 1).await?.first().map_or(tail, |j| j.seq.saturating_sub(1));
-            pressure.applied_through(first);
-        }
-        match pressure.wait_secs(tail.saturating_sub(pressure.through()), max_secs) {
+        let through = match pressure.through() {
+            Some(through) => through,
+            None => {
+                // Nothing applied by this engine yet: the cursor is where the queue starts.
+                let first = self.store.queued(0, 1).await?.first().map_or(tail, |j| j.seq.saturating_sub(1));
+                pressure.applied_through(first);
+                first
+            }
+        };
+        match pressure.wait_secs(tail.saturating_sub(through), max_secs) {
             Some(retry_after) => Err(ApiError::Backlogged { retry_after }),
             None => Ok(()),
         }
@@ -73,7 +77,8 @@ impl<S: Store> Engine<S> {
     /// An applier's turn applied `run`: measures the appliers' rate.
     pub(super) async fn note_applied(&self, run: &QueueRun, now: Timestamp) {
         if self.config.max_backlog_secs.is_some() {
-            let left = self.store.queue_tail().await.is_ok_and(|tail| tail > self.gate.pressure.through());
+            let through = self.gate.pressure.through().unwrap_or(0);
+            let left = self.store.queue_tail().await.is_ok_and(|tail| tail > through);
             self.gate.pressure.note_applied(run.applied + run.set_aside, left, now);
         }
     }

@@ -22,6 +22,8 @@ const WINDOW_MS: i64 = 2000;
 pub struct Pressure {
     /// Every job at or before this sequence number is applied (or set aside).
     through: AtomicU64,
+    /// `through` was learned (an applier moved it, or the queue was read once).
+    known: std::sync::atomic::AtomicBool,
     meter: Mutex<Meter>,
 }
 
@@ -38,11 +40,12 @@ impl Pressure {
     /// The queue cursor passed `through`.
     pub fn applied_through(&self, through: u64) {
         self.through.fetch_max(through, Ordering::SeqCst);
+        self.known.store(true, Ordering::SeqCst);
     }
 
-    /// The cursor as known (0 before anything was applied or read).
-    pub fn through(&self) -> u64 {
-        self.through.load(Ordering::SeqCst)
+    /// The cursor, once known (`None` before anything was applied or read).
+    pub fn through(&self) -> Option<u64> {
+        self.known.load(Ordering::SeqCst).then(|| self.through.load(Ordering::SeqCst))
     }
 
     /// An applier's turn applied `applied` jobs at `now`; `backlog` says whether
