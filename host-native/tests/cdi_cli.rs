@@ -7,9 +7,12 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod support;
+
 use engage::store::SqliteStore;
 use engage_core::provision::{create_key, Permission, WorkspaceName};
 use engage_core::{Config, Engine, Method, Request};
+use support::Server;
 
 const ROWS: usize = 60_000;
 const USERS: usize = 100;
@@ -127,7 +130,7 @@ fn sync_beside_a_running_server_is_run_by_the_server() {
          INSERT INTO T VALUES ('2024-01-01T00:00:01Z', 'u2', 'broken');",
     )
     .unwrap();
-    let (mut server, _) = serve(db_arg);
+    let server = Server::start(&db, &[], &[]);
     let source = format!("sqlite:{}", warehouse.display());
     let out = engage(&["cdi", "create", "--db", db_arg, "--name", "t", "--source", &source, "--table", "T"]);
     let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
@@ -141,27 +144,7 @@ fn sync_beside_a_running_server_is_run_by_the_server() {
     assert!(job["row_errors"][0]["reason"].as_str().unwrap().contains("not valid JSON"), "{job}");
     let list = String::from_utf8(engage(&["cdi", "list", "--db", db_arg]).stdout).unwrap();
     assert!(list.contains(&id) && list.contains("partial"), "{list}");
-    drop(server.stdin.take());
-    server.wait().unwrap();
-}
-
-/// Starts `engage serve` on `db`; returns it and its port.
-fn serve(db: &str) -> (std::process::Child, u16) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let server = Command::new(env!("CARGO_BIN_EXE_engage"))
-        .args(["serve", "--exit-on-stdin-eof", "--db", db, "--listen", &format!("127.0.0.1:{port}")])
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(30), "the server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (server, port)
+    drop(server);
 }
 
 /// Waits until `engage cdi list` shows a job running.
@@ -197,7 +180,7 @@ fn integrations_sync_side_by_side_and_sync_says_at_once_when_the_server_stops() 
         [],
     )
     .unwrap();
-    let (mut server, _) = serve(db_arg);
+    let mut server = Server::start(&db, &[], &[]);
     let source = format!("sqlite:{}", warehouse.display());
     let create = |name: &str, table: &str| {
         let out = engage(&["cdi", "create", "--db", db_arg, "--name", name, "--source", &source, "--table", table]);
@@ -230,8 +213,7 @@ fn integrations_sync_side_by_side_and_sync_says_at_once_when_the_server_stops() 
     // The server dies while a command waits for its job: the command says so at once.
     let waiting = background(&again);
     until_running(db_arg);
-    server.kill().unwrap();
-    server.wait().unwrap();
+    server.kill();
     let killed = Instant::now();
     let out = waiting.wait_with_output().unwrap();
     assert!(!out.status.success());
