@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::position::Within;
 use crate::error::ApiError;
 use crate::ids::{Email, WorkspaceName};
 use crate::repo::codec::decode;
@@ -107,12 +108,17 @@ impl JobStatus {
     }
 }
 
-/// Where the last committed batch stopped: every row with `UPDATED_AT` up to and
-/// including `updated_at` is synced; the next batch reads strictly after it.
+/// Where the last committed batch stopped: every row with `UPDATED_AT` before
+/// `updated_at` is synced, and so is every row at it (`within` is `None`), or
+/// those up to a place in that group ([`Within`]). The next batch reads after it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cursor {
     /// The last synced `UPDATED_AT`.
     pub updated_at: Timestamp,
+    /// Where in the group at `updated_at` the last batch ended, when it ended
+    /// inside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<Within>,
 }
 
 /// What is stored for an integration.

@@ -114,7 +114,7 @@ pub async fn rewind<S: Store>(store: &S, id: &str, to: Option<Timestamp>, ctx: C
         if matches!(cur.last_job, Some((_, JobStatus::Running))) {
             return Err(ApiError::bad("a job of this integration is running: rewind it once the job has ended"));
         }
-        cur.cursor = to.map(|updated_at| Cursor { updated_at });
+        cur.cursor = to.map(|updated_at| Cursor { updated_at, within: None });
         cur.updated_at = ctx.now;
         tx.put_doc(INTEGRATION_TABLE, id, &cur)?;
         Ok(cur)

@@ -6,6 +6,9 @@
 //! - `rows.rs`: a source row → a `/users/track` object or a user to delete (pure).
 //! - `sync.rs`: begin a job, commit a batch (effects, counts and cursor in one
 //!   unit of work), finish it.
+//! - `position.rs`: where a job stands inside a group of rows sharing one
+//!   `UPDATED_AT` (a batch may end inside it); `resume.rs`: moving the cursor
+//!   over a group, and skipping what is committed when reading on from it.
 //! - `cursor.rs`: opaque, signed page cursors and the `Link` header; `read.rs`:
 //!   the two list endpoints.
 //! - `manage.rs`: what operators and the host's runner do: create an integration,
@@ -17,7 +20,9 @@ pub mod cursor;
 pub mod integration;
 pub mod job;
 pub mod manage;
+pub mod position;
 pub mod read;
+pub mod resume;
 pub mod rows;
 pub mod schema;
 pub mod sync;

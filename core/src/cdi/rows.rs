@@ -14,8 +14,11 @@ use crate::track::parse::InputArray;
 /// `EMAIL`, `PHONE`, `PAYLOAD` (identifier columns a table lacks read as null).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Row {
-    /// `UPDATED_AT`.
+    /// `UPDATED_AT` in milliseconds (the cursor's unit).
     pub updated_at: Timestamp,
+    /// `UPDATED_AT` as the source holds it where that is finer than a millisecond
+    /// (PostgreSQL's microseconds): rows of one millisecond keep the source's order.
+    pub exact: Option<String>,
     /// `EXTERNAL_ID`.
     pub external_id: Option<String>,
     /// `ALIAS_NAME`.

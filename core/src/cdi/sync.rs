@@ -5,15 +5,16 @@
 //! - [`commit_batch`] applies one batch of rows through the same code as
 //!   `/users/track` (per row: parse, look up groups, `apply_op`) or `/users/delete`,
 //!   and in the same unit of work adds the batch's counts to the job and moves the
-//!   integration's cursor to the batch's last `UPDATED_AT`. A crash loses the
-//!   whole batch or none of it; the next job reads after the last committed one.
-//!   The host ends every batch at a change of `UPDATED_AT`, so rows sharing a
-//!   timestamp are never split between a committed and a lost batch.
+//!   integration's cursor to the batch's last row. A crash loses the whole batch
+//!   or none of it; the next job reads after the last committed one. A batch that
+//!   ends inside a group of rows sharing one `UPDATED_AT` records its place in
+//!   the group ([`super::resume`]), so a group of any size syncs.
 //! - [`finish`] sets the job's status from its counts (or the failure) and the
 //!   integration's next scheduled run.
 
 use super::integration::{get, Cursor, DataKind, Integration, JobStatus, INTEGRATION_TABLE};
 use super::job::{job_key, Job, RowError};
+use super::resume::next_cursor;
 use super::rows::{Row, Work};
 use crate::ctx::Ctx;
 use crate::error::ApiError;
@@ -189,15 +190,19 @@ async fn apply_rows<S: Store>(
 /// Commits one batch of job `seq`: the rows' effects, the job's counts and the
 /// integration's cursor, together. `after` is the cursor the batch was read after:
 /// should the integration have moved on meanwhile (another runner), nothing is
-/// written and the job is told so.
+/// written and the job is told so. `group_continues`: the next row shares the
+/// last one's `UPDATED_AT`. Returns the report and the new cursor.
 pub async fn commit_batch<S: Store>(
     store: &S,
     begun: &Begun,
     after: Option<&Cursor>,
     rows: &[Row],
+    group_continues: bool,
     ctx: Ctx,
-) -> Result<BatchReport, ApiError> {
-    let Some(last) = rows.last() else { return Ok(BatchReport::default()) };
+) -> Result<(BatchReport, Option<Cursor>), ApiError> {
+    let Some(to) = next_cursor(after, rows, group_continues) else {
+        return Ok((BatchReport::default(), after.cloned()));
+    };
     let i = &begun.integration;
     let mut prepared = prepare(store, i, rows, ctx.now).await?;
     let ws = i.workspace.clone();
@@ -232,11 +237,11 @@ pub async fn commit_batch<S: Store>(
                     }
                 }
             }
-            job.last_timestamp_synced = Some(last.updated_at);
-            current.cursor = Some(Cursor { updated_at: last.updated_at });
+            job.last_timestamp_synced = Some(to.updated_at);
+            current.cursor = Some(to.clone());
             tx.put_doc(Table::CdiJob, &key, &job)?;
             tx.put_doc(INTEGRATION_TABLE, &i.id, &current)?;
-            Ok(report)
+            Ok((report, Some(to.clone())))
         })
         .await;
         match (committed, oversized.take()) {

@@ -38,7 +38,7 @@ fn a_job_applies_rows_counts_failures_and_moves_the_cursor() {
     let i = pollster::block_on(super::manage::create(store, &ws, &spec(DataKind::Users), kit.ctx())).unwrap();
     let begun = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
     let rows = [row(1000, "u1", r#"{"color":"red"}"#), row(2000, "u2", "{bad"), row(2000, "u3", r#"{"dob":"never"}"#)];
-    let report = pollster::block_on(commit_batch(store, &begun, None, &rows, kit.ctx())).unwrap();
+    let (report, _) = pollster::block_on(commit_batch(store, &begun, None, &rows, false, kit.ctx())).unwrap();
     assert_eq!((report.synced, report.failed), (1, 2));
     let job = pollster::block_on(finish(store, &begun, None, kit.ctx())).unwrap();
     assert_eq!(job.status, JobStatus::Partial);
@@ -69,16 +69,16 @@ fn a_crashed_job_is_closed_and_the_next_resumes_after_its_last_commit() {
     let i = pollster::block_on(super::manage::create(store, &ws, &spec(DataKind::Events), kit.ctx())).unwrap();
     let first = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
     let batch = [row(1000, "u1", r#"{"name":"e"}"#)];
-    pollster::block_on(commit_batch(store, &first, None, &batch, kit.ctx())).unwrap();
+    pollster::block_on(commit_batch(store, &first, None, &batch, false, kit.ctx())).unwrap();
     // The process dies here: no finish. The next job closes the first.
     let second = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
     let cursor = second.integration.cursor.clone();
     assert_eq!(cursor.as_ref().map(|c| c.updated_at), Some(Timestamp(1000)));
     // A batch read after a stale cursor is refused: nothing is applied twice.
-    let stale = pollster::block_on(commit_batch(store, &second, None, &batch, kit.ctx()));
+    let stale = pollster::block_on(commit_batch(store, &second, None, &batch, false, kit.ctx()));
     assert!(stale.is_err());
     let next = [row(2000, "u1", r#"{"name":"e"}"#)];
-    pollster::block_on(commit_batch(store, &second, cursor.as_ref(), &next, kit.ctx())).unwrap();
+    pollster::block_on(commit_batch(store, &second, cursor.as_ref(), &next, false, kit.ctx())).unwrap();
     pollster::block_on(finish(store, &second, None, kit.ctx())).unwrap();
     assert_eq!(kit.user("u1")["custom_events"][0]["count"], 2, "each event once");
     let (_, body) = kit.call(Method::Get, &format!("/cdi/integrations/{}/job_sync_status", i.id), Value::Null);

@@ -123,7 +123,7 @@ impl World {
                     },
                     Row { updated_at: Timestamp(2000), external_id: Some("u9".into()), ..Row::default() },
                 ];
-                block_on(crate::cdi::sync::commit_batch(store, &begun, None, &rows, kit.ctx())).expect("batch");
+                block_on(crate::cdi::sync::commit_batch(store, &begun, None, &rows, false, kit.ctx())).expect("batch");
             }
             let failure = (n == 5).then(|| (JobStatus::ConfigError, "no such table".to_string()));
             block_on(crate::cdi::sync::finish(store, &begun, failure, kit.ctx())).expect("finish");

@@ -9,13 +9,15 @@ mod sqlite;
 
 use std::time::Duration;
 
-use engage_core::warehouse::{self, Begun, Cursor, DataKind, Integration, Job, JobStatus, Row, RowError, Warehouse};
+use engage_core::warehouse::{
+    self, Begun, Cursor, DataKind, Integration, Job, JobStatus, Resume, Row, RowError, Warehouse,
+};
 use engage_core::Timestamp;
 
 use crate::ctx;
 use crate::store::SqliteStore;
 
-/// Rows per committed batch (a batch also ends only where `UPDATED_AT` changes).
+/// Rows per committed batch.
 pub const BATCH_ROWS: usize = 1000;
 
 /// How long a source may take to answer a connection.
@@ -24,11 +26,6 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a source may go silent while a job reads it (a query starting, the next
 /// row arriving) before the job gives up with `error`.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Most rows that may share one `UPDATED_AT`: a batch never splits a timestamp, so
-/// one group is one batch (one unit of work). A larger group fails the job with a
-/// message saying so, rather than growing without bound.
-pub const MAX_GROUP_ROWS: usize = 50_000;
 
 /// Why a source could not be read.
 #[derive(Debug)]
@@ -80,13 +77,14 @@ pub trait Source {
     fn columns(&mut self, table: &str) -> Result<Vec<String>, SourceError>;
 
     /// Calls `each` with every row whose `UPDATED_AT` cannot be read as a time (first),
-    /// then every row whose `UPDATED_AT` is after `after` (in milliseconds), oldest
-    /// first; stops at the first error `each` returns.
+    /// then every row after the cursor `after`, oldest first, rows of one time in
+    /// the order of [`engage_core::warehouse::Within`] (a cursor inside a group: from
+    /// its place on, that row included); stops at the first error `each` returns.
     fn rows_after(
         &mut self,
         table: &str,
         columns: &Columns,
-        after: Option<Timestamp>,
+        after: Option<&Cursor>,
         each: &mut dyn FnMut(Read) -> Result<(), String>,
     ) -> Result<(), SourceError>;
 }
@@ -100,15 +98,17 @@ pub enum Read {
     Unreadable(Option<String>, Row),
 }
 
-/// A row from its key (milliseconds; `None`: unreadable, with the column as text)
-/// and the other seven columns in [`COLUMNS`] order.
+/// A row from its key (milliseconds; `None`: unreadable), its `UPDATED_AT` as the
+/// source holds it (its exact time, ordering rows of one millisecond; or what could
+/// not be read), and the other seven columns in [`COLUMNS`] order.
 pub fn read(
     key: Option<i64>,
     raw: Option<String>,
     [external_id, alias_name, alias_label, braze_id, email, phone, payload]: [Option<String>; 7],
 ) -> Read {
-    let row = Row {
+    let mut row = Row {
         updated_at: Timestamp(key.unwrap_or(0)),
+        exact: None,
         external_id,
         alias_name,
         alias_label,
@@ -118,7 +118,10 @@ pub fn read(
         payload,
     };
     match key {
-        Some(_) => Read::Row(row),
+        Some(_) => {
+            row.exact = raw;
+            Read::Row(row)
+        }
         None => Read::Unreadable(raw, row),
     }
 }
@@ -163,16 +166,17 @@ fn sync_from(store: &SqliteStore, begun: &Begun, source: &mut dyn Source) -> Res
     let columns = Columns::check(&source.columns(&i.table)?, i.kind)?;
     let mut cursor: Option<Cursor> = i.cursor.clone();
     let mut batch: Vec<Row> = Vec::with_capacity(BATCH_ROWS);
-    let commit = |batch: &mut Vec<Row>, cursor: &mut Option<Cursor>| -> Result<(), String> {
-        let Some(last) = batch.last().map(|r| r.updated_at) else { return Ok(()) };
-        pollster::block_on(warehouse::commit_batch(store, begun, cursor.as_ref(), batch, ctx()))
-            .map_err(|e| format!("committing a batch failed: {e:?}"))?;
-        *cursor = Some(Cursor { updated_at: last });
+    let commit = |batch: &mut Vec<Row>, cursor: &mut Option<Cursor>, continues: bool| -> Result<(), String> {
+        let (_, moved) =
+            pollster::block_on(warehouse::commit_batch(store, begun, cursor.as_ref(), batch, continues, ctx()))
+                .map_err(|e| format!("committing a batch failed: {e:?}"))?;
+        *cursor = moved;
         batch.clear();
         Ok(())
     };
-    let after = cursor.as_ref().map(|c| c.updated_at);
-    let mut group = 0usize;
+    let start = cursor.clone();
+    // The rows at the cursor's place that earlier batches committed are read again.
+    let mut resume = Resume::new(start.as_ref());
     // Rows whose UPDATED_AT cannot be read come first; they fail, counted with the job.
     let mut unreadable: Vec<RowError> = Vec::new();
     let record = |unreadable: &mut Vec<RowError>| -> Result<(), String> {
@@ -182,7 +186,7 @@ fn sync_from(store: &SqliteStore, begun: &Begun, source: &mut dyn Source) -> Res
         pollster::block_on(warehouse::fail_rows(store, begun, std::mem::take(unreadable), ctx()))
             .map_err(|e| format!("recording failed rows failed: {e:?}"))
     };
-    source.rows_after(&i.table, &columns, after, &mut |read| {
+    source.rows_after(&i.table, &columns, start.as_ref(), &mut |read| {
         let row = match read {
             Read::Unreadable(raw, row) => {
                 let reason = match raw {
@@ -197,25 +201,21 @@ fn sync_from(store: &SqliteStore, begun: &Begun, source: &mut dyn Source) -> Res
             }
             Read::Row(row) => row,
         };
-        record(&mut unreadable)?;
-        // A batch ends only where UPDATED_AT changes: rows sharing a timestamp are
-        // committed together, so the cursor never falls between two of them.
-        let same = batch.last().is_some_and(|l| l.updated_at == row.updated_at);
-        if batch.len() >= BATCH_ROWS && !same {
-            commit(&mut batch, &mut cursor)?;
+        if !resume.admit(&row) {
+            return Ok(());
         }
-        group = if same { group + 1 } else { 1 };
-        if group > MAX_GROUP_ROWS {
-            return Err(format!(
-                "more than {MAX_GROUP_ROWS} rows share UPDATED_AT {}: give rows distinct timestamps",
-                row.updated_at.to_rfc3339()
-            ));
+        record(&mut unreadable)?;
+        // A batch may end inside a group of rows sharing one UPDATED_AT: the cursor
+        // then records the place of its last row, so a group of any size syncs.
+        if batch.len() >= BATCH_ROWS {
+            let continues = batch.last().is_some_and(|l| l.updated_at == row.updated_at);
+            commit(&mut batch, &mut cursor, continues)?;
         }
         batch.push(row);
         Ok(())
     })?;
     record(&mut unreadable).map_err(SourceError::Read)?;
-    commit(&mut batch, &mut cursor).map_err(SourceError::Read)
+    commit(&mut batch, &mut cursor, false).map_err(SourceError::Read)
 }
 
 /// Most jobs run at once (one per integration): a long job does not hold the others
@@ -302,148 +302,4 @@ fn log_job(i: &Integration, outcome: Result<Job, String>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use engage_core::provision::WorkspaceName;
-    use engage_core::warehouse::Spec;
-
-    use super::*;
-
-    /// A source that fails after handing out `left` rows, as a connection lost
-    /// part way through a job.
-    struct Failing {
-        inner: sqlite::SqliteSource,
-        left: usize,
-    }
-
-    impl Source for Failing {
-        fn columns(&mut self, table: &str) -> Result<Vec<String>, SourceError> {
-            self.inner.columns(table)
-        }
-
-        fn rows_after(
-            &mut self,
-            table: &str,
-            columns: &Columns,
-            after: Option<Timestamp>,
-            each: &mut dyn FnMut(Read) -> Result<(), String>,
-        ) -> Result<(), SourceError> {
-            let mut left = self.left;
-            self.inner.rows_after(table, columns, after, &mut |read| {
-                if left == 0 {
-                    return Err("connection lost".into());
-                }
-                left -= 1;
-                each(read)
-            })
-        }
-    }
-
-    #[test]
-    fn a_job_cut_short_keeps_its_committed_batches_and_the_next_resumes_after_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let warehouse = dir.path().join("w.db");
-        let conn = rusqlite::Connection::open(&warehouse).unwrap();
-        conn.execute_batch("CREATE TABLE T (UPDATED_AT TEXT, EXTERNAL_ID TEXT, PAYLOAD TEXT)").unwrap();
-        for n in 0..2500 {
-            conn.execute(
-                "INSERT INTO T VALUES (?1, ?2, '{\"visits\": {\"inc\": 1}}')",
-                [format!("2024-01-01T00:{:02}:{:02}Z", n / 60, n % 60), format!("u{}", n % 10)],
-            )
-            .unwrap();
-        }
-        let store = SqliteStore::open(&dir.path().join("engage.db")).unwrap();
-        let ws = WorkspaceName::parse("w").unwrap();
-        let spec = Spec {
-            name: "t".into(),
-            source: format!("sqlite:{}", warehouse.display()),
-            table: "T".into(),
-            kind: DataKind::Users,
-            schedule_secs: None,
-            contact_emails: vec![],
-        };
-        let i = pollster::block_on(warehouse::create(&store, &ws, &spec, ctx())).unwrap();
-        // The first job loses its source after 1,500 rows: one batch of 1,000 is
-        // committed, the rows after it are not.
-        let begun = pollster::block_on(warehouse::begin(&store, &i.id, ctx())).unwrap();
-        let mut failing = Failing { inner: sqlite::SqliteSource::open(&spec.source).unwrap(), left: 1500 };
-        let err = sync_from(&store, &begun, &mut failing).unwrap_err();
-        assert!(matches!(err, SourceError::Read(ref m) if m.contains("connection lost")), "{err:?}");
-        let cut = pollster::block_on(warehouse::finish(&store, &begun, Some((JobStatus::Error, "lost".into())), ctx()))
-            .unwrap();
-        assert_eq!((cut.status, cut.rows_synced), (JobStatus::Error, 1000));
-        // The next job reads after the committed batch: 1,500 rows, none twice.
-        let next = run(&store, &pollster::block_on(warehouse::integration(&store, &i.id)).unwrap().unwrap()).unwrap();
-        assert_eq!((next.status, next.rows_synced), (JobStatus::Success, 1500));
-        assert_eq!(next.last_timestamp_synced, Some(Timestamp::parse("2024-01-01T00:41:39Z").unwrap()));
-        // Every row counted once: ten users, 250 visits each.
-        let engine = engage_core::Engine::new(store, engage_core::Config::default());
-        let perms = engage_core::provision::Permission::ALL.to_vec();
-        let key = pollster::block_on(engage_core::provision::create_key(engine.store(), &ws, perms, ctx())).unwrap();
-        let ids: Vec<String> = (0..10).map(|n| format!("u{n}")).collect();
-        let req = engage_core::Request::new(engage_core::Method::Post, "/users/export/ids")
-            .header("Authorization", &format!("Bearer {key}"))
-            .body(serde_json::json!({"external_ids": ids}).to_string());
-        let users = pollster::block_on(engine.handle(req, ctx())).json_body()["users"].clone();
-        let visits: Vec<i64> =
-            users.as_array().unwrap().iter().map(|u| u["custom_attributes"]["visits"].as_i64().unwrap()).collect();
-        assert_eq!(visits, vec![250; 10]);
-    }
-
-    fn integration_on(dir: &std::path::Path, store: &SqliteStore, table: &str) -> Integration {
-        let spec = Spec {
-            name: "t".into(),
-            source: format!("sqlite:{}", dir.join("w.db").display()),
-            table: table.into(),
-            kind: DataKind::Users,
-            schedule_secs: None,
-            contact_emails: vec![],
-        };
-        let ws = WorkspaceName::parse("w").unwrap();
-        pollster::block_on(warehouse::create(store, &ws, &spec, ctx())).unwrap()
-    }
-
-    #[test]
-    fn sqlite_timestamps_in_text_offsets_and_numbers_order_as_one_clock() {
-        let dir = tempfile::tempdir().unwrap();
-        let conn = rusqlite::Connection::open(dir.path().join("w.db")).unwrap();
-        conn.execute_batch(
-            "CREATE TABLE T (UPDATED_AT, EXTERNAL_ID TEXT, PAYLOAD TEXT);
-             INSERT INTO T VALUES ('2024-01-01T00:00:04+01:00', 'a', '{}');
-             INSERT INTO T VALUES (1704067203, 'b', '{}');
-             INSERT INTO T VALUES ('1704067202.5', 'c', '{}');
-             INSERT INTO T VALUES ('2024-01-01 00:00:01', 'd', '{}');
-             INSERT INTO T VALUES ('2024-01-01T00:00:00.250Z', 'e', '{}');",
-        )
-        .unwrap();
-        let mut source = sqlite::SqliteSource::open(&format!("sqlite:{}", dir.path().join("w.db").display())).unwrap();
-        let columns = Columns::check(&source.columns("T").unwrap(), DataKind::Users).unwrap();
-        let mut seen = Vec::new();
-        source
-            .rows_after("T", &columns, None, &mut |r| {
-                if let Read::Row(r) = r {
-                    seen.push((r.external_id.unwrap(), r.updated_at.0 - 1_704_067_200_000));
-                }
-                Ok(())
-            })
-            .unwrap();
-        let expected = [("a", -3_596_000), ("e", 250), ("d", 1000), ("c", 2500), ("b", 3000)];
-        assert_eq!(seen, expected.map(|(x, ms)| (x.to_string(), ms)));
-    }
-
-    #[test]
-    fn too_many_rows_on_one_timestamp_fail_the_job_and_commit_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut conn = rusqlite::Connection::open(dir.path().join("w.db")).unwrap();
-        conn.execute_batch("CREATE TABLE T (UPDATED_AT TEXT, EXTERNAL_ID TEXT, PAYLOAD TEXT)").unwrap();
-        let tx = conn.transaction().unwrap();
-        for n in 0..=MAX_GROUP_ROWS {
-            tx.execute("INSERT INTO T VALUES ('2024-01-01T00:00:00Z', ?1, '{}')", [format!("u{n}")]).unwrap();
-        }
-        tx.commit().unwrap();
-        let store = SqliteStore::open(&dir.path().join("engage.db")).unwrap();
-        let i = integration_on(dir.path(), &store, "T");
-        let job = run(&store, &i).unwrap();
-        assert_eq!((job.status, job.rows_synced), (JobStatus::Error, 0));
-        assert!(job.failure.unwrap().contains("share UPDATED_AT"));
-    }
-}
+mod tests;

@@ -5,6 +5,7 @@
 
 use std::pin::pin;
 
+use engage_core::warehouse::Cursor;
 use engage_core::Timestamp;
 use futures_util::StreamExt;
 use tokio::runtime::Runtime;
@@ -104,7 +105,12 @@ impl PostgresSource {
 /// it (`CREATE INDEX ON table ("UPDATED_AT")`) serves an incremental job. `infinity`
 /// and `-infinity` have no place on the cursor and are not read (they failed every
 /// job).
-pub fn incremental_sql(schema: &str, name: &str, columns: &Columns) -> String {
+///
+/// Rows of one time are ordered by their other columns as text (bytes, nulls
+/// first), the order of [`engage_core::warehouse::Within`]. `resuming`: the cursor
+/// is inside a group, and the rows from its place on are read (`$2` its exact time,
+/// `$3` to `$9` its seven columns).
+pub fn incremental_sql(schema: &str, name: &str, columns: &Columns, resuming: bool) -> String {
     let col = |i: usize| {
         columns.names[i].as_deref().map(|c| format!("{}::text", quoted(c))).unwrap_or_else(|| "NULL::text".into())
     };
@@ -112,12 +118,24 @@ pub fn incremental_sql(schema: &str, name: &str, columns: &Columns) -> String {
     // Milliseconds since the epoch, rounded down: the cursor's unit.
     let key = format!("floor(extract(epoch from {ts}) * 1000)::bigint");
     let rest: Vec<String> = (1..8).map(col).collect();
+    let order: Vec<String> = rest.iter().map(|c| format!("{c} COLLATE \"C\" NULLS FIRST")).collect();
+    let place = if resuming {
+        // A null sorts first: each column compares as (not null, text).
+        let pair = |c: &str| format!("{c} IS NOT NULL, COALESCE({c}, '') COLLATE \"C\"");
+        let mine: Vec<String> = rest.iter().map(|c| pair(c)).collect();
+        let theirs: Vec<String> = (3..10).map(|n| pair(&format!("${n}::text"))).collect();
+        format!(" AND ROW({ts}, {}) >= ROW($2::text::timestamptz, {})", mine.join(", "), theirs.join(", "))
+    } else {
+        String::new()
+    };
     format!(
-        "SELECT {key} AS k, {} FROM {}.{} \
-         WHERE {ts} >= $1::text::timestamptz AND {ts} > '-infinity' AND {ts} < 'infinity' ORDER BY {ts}",
+        "SELECT {key} AS k, {ts}::text, {} FROM {}.{} \
+         WHERE {ts} >= $1::text::timestamptz AND {ts} > '-infinity' AND {ts} < 'infinity'{place} \
+         ORDER BY {ts}, {}",
         rest.join(", "),
         quoted(schema),
-        quoted(name)
+        quoted(name),
+        order.join(", ")
     )
 }
 
@@ -149,7 +167,7 @@ impl Source for PostgresSource {
         &mut self,
         table: &str,
         columns: &Columns,
-        after: Option<Timestamp>,
+        after: Option<&Cursor>,
         each: &mut dyn FnMut(super::Read) -> Result<(), String>,
     ) -> Result<(), SourceError> {
         let (schema, name) = match &self.found {
@@ -159,11 +177,21 @@ impl Source for PostgresSource {
                 self.found.clone().unwrap_or_default()
             }
         };
-        let sql = incremental_sql(&schema, &name, columns);
-        // Rows at least a millisecond after the cursor: the same rows as a key
-        // (milliseconds, rounded down) greater than the cursor's, compared on the
-        // column itself so that an index on it is used.
-        let from = after.map_or("-infinity".to_string(), |t| Timestamp(t.0.saturating_add(1)).to_rfc3339());
+        let within = after.and_then(|c| c.within.as_ref());
+        let sql = incremental_sql(&schema, &name, columns, within.is_some());
+        // Rows at least a millisecond after the cursor (the same rows as a key, in
+        // milliseconds rounded down, greater than the cursor's), or from its
+        // millisecond on when it stands inside a group; compared on the column
+        // itself so that an index on it is used.
+        let from = match after {
+            None => "-infinity".to_string(),
+            Some(c) if c.within.is_some() => c.updated_at.to_rfc3339(),
+            Some(c) => Timestamp(c.updated_at.0.saturating_add(1)).to_rfc3339(),
+        };
+        let mut params: Vec<Option<String>> = vec![Some(from)];
+        if let Some(w) = within {
+            params.extend(w.tie.iter().cloned());
+        }
         let runtime = &self.runtime;
         let client = &self.client;
         runtime.block_on(async {
@@ -193,7 +221,7 @@ impl Source for PostgresSource {
                 let raw: Option<String> = r.try_get(0).map_err(read)?;
                 each(super::read(None, raw, values)).map_err(SourceError::Read)?;
             }
-            let stream = timed(client.query_raw(&sql, [from]))
+            let stream = timed(client.query_raw(&sql, params))
                 .await?
                 .map_err(|e| SourceError::Config(format!("cannot read the table: {}", reason(&e))))?;
             let mut stream = pin!(stream);
@@ -201,10 +229,11 @@ impl Source for PostgresSource {
                 let r = r.map_err(read)?;
                 let mut values: [Option<String>; 7] = Default::default();
                 for (i, v) in values.iter_mut().enumerate() {
-                    *v = r.try_get(i + 1).map_err(read)?;
+                    *v = r.try_get(i + 2).map_err(read)?;
                 }
                 let key: i64 = r.try_get(0).map_err(read)?;
-                each(super::read(Some(key), None, values)).map_err(SourceError::Read)?;
+                let exact: Option<String> = r.try_get(1).map_err(read)?;
+                each(super::read(Some(key), exact, values)).map_err(SourceError::Read)?;
             }
             Ok(())
         })
@@ -255,22 +284,30 @@ mod tests {
         let columns =
             Columns::check(&source.columns(&table).unwrap(), engage_core::warehouse::DataKind::Users).unwrap();
         let (schema, name) = source.found.clone().unwrap();
-        let sql = incremental_sql(&schema, &name, &columns);
-        let explain = format!("EXPLAIN {}", sql.replace("$1::text", "'2024-01-01T05:30:00.001Z'::text"));
-        let plan: Vec<String> = source
-            .runtime
-            .block_on(source.client.query(&explain, &[]))
-            .unwrap()
-            .iter()
-            .map(|r| r.get::<_, String>(0))
-            .collect();
-        let plan = plan.join("\n");
-        assert!(plan.contains("Index"), "the index on UPDATED_AT is used:\n{plan}");
+        // Both after a time, and from a place inside a group of one time.
+        for resuming in [false, true] {
+            let mut sql = incremental_sql(&schema, &name, &columns, resuming);
+            for n in (3..10).rev() {
+                sql = sql.replace(&format!("${n}::text"), "'u1'::text");
+            }
+            let sql = sql
+                .replace("$2::text", "'2024-01-01T05:30:00Z'::text")
+                .replace("$1::text", "'2024-01-01T05:30:00.001Z'::text");
+            let plan: Vec<String> = source
+                .runtime
+                .block_on(source.client.query(&format!("EXPLAIN {sql}"), &[]))
+                .unwrap()
+                .iter()
+                .map(|r| r.get::<_, String>(0))
+                .collect();
+            let plan = plan.join("\n");
+            assert!(plan.contains("Index"), "the index on UPDATED_AT is used (resuming: {resuming}):\n{plan}");
+        }
         // The rows after a cursor, oldest first, the infinities left out, none twice.
         let (mut seen, mut unreadable) = (Vec::new(), Vec::new());
-        let after = Some(Timestamp::parse("2024-01-01T03:19:59Z").unwrap());
+        let after = Cursor { updated_at: Timestamp::parse("2024-01-01T03:19:59Z").unwrap(), within: None };
         source
-            .rows_after(&table, &columns, after, &mut |r| {
+            .rows_after(&table, &columns, Some(&after), &mut |r| {
                 match r {
                     super::super::Read::Row(r) => seen.push(r.external_id.unwrap()),
                     super::super::Read::Unreadable(raw, _) => unreadable.push(raw),

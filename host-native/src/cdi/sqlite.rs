@@ -2,7 +2,7 @@
 //! (a time zone, or UTC; `T` and `Z` in either case) or a number of seconds since
 //! the epoch; a row whose `UPDATED_AT` is neither is read as unreadable.
 
-use engage_core::Timestamp;
+use engage_core::warehouse::Cursor;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
@@ -55,7 +55,7 @@ impl Source for SqliteSource {
         &mut self,
         table: &str,
         columns: &Columns,
-        after: Option<Timestamp>,
+        after: Option<&Cursor>,
         each: &mut dyn FnMut(super::Read) -> Result<(), String>,
     ) -> Result<(), SourceError> {
         let col = |i: usize| columns.names[i].as_deref().map(quoted).unwrap_or_else(|| "NULL".into());
@@ -68,26 +68,45 @@ impl Source for SqliteSource {
              THEN CAST(ROUND(CAST({ts} AS REAL) * 1000) AS INTEGER) \
              ELSE CAST(ROUND(unixepoch(upper(trim({ts})), 'subsec') * 1000) AS INTEGER) END"
         );
-        let rest: Vec<String> = (1..8).map(col).collect();
+        // Every column as text: rows of one time are ordered by these (bytes, nulls
+        // first), and a cursor's place is compared with them.
+        let values: Vec<String> = (1..8).map(|i| format!("CAST({} AS TEXT) AS v{i}", col(i))).collect();
+        let names: Vec<String> = (1..8).map(|i| format!("v{i}")).collect();
+        let within = after.and_then(|c| c.within.as_ref());
+        let place = if within.is_some() {
+            // A null sorts first: each column compares as (not null, text).
+            let pair = |c: &str| format!("{c} IS NOT NULL, COALESCE({c}, '')");
+            let mine: Vec<String> = names.iter().map(|c| pair(c)).collect();
+            let theirs: Vec<String> = (3..10).map(|n| pair(&format!("?{n}"))).collect();
+            format!(" OR (k = ?1 AND (raw, {}) >= (?2, {}))", mine.join(", "), theirs.join(", "))
+        } else {
+            String::new()
+        };
         // Rows whose time cannot be read (NULL keys) come first: SQLite orders NULL first.
         let sql = format!(
-            "SELECT k, raw, {} FROM (SELECT {key} AS k, CAST({ts} AS TEXT) AS raw, * FROM {}) \
-             WHERE k > ?1 OR k IS NULL ORDER BY k",
-            rest.join(", "),
-            quoted_table(table)
+            "SELECT k, raw, {} FROM (SELECT {key} AS k, CAST({ts} AS TEXT) AS raw, {} FROM {}) \
+             WHERE k > ?1 OR k IS NULL{place} ORDER BY k, raw, {}",
+            names.join(", "),
+            values.join(", "),
+            quoted_table(table),
+            names.join(", ")
         );
+        let mut params: Vec<rusqlite::types::Value> = vec![after.map_or(i64::MIN, |c| c.updated_at.0).into()];
+        if let Some(w) = within {
+            params.extend(w.tie.iter().map(|v| v.clone().map_or(rusqlite::types::Value::Null, Into::into)));
+        }
         // A query that cannot start (not a database, no access) is the integration's
         // configuration; a failure while reading is the job's.
         let config = |e: rusqlite::Error| SourceError::Config(e.to_string());
         let mut stmt = self.conn.prepare(&sql).map_err(config)?;
-        let mut rows = stmt.query([after.map_or(i64::MIN, |t| t.0)]).map_err(config)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(params)).map_err(config)?;
         while let Some(r) = rows.next().map_err(read)? {
             let mut values: [Option<String>; 7] = Default::default();
             for (i, v) in values.iter_mut().enumerate() {
                 *v = r.get_ref(i + 2).map(text).map_err(read)?;
             }
             let key: Option<i64> = r.get(0).map_err(read)?;
-            let raw: Option<String> = r.get(1).map_err(read)?;
+            let raw: Option<String> = r.get_ref(1).map(text).map_err(read)?;
             each(super::read(key, raw, values)).map_err(SourceError::Read)?;
         }
         Ok(())

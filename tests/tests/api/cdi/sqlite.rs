@@ -100,8 +100,8 @@ async fn events_purchases_and_deletes() {
 async fn rows_sharing_a_timestamp_across_a_batch_boundary_are_synced_once() {
     let api = Api::new().await;
     let wh = Warehouse::new(&[("USERS_SYNC", true)]);
-    // A batch holds 1,000 rows and ends only where UPDATED_AT changes: 995 rows, then
-    // 20 sharing one timestamp across the 1,000th, then more.
+    // A batch holds 1,000 rows: 995 rows, then 20 sharing one timestamp across the
+    // 1,000th, then more.
     let mut rows: Vec<(String, String)> = Vec::new();
     for n in 0..995 {
         rows.push((format!("2024-05-01T00:{:02}:{:02}Z", n / 60, n % 60), format!("a{n}")));
@@ -123,6 +123,38 @@ async fn rows_sharing_a_timestamp_across_a_batch_boundary_are_synced_once() {
     assert_eq!((&job["job_status"], &job["rows_synced"]), (&json!("success"), &json!(1020)));
     for x in ["a0", "a994", "b0", "b19", "c4"] {
         assert_eq!(api.user(x).await["custom_attributes"], json!({"n": 1}), "{x}");
+    }
+    assert_eq!(api.sync(&id).await.expect("native")["rows_synced"], 0, "nothing twice");
+}
+
+#[tokio::test]
+async fn more_than_fifty_thousand_rows_on_one_timestamp_sync_with_the_rows_around_them() {
+    let api = Api::new().await;
+    let wh = Warehouse::new(&[("BACKFILL", true)]);
+    // A backfill stamps 60,000 rows with one time: 60 increments for each of 1,000
+    // users, between rows before and after it.
+    let tx = wh.conn.unchecked_transaction().expect("tx");
+    {
+        let mut insert =
+            tx.prepare("INSERT INTO BACKFILL (UPDATED_AT, EXTERNAL_ID, PAYLOAD) VALUES (?1, ?2, ?3)").expect("insert");
+        insert.execute(["2024-06-01T00:00:00Z", "before-1", r#"{"n": 1}"#]).expect("row");
+        for n in 0..60_000 {
+            insert
+                .execute(["2024-06-02T00:00:00Z", &format!("g{}", n % 1000), r#"{"visits": {"inc": 1}}"#])
+                .expect("row");
+        }
+        insert.execute(["2024-06-03T00:00:00Z", "after-1", r#"{"n": 1}"#]).expect("row");
+    }
+    tx.commit().expect("commit");
+    let id = api.integration("backfill", &wh.source(), "BACKFILL", "users").await;
+    let Some(job) = api.sync(&id).await else { return };
+    assert_eq!((&job["job_status"], &job["rows_synced"]), (&json!("success"), &json!(60_002)), "{job}");
+    assert_eq!(job["last_timestamp_synced"], "2024-06-03T00:00:00.000Z");
+    for x in ["before-1", "after-1"] {
+        assert_eq!(api.user(x).await["custom_attributes"], json!({"n": 1}), "{x}");
+    }
+    for x in ["g0", "g517", "g999"] {
+        assert_eq!(api.user(x).await["custom_attributes"]["visits"], 60, "{x}");
     }
     assert_eq!(api.sync(&id).await.expect("native")["rows_synced"], 0, "nothing twice");
 }
