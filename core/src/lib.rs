@@ -92,6 +92,7 @@ pub mod warehouse {
     pub use crate::cdi::resume::Resume;
     pub use crate::cdi::rows::Row;
     pub use crate::cdi::sync::{
-        begin, close_interrupted, commit_batch, fail_rows, finish, job, reads_payload, BatchReport, Begun,
+        begin, close_interrupted, commit_batch, commit_prepared, fail_rows, finish, job, prepare_batch, reads_payload,
+        BatchReport, Begun, PreparedBatch,
     };
 }

@@ -80,7 +80,7 @@ pub fn seed_profiles<S: Store>(
     let mut ids = IdGen::new(ctx.seed);
     let mut tx = Tx::new(store, ws.clone());
     for x in external_ids {
-        let mut p = Profile::new(ids.service_id(), ctx.now);
+        let mut p = Profile::new(ids.service_id(ctx.now), ctx.now);
         p.external_id = Some(ExternalId::parse(&x).ok_or_else(|| ApiError::bad(format!("invalid external id '{x}'")))?);
         p.custom = custom.clone();
         tx.insert_profile(p);

@@ -167,6 +167,16 @@ async fn apply_rows<S: Store>(
     ids: &mut IdGen,
     oversized: &std::cell::Cell<Option<(usize, String)>>,
 ) -> Result<(), ApiError> {
+    // The batch's profiles in two store reads, not one or two a row.
+    let idents: Vec<_> = prepared
+        .iter()
+        .filter_map(|p| match p {
+            Prepared::Track(op) => Some(op.target().ident.clone()),
+            Prepared::Delete(ident) => Some(ident.clone()),
+            Prepared::Failed(_) => None,
+        })
+        .collect();
+    tx.prefetch(&idents).await?;
     for (at, p) in prepared.iter().enumerate() {
         match p {
             Prepared::Track(op) => {
@@ -187,6 +197,24 @@ async fn apply_rows<S: Store>(
     Ok(())
 }
 
+/// A batch read and parsed, ready to commit: parsing needs no unit of work, so a
+/// host may parse the next batch while the one before commits.
+pub struct PreparedBatch {
+    rows: Vec<Row>,
+    prepared: Vec<Prepared>,
+}
+
+/// Parses a batch of the rows of integration `i` (each row on its own).
+pub async fn prepare_batch<S: Store>(
+    store: &S,
+    i: &Integration,
+    rows: Vec<Row>,
+    now: Timestamp,
+) -> Result<PreparedBatch, ApiError> {
+    let prepared = prepare(store, i, &rows, now).await?;
+    Ok(PreparedBatch { rows, prepared })
+}
+
 /// Commits one batch of job `seq`: the rows' effects, the job's counts and the
 /// integration's cursor, together. `after` is the cursor the batch was read after:
 /// should the integration have moved on meanwhile (another runner), nothing is
@@ -200,11 +228,24 @@ pub async fn commit_batch<S: Store>(
     group_continues: bool,
     ctx: Ctx,
 ) -> Result<(BatchReport, Option<Cursor>), ApiError> {
-    let Some(to) = next_cursor(after, rows, group_continues) else {
+    let batch = prepare_batch(store, &begun.integration, rows.to_vec(), ctx.now).await?;
+    commit_prepared(store, begun, after, batch, group_continues, ctx).await
+}
+
+/// [`commit_batch`] of a batch parsed by [`prepare_batch`].
+pub async fn commit_prepared<S: Store>(
+    store: &S,
+    begun: &Begun,
+    after: Option<&Cursor>,
+    batch: PreparedBatch,
+    group_continues: bool,
+    ctx: Ctx,
+) -> Result<(BatchReport, Option<Cursor>), ApiError> {
+    let PreparedBatch { rows, mut prepared } = batch;
+    let Some(to) = next_cursor(after, &rows, group_continues) else {
         return Ok((BatchReport::default(), after.cloned()));
     };
     let i = &begun.integration;
-    let mut prepared = prepare(store, i, rows, ctx.now).await?;
     let ws = i.workspace.clone();
     // Each pass either commits or finds one more row too large for its profile.
     loop {

@@ -113,7 +113,7 @@ pub async fn add<S: Store>(
         return Ok(false);
     }
     let Some(x) = &e.external_id else {
-        let mut p = Profile::new(ids.service_id(), now);
+        let mut p = Profile::new(ids.service_id(now), now);
         p.aliases.insert(e.alias.alias_label.clone(), e.alias.alias_name.clone());
         tx.insert_profile(p);
         return Ok(true);

@@ -186,7 +186,7 @@ mod tests {
     use crate::ids::IdGen;
 
     fn profile() -> Profile {
-        Profile::new(IdGen::new([1; 16]).service_id(), Timestamp(0))
+        Profile::new(IdGen::new([1; 16]).service_id(Timestamp(0)), Timestamp(0))
     }
 
     #[test]

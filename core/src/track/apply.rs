@@ -97,7 +97,7 @@ pub async fn locate<S: Store>(
     if chosen.is_some() || !target.create {
         return Ok(chosen);
     }
-    let mut p = Profile::new(ids.service_id(), at);
+    let mut p = Profile::new(ids.service_id(at), at);
     match &target.ident {
         Identifier::External(x) => p.external_id = Some(x.clone()),
         Identifier::Alias(a) => {

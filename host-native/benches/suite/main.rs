@@ -7,14 +7,16 @@
 //! endpoint, data set, offered and achieved req/s, p50/p95/p99, the server's peak
 //! RSS, and what the phase compares (applied rate, backlog, ratio to a baseline).
 //!
-//! Phases (`BENCH_ONLY=scale,cache,sustained,burst,endpoints,baselines` picks some):
+//! Phases (`BENCH_ONLY=scale,cache,sustained,burst,endpoints,baselines,cdi` picks some):
 //! - scale: full track batches offered at 1,000/s on every data set, uniform and
 //!   Zipf users: acknowledgements, the rate applied during the load, memory;
 //! - cache: the same on 1M with the old 1 GiB profile cache, against the default;
 //! - sustained: 1,000/s for 10 minutes on 1M; burst: 2,000/s for 60 s;
 //! - endpoints: closed loop, 32 connections, 15 s each, on 1M;
 //! - baselines: acknowledged throughput against a bare hyper + serde server, and
-//!   applied throughput against a bare rusqlite writer of the same objects.
+//!   applied throughput against a bare rusqlite writer of the same objects;
+//! - cdi: a warehouse sync of 1M users rows from SQLite and PostgreSQL against a
+//!   plain copy of the same table (see `cdi.rs`).
 //!
 //! `BENCH_ONLY=seed-only` only makes the seeds. `BENCH_QUICK=1` runs every phase
 //! briefly on 100k profiles (a smoke run);
@@ -23,6 +25,7 @@
 
 mod baseline;
 mod bodies;
+mod cdi;
 mod load;
 mod seed;
 mod server;
@@ -150,6 +153,11 @@ fn main() {
     needed.push(main_set);
     needed.sort_unstable();
     needed.dedup();
+    // The cdi phase needs no seeded profiles.
+    let seeded_phases = ["scale", "cache", "sustained", "burst", "endpoints", "baselines", "seed-only"];
+    if !seeded_phases.iter().any(|p| s.only.as_ref().is_none_or(|o| o.iter().any(|x| x == p))) {
+        needed.clear();
+    }
     for &n in &needed {
         let t = std::time::Instant::now();
         let fresh = !seed::root().join(format!("seed-v3-{n}.db")).exists();
@@ -285,6 +293,10 @@ fn main() {
         for row in &rows[rows.len() - 2..] {
             eprintln!("{}", line(row));
         }
+    }
+
+    if s.runs("cdi") {
+        rows.extend(cdi::phase(if s.quick { 100_000 } else { 1_000_000 }));
     }
 
     let generator_peak = server::rss_kib(std::process::id(), "VmHWM:") as f64 / 1024.0;

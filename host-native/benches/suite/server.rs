@@ -140,6 +140,23 @@ impl Server {
         v["pending"].as_u64().unwrap_or_else(|| panic!("queue state: {v}"))
     }
 
+    /// An operator route (`/_engage/...`) with a JSON body (none for `Null`): the answer's body.
+    pub fn operator(&self, method: &str, path: &str, body: &serde_json::Value) -> serde_json::Value {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(self.base.trim_start_matches("http://")).expect("connect");
+        let body = if body.is_null() { String::new() } else { body.to_string() };
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).expect("send");
+        let mut out = String::new();
+        s.read_to_string(&mut out).expect("read");
+        let answer = out.split("\r\n\r\n").nth(1).unwrap_or("");
+        serde_json::from_str(answer).unwrap_or_else(|_| panic!("{method} {path}: {out}"))
+    }
+
     /// Waits until at most `left` jobs are pending or `limit` has passed; returns the
     /// jobs applied per second meanwhile.
     pub fn drain_rate(&self, limit: Duration) -> f64 {

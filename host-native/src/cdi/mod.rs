@@ -17,8 +17,9 @@ use engage_core::Timestamp;
 use crate::ctx;
 use crate::store::SqliteStore;
 
-/// Rows per committed batch.
-pub const BATCH_ROWS: usize = 1000;
+/// Rows per committed batch (at most [`READ_AHEAD`] more are read and parsed
+/// ahead of the one committing).
+pub const BATCH_ROWS: usize = 2000;
 
 /// How long a source may take to answer a connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -72,7 +73,7 @@ impl Columns {
 }
 
 /// A warehouse table's rows, oldest `UPDATED_AT` first.
-pub trait Source {
+pub trait Source: Send {
     /// The table's column names (a missing table is a [`SourceError::Config`]).
     fn columns(&mut self, table: &str) -> Result<Vec<String>, SourceError>;
 
@@ -158,35 +159,90 @@ pub fn run(store: &SqliteStore, i: &Integration) -> Result<Job, String> {
 
 fn sync_rows(store: &SqliteStore, begun: &Begun) -> Result<(), SourceError> {
     let mut source = open(&begun.integration)?;
-    sync_from(store, begun, source.as_mut())
+    sync_from(store, begun, source.as_mut(), BATCH_ROWS)
 }
 
-fn sync_from(store: &SqliteStore, begun: &Begun, source: &mut dyn Source) -> Result<(), SourceError> {
+/// What the reading thread hands the committing one, in the source's order.
+enum Step {
+    /// Rows whose `UPDATED_AT` could not be read: counted failed.
+    Unreadable(Vec<RowError>),
+    /// A parsed batch, and whether the next row shares its last `UPDATED_AT`.
+    Batch(warehouse::PreparedBatch, bool),
+}
+
+/// Batches read and parsed ahead of the one committing.
+const READ_AHEAD: usize = 1;
+
+/// Syncs the rows of `source` after the integration's cursor, `batch_rows` a batch.
+fn sync_from(
+    store: &SqliteStore,
+    begun: &Begun,
+    source: &mut dyn Source,
+    batch_rows: usize,
+) -> Result<(), SourceError> {
     let i = &begun.integration;
     let columns = Columns::check(&source.columns(&i.table)?, i.kind)?;
-    let mut cursor: Option<Cursor> = i.cursor.clone();
-    let mut batch: Vec<Row> = Vec::with_capacity(BATCH_ROWS);
-    let commit = |batch: &mut Vec<Row>, cursor: &mut Option<Cursor>, continues: bool| -> Result<(), String> {
-        let (_, moved) =
-            pollster::block_on(warehouse::commit_batch(store, begun, cursor.as_ref(), batch, continues, ctx()))
-                .map_err(|e| format!("committing a batch failed: {e:?}"))?;
-        *cursor = moved;
-        batch.clear();
-        Ok(())
+    let start = i.cursor.clone();
+    // One thread reads and parses the source while this one commits the batches:
+    // the source's query, parsing and the store's commit overlap.
+    let (send, steps) = std::sync::mpsc::sync_channel::<Step>(READ_AHEAD);
+    std::thread::scope(|scope| {
+        let reader = scope.spawn(|| read_batches(store, begun, source, &columns, start.clone(), batch_rows, send));
+        let committed = commit_steps(store, begun, start.clone(), steps);
+        // A commit that failed dropped the receiver: the reader stops at its next send.
+        let read = reader.join().unwrap_or_else(|_| Err(SourceError::Read("the reading thread failed".into())));
+        match (committed, read) {
+            (Err(why), _) => Err(SourceError::Read(why)),
+            (Ok(()), read) => read,
+        }
+    })
+}
+
+/// Commits what the reader sends, in order, until it stops.
+fn commit_steps(
+    store: &SqliteStore,
+    begun: &Begun,
+    mut cursor: Option<Cursor>,
+    steps: std::sync::mpsc::Receiver<Step>,
+) -> Result<(), String> {
+    for step in steps {
+        match step {
+            Step::Unreadable(failed) => pollster::block_on(warehouse::fail_rows(store, begun, failed, ctx()))
+                .map_err(|e| format!("recording failed rows failed: {e:?}"))?,
+            Step::Batch(batch, continues) => {
+                let committed = warehouse::commit_prepared(store, begun, cursor.as_ref(), batch, continues, ctx());
+                let (_, moved) =
+                    pollster::block_on(committed).map_err(|e| format!("committing a batch failed: {e:?}"))?;
+                cursor = moved;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads the source after `start`, parses its rows in batches, and sends them.
+fn read_batches(
+    store: &SqliteStore,
+    begun: &Begun,
+    source: &mut dyn Source,
+    columns: &Columns,
+    start: Option<Cursor>,
+    batch_rows: usize,
+    send: std::sync::mpsc::SyncSender<Step>,
+) -> Result<(), SourceError> {
+    let i = &begun.integration;
+    let stopped = || "the job stopped committing".to_string();
+    let ship = |rows: Vec<Row>, continues: bool| -> Result<(), String> {
+        let batch = pollster::block_on(warehouse::prepare_batch(store, i, rows, ctx().now))
+            .map_err(|e| format!("reading a batch failed: {e:?}"))?;
+        send.send(Step::Batch(batch, continues)).map_err(|_| stopped())
     };
-    let start = cursor.clone();
+    let mut batch: Vec<Row> = Vec::with_capacity(batch_rows);
     // The rows at the cursor's place that earlier batches committed are read again.
     let mut resume = Resume::new(start.as_ref());
     // Rows whose UPDATED_AT cannot be read come first; they fail, counted with the job.
     let mut unreadable: Vec<RowError> = Vec::new();
-    let record = |unreadable: &mut Vec<RowError>| -> Result<(), String> {
-        if unreadable.is_empty() {
-            return Ok(());
-        }
-        pollster::block_on(warehouse::fail_rows(store, begun, std::mem::take(unreadable), ctx()))
-            .map_err(|e| format!("recording failed rows failed: {e:?}"))
-    };
-    source.rows_after(&i.table, &columns, start.as_ref(), &mut |read| {
+    source.rows_after(&i.table, columns, start.as_ref(), &mut |read| {
         let row = match read {
             Read::Unreadable(raw, row) => {
                 let reason = match raw {
@@ -204,18 +260,25 @@ fn sync_from(store: &SqliteStore, begun: &Begun, source: &mut dyn Source) -> Res
         if !resume.admit(&row) {
             return Ok(());
         }
-        record(&mut unreadable)?;
+        if !unreadable.is_empty() {
+            send.send(Step::Unreadable(std::mem::take(&mut unreadable))).map_err(|_| stopped())?;
+        }
         // A batch may end inside a group of rows sharing one UPDATED_AT: the cursor
         // then records the place of its last row, so a group of any size syncs.
-        if batch.len() >= BATCH_ROWS {
+        if batch.len() >= batch_rows {
             let continues = batch.last().is_some_and(|l| l.updated_at == row.updated_at);
-            commit(&mut batch, &mut cursor, continues)?;
+            ship(std::mem::replace(&mut batch, Vec::with_capacity(batch_rows)), continues)?;
         }
         batch.push(row);
         Ok(())
     })?;
-    record(&mut unreadable).map_err(SourceError::Read)?;
-    commit(&mut batch, &mut cursor, false).map_err(SourceError::Read)
+    if !unreadable.is_empty() {
+        send.send(Step::Unreadable(unreadable)).map_err(|_| SourceError::Read(stopped()))?;
+    }
+    if !batch.is_empty() {
+        ship(batch, false).map_err(SourceError::Read)?;
+    }
+    Ok(())
 }
 
 /// Most jobs run at once (one per integration): a long job does not hold the others

@@ -64,7 +64,7 @@ fn a_job_cut_short_keeps_its_committed_batches_and_the_next_resumes_after_them()
     // committed, the rows after it are not.
     let begun = pollster::block_on(warehouse::begin(&store, &i.id, ctx())).unwrap();
     let mut failing = Failing { inner: Box::new(sqlite::SqliteSource::open(&spec.source).unwrap()), left: 1500 };
-    let err = sync_from(&store, &begun, &mut failing).unwrap_err();
+    let err = sync_from(&store, &begun, &mut failing, 1000).unwrap_err();
     assert!(matches!(err, SourceError::Read(ref m) if m.contains("connection lost")), "{err:?}");
     let cut =
         pollster::block_on(warehouse::finish(&store, &begun, Some((JobStatus::Error, "lost".into())), ctx())).unwrap();
@@ -208,7 +208,7 @@ fn a_group_resumes_where_it_stopped(store: SqliteStore, i: &Integration, open: &
     let mut synced = 0;
     for left in [1500, 1200] {
         let begun = pollster::block_on(warehouse::begin(&store, &i.id, ctx())).unwrap();
-        let err = sync_from(&store, &begun, &mut Failing { inner: open(), left }).unwrap_err();
+        let err = sync_from(&store, &begun, &mut Failing { inner: open(), left }, 1000).unwrap_err();
         assert!(matches!(err, SourceError::Read(ref m) if m.contains("connection lost")), "{err:?}");
         let cut = pollster::block_on(warehouse::finish(&store, &begun, Some((JobStatus::Error, "lost".into())), ctx()))
             .unwrap();
