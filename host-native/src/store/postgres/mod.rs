@@ -1,0 +1,342 @@
+//! The PostgreSQL [`Store`]: the same documents and queue as SQLite, shared by any
+//! number of `engage serve` processes (`--db postgres://...`).
+//!
+//! Every call runs on the store's own small tokio runtime, which also drives the
+//! pool's connections: the core's futures are polled wherever the host polls them
+//! (a blocking thread, a command's `block_on`) and only wait on it.
+//!
+//! Commits run in one transaction at READ COMMITTED. Every expectation is checked
+//! by the statement that writes (`UPDATE ... WHERE version = $v`, `INSERT ... ON
+//! CONFLICT DO NOTHING`), which takes the row's lock and reads its latest committed
+//! version: two servers writing one document never both succeed.
+
+mod schema;
+
+use std::future::Future;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use engage_core::store::{ChangeSet, CommitError, Entry, Expect, KeyRange, Op, QueuedJob, Store, StoreError, Table};
+use tokio_postgres::NoTls;
+
+/// Connections each server keeps at most.
+pub const POOL_SIZE: usize = 16;
+
+/// How long a call waits for a connection (from the pool, or a new one).
+const CONNECT_WAIT: Duration = Duration::from_secs(5);
+
+/// A PostgreSQL database as Engage's store.
+pub struct PgStore {
+    pool: Pool,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        // Dropping a runtime waits for its tasks, which async code may not do.
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// True when `db` names a PostgreSQL database rather than a SQLite file.
+pub fn is_postgres_url(db: &str) -> bool {
+    db.starts_with("postgres://") || db.starts_with("postgresql://")
+}
+
+/// What PostgreSQL said (message and SQLSTATE), never the URL (it may hold a password).
+fn reason(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("{} (SQLSTATE {})", db.message(), db.code().code());
+    }
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
+    }
+}
+
+fn store_err(e: tokio_postgres::Error) -> StoreError {
+    StoreError(format!("PostgreSQL: {}", reason(&e)))
+}
+
+fn pool_err(e: deadpool_postgres::PoolError) -> StoreError {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => store_err(e),
+        other => StoreError(format!("PostgreSQL: no connection: {other}")),
+    }
+}
+
+fn entry(version: i64, value: Vec<u8>) -> Entry {
+    Entry { version: version as u64, value }
+}
+
+impl PgStore {
+    /// Connects to `url` and brings its schema up to date.
+    pub fn open(url: &str) -> Result<PgStore, StoreError> {
+        let config: tokio_postgres::Config =
+            url.parse().map_err(|_| StoreError("the postgres:// URL is not valid".into()))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("engage-postgres")
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError(format!("cannot start the PostgreSQL runtime: {e}")))?;
+        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(CONNECT_WAIT))
+            .create_timeout(Some(CONNECT_WAIT))
+            .recycle_timeout(Some(CONNECT_WAIT))
+            .build()
+            .map_err(|e| StoreError(format!("cannot make the PostgreSQL pool: {e}")))?;
+        let store = PgStore { pool, runtime: Some(runtime) };
+        store.block(schema::migrate(store.pool.clone()))??;
+        Ok(store)
+    }
+
+    fn rt(&self) -> &tokio::runtime::Runtime {
+        self.runtime.as_ref().unwrap_or_else(|| unreachable!("the runtime lives as long as the store"))
+    }
+
+    /// Runs `work` on the store's runtime; the returned future only waits for it.
+    fn spawn<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> impl Future<Output = Result<T, StoreError>> {
+        let handle = self.rt().spawn(work);
+        async move { handle.await.map_err(|e| StoreError(format!("PostgreSQL call failed: {e}")))? }
+    }
+
+    /// Runs `work` to its end from a thread outside any runtime.
+    fn block<T: Send + 'static>(&self, work: impl Future<Output = T> + Send + 'static) -> Result<T, StoreError> {
+        self.rt().block_on(self.rt().spawn(work)).map_err(|e| StoreError(format!("PostgreSQL call failed: {e}")))
+    }
+}
+
+/// The conflict a failed expectation is, or the store's error.
+enum Failed {
+    Conflict,
+    Store(StoreError),
+}
+
+impl From<tokio_postgres::Error> for Failed {
+    fn from(e: tokio_postgres::Error) -> Failed {
+        Failed::Store(store_err(e))
+    }
+}
+
+/// Applies one write in the transaction, checking its expectation.
+async fn apply(tx: &deadpool_postgres::Transaction<'_>, op: &Op) -> Result<(), Failed> {
+    let changed = match op {
+        Op::Put { table, key, value, expect } => {
+            let tbl = table.id() as i32;
+            match expect {
+                Expect::Version(v) => {
+                    let st = tx
+                        .prepare_cached(
+                            "UPDATE docs SET version = version + 1, value = $3 WHERE tbl = $1 AND key = $2 AND version = $4",
+                        )
+                        .await?;
+                    tx.execute(&st, &[&tbl, key, value, &(*v as i64)]).await?
+                }
+                Expect::Absent => {
+                    let st = tx
+                        .prepare_cached(
+                            "INSERT INTO docs (tbl, key, version, value) VALUES ($1, $2, 1, $3) ON CONFLICT DO NOTHING",
+                        )
+                        .await?;
+                    tx.execute(&st, &[&tbl, key, value]).await?
+                }
+                Expect::Any => {
+                    let st = tx
+                        .prepare_cached(
+                            "INSERT INTO docs (tbl, key, version, value) VALUES ($1, $2, 1, $3)
+                             ON CONFLICT (tbl, key) DO UPDATE SET version = docs.version + 1, value = excluded.value",
+                        )
+                        .await?;
+                    tx.execute(&st, &[&tbl, key, value]).await?
+                }
+            }
+        }
+        Op::Delete { table, key, expect } => {
+            let tbl = table.id() as i32;
+            match expect {
+                Expect::Version(v) => {
+                    let st = tx.prepare_cached("DELETE FROM docs WHERE tbl = $1 AND key = $2 AND version = $3").await?;
+                    tx.execute(&st, &[&tbl, key, &(*v as i64)]).await?
+                }
+                Expect::Any => {
+                    let st = tx.prepare_cached("DELETE FROM docs WHERE tbl = $1 AND key = $2").await?;
+                    tx.execute(&st, &[&tbl, key]).await?;
+                    1
+                }
+                Expect::Absent => {
+                    let st = tx.prepare_cached("SELECT 1 FROM docs WHERE tbl = $1 AND key = $2 FOR UPDATE").await?;
+                    if tx.query_opt(&st, &[&tbl, key]).await?.is_some() {
+                        0
+                    } else {
+                        1
+                    }
+                }
+            }
+        }
+    };
+    if changed == 1 {
+        Ok(())
+    } else {
+        Err(Failed::Conflict)
+    }
+}
+
+async fn commit_in(pool: Pool, changes: ChangeSet) -> Result<Result<(), CommitError>, StoreError> {
+    let mut client = pool.get().await.map_err(pool_err)?;
+    let tx = client.transaction().await.map_err(store_err)?;
+    for op in &changes.ops {
+        match apply(&tx, op).await {
+            Ok(()) => {}
+            // Dropping `tx` rolls back.
+            Err(Failed::Conflict) => return Ok(Err(CommitError::Conflict)),
+            Err(Failed::Store(e)) => return Err(e),
+        }
+    }
+    if let Some(ack) = changes.ack {
+        // The cursor's row is locked last, so that appliers on other servers wait on
+        // it for as short a time as can be.
+        let tail: i64 = tx.query_one("SELECT tail FROM queue_tail WHERE id = 1", &[]).await.map_err(store_err)?.get(0);
+        let applied: i64 = tx
+            .query_one("SELECT applied FROM queue_cursor WHERE id = 1 FOR UPDATE", &[])
+            .await
+            .map_err(store_err)?
+            .get(0);
+        // Jobs above the cursor have no gaps (numbered from `queue_tail`, deleted only
+        // at or below the cursor), so (applied, through] holds through - applied jobs.
+        // An applier elsewhere that got there first moved the cursor: conflict.
+        let (applied, tail) = (applied as u64, tail as u64);
+        if applied >= ack.through || ack.through > tail || ack.through - applied != ack.count {
+            return Ok(Err(CommitError::Conflict));
+        }
+        tx.execute("UPDATE queue_cursor SET applied = $1 WHERE id = 1", &[&(ack.through as i64)])
+            .await
+            .map_err(store_err)?;
+        tx.execute("DELETE FROM queue WHERE seq <= $1", &[&(ack.through as i64)]).await.map_err(store_err)?;
+    }
+    tx.commit().await.map_err(store_err)?;
+    Ok(Ok(()))
+}
+
+impl Store for PgStore {
+    async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
+        let (pool, key) = (self.pool.clone(), key.to_string());
+        self.spawn(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            let st = client
+                .prepare_cached("SELECT version, value FROM docs WHERE tbl = $1 AND key = $2")
+                .await
+                .map_err(store_err)?;
+            let row = client.query_opt(&st, &[&(table.id() as i32), &key]).await.map_err(store_err)?;
+            Ok(row.map(|r| entry(r.get(0), r.get(1))))
+        })
+        .await
+    }
+
+    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
+        let range = KeyRange::prefix(prefix, limit);
+        let pool = self.pool.clone();
+        self.spawn(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            let st = client
+                .prepare_cached(
+                    "SELECT key, version, value FROM docs WHERE tbl = $1 AND key >= $2 AND key < $3 ORDER BY key LIMIT $4",
+                )
+                .await
+                .map_err(store_err)?;
+            let limit = i64::try_from(range.limit).unwrap_or(i64::MAX);
+            let rows = client
+                .query(&st, &[&(table.id() as i32), &range.start, &range.end, &limit])
+                .await
+                .map_err(store_err)?;
+            Ok(rows
+                .into_iter()
+                .map(|r| (r.get::<_, String>(0), entry(r.get(1), r.get(2))))
+                .filter(|(k, _)| range.contains(k))
+                .collect())
+        })
+        .await
+    }
+
+    async fn get_many(&self, table: Table, keys: &[String]) -> Result<Vec<Option<Entry>>, StoreError> {
+        let (pool, keys) = (self.pool.clone(), keys.to_vec());
+        self.spawn(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            let st = client
+                .prepare_cached("SELECT key, version, value FROM docs WHERE tbl = $1 AND key = ANY($2)")
+                .await
+                .map_err(store_err)?;
+            let rows = client.query(&st, &[&(table.id() as i32), &keys]).await.map_err(store_err)?;
+            let found: std::collections::HashMap<String, Entry> =
+                rows.into_iter().map(|r| (r.get::<_, String>(0), entry(r.get(1), r.get(2)))).collect();
+            // A key asked twice is answered twice.
+            Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
+        })
+        .await
+    }
+
+    async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
+        match self.spawn(commit_in(self.pool.clone(), changes)).await {
+            Ok(outcome) => outcome,
+            Err(e) => Err(CommitError::Store(e)),
+        }
+    }
+
+    async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
+        let pool = self.pool.clone();
+        self.spawn(async move {
+            let mut client = pool.get().await.map_err(pool_err)?;
+            let tx = client.transaction().await.map_err(store_err)?;
+            // The tail's row lock makes enqueues take turns until they commit: jobs
+            // become visible in the order of their numbers.
+            let seq: i64 = tx
+                .query_one("UPDATE queue_tail SET tail = tail + 1 WHERE id = 1 RETURNING tail", &[])
+                .await
+                .map_err(store_err)?
+                .get(0);
+            tx.execute("INSERT INTO queue (seq, job) VALUES ($1, $2)", &[&seq, &job]).await.map_err(store_err)?;
+            tx.commit().await.map_err(store_err)?;
+            Ok(seq as u64)
+        })
+        .await
+    }
+
+    async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        let pool = self.pool.clone();
+        self.spawn(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            let st = client
+                .prepare_cached(
+                    "SELECT q.seq, q.job FROM queue q, queue_cursor c
+                     WHERE c.id = 1 AND q.seq > GREATEST($1, c.applied) ORDER BY q.seq LIMIT $2",
+                )
+                .await
+                .map_err(store_err)?;
+            let (after, limit) = (i64::try_from(after).unwrap_or(i64::MAX), i64::try_from(limit).unwrap_or(i64::MAX));
+            let rows = client.query(&st, &[&after, &limit]).await.map_err(store_err)?;
+            Ok(rows.into_iter().map(|r| QueuedJob { seq: r.get::<_, i64>(0) as u64, job: r.get(1) }).collect())
+        })
+        .await
+    }
+
+    async fn queue_tail(&self) -> Result<u64, StoreError> {
+        let pool = self.pool.clone();
+        self.spawn(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            let row = client.query_one("SELECT tail FROM queue_tail WHERE id = 1", &[]).await.map_err(store_err)?;
+            Ok(row.get::<_, i64>(0) as u64)
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests;

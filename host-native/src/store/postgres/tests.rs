@@ -1,0 +1,68 @@
+//! The PostgreSQL store against a real server (`ENGAGE_TEST_POSTGRES_URL`, which
+//! `tests/postgres.sh` starts; CI must have it): the store conformance suite, each
+//! check in a schema of its own, and the schema beside SQLite's.
+
+use engage_core::store::conformance::{run_all, CHECKS};
+
+use super::PgStore;
+
+fn url() -> Option<String> {
+    let url = std::env::var("ENGAGE_TEST_POSTGRES_URL").ok();
+    assert!(url.is_some() || std::env::var("CI").is_err(), "CI must run this: set ENGAGE_TEST_POSTGRES_URL");
+    url
+}
+
+/// Runs `sql` on the test server.
+fn admin(url: &str, sql: &str) {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(conn);
+        client.batch_execute(sql).await.unwrap();
+    });
+}
+
+/// A schema of its own (dropped when the fixture is), and a store in it.
+struct Fresh {
+    url: String,
+    schema: String,
+    store: Option<PgStore>,
+}
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        drop(self.store.take());
+        admin(&self.url, &format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema));
+    }
+}
+
+fn fresh(url: &str, n: u32) -> Fresh {
+    let schema = format!("conformance_{}_{n}", std::process::id());
+    admin(url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"));
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let store = PgStore::open(&format!("{url}{sep}options=-csearch_path%3D{schema}")).unwrap();
+    Fresh { url: url.to_string(), schema, store: Some(store) }
+}
+
+#[test]
+fn the_postgres_store_passes_every_check() {
+    let Some(url) = url() else { return };
+    let mut n = 0;
+    let passed = pollster::block_on(run_all(
+        async || {
+            n += 1;
+            fresh(&url, n)
+        },
+        |f| f.store.as_ref().unwrap(),
+    ));
+    assert_eq!(passed, CHECKS);
+}
+
+#[test]
+fn opening_twice_migrates_once() {
+    let Some(url) = url() else { return };
+    let f = fresh(&url, 100);
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let again = PgStore::open(&format!("{url}{sep}options=-csearch_path%3D{}", f.schema)).unwrap();
+    drop(again);
+}
