@@ -130,7 +130,7 @@ fn main() {
                 applies_in_background: true,
                 ..Config::default()
             };
-            let engine: SharedEngine = Arc::new(Engine::new(store, config));
+            let engine: SharedEngine = Arc::new(Engine::new(engage::store::NativeStore::Sqlite(store), config));
             let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
             let addr = listener.local_addr().unwrap();
             runtime.spawn(async move { run(engine, listener, std::future::pending()).await });

@@ -65,7 +65,8 @@ enum ScimTokensCommand {
 
 #[derive(Args)]
 pub struct DbArg {
-    /// SQLite database file (created on first use).
+    /// SQLite database file (created on first use), or a PostgreSQL database
+    /// (`postgres://user:password@host:port/db`).
     #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
     pub db: PathBuf,
 }
@@ -147,7 +148,7 @@ fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Serve(args) => server::serve(args),
         Command::Keys { command: KeysCommand::List { db } } => {
-            let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
+            let store = store::NativeStore::open(&db.db)?;
             for k in pollster::block_on(provision::list_keys(&store)).map_err(|e| format!("{e:?}"))? {
                 let used = k.last_used_at.as_deref().unwrap_or("never");
                 println!("{}\t{}\t{}\t{}\t{used}", k.id, k.workspace, k.permissions.join(","), k.created_at);
@@ -155,7 +156,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Command::Keys { command: KeysCommand::Revoke { db, id } } => {
-            let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
+            let store = store::NativeStore::open(&db.db)?;
             match pollster::block_on(provision::revoke_key(&store, &id)) {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(format!("no API key with id '{id}'")),
@@ -164,7 +165,7 @@ fn run(cli: Cli) -> Result<(), String> {
             }
         }
         Command::Workspaces { command: WorkspacesCommand::List { db } } => {
-            let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
+            let store = store::NativeStore::open(&db.db)?;
             for w in pollster::block_on(provision::list_workspaces(&store)).map_err(|e| format!("{e:?}"))? {
                 println!("{}\t{}\t{}", w.name, w.created_at, w.keys);
             }
@@ -173,7 +174,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Keys { command: KeysCommand::Create { db, workspace: ws, permissions } } => {
             let ws = workspace(&ws.workspace)?;
             let perms = parse_permission_list(&permissions)?;
-            let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
+            let store = store::NativeStore::open(&db.db)?;
             let key =
                 pollster::block_on(provision::create_key(&store, &ws, perms, ctx())).map_err(|e| format!("{e:?}"))?;
             println!("{key}");
@@ -182,14 +183,14 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Groups { command: GroupsCommand::Create { db, workspace: ws, name, channel } } => {
             let ws = workspace(&ws.workspace)?;
             let channel = Channel::parse(&channel).ok_or("channel must be one of email, sms, whatsapp, rcs, line")?;
-            let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
+            let store = store::NativeStore::open(&db.db)?;
             let g = pollster::block_on(provision::create_group(&store, &ws, &name, channel, ctx()))
                 .map_err(|e| format!("{e:?}"))?;
             println!("{}", g.id);
             Ok(())
         }
         Command::ScimTokens { command: ScimTokensCommand::Create { db, origin } } => {
-            let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
+            let store = store::NativeStore::open(&db.db)?;
             let token =
                 pollster::block_on(provision::create_scim_token(&store, &origin, ctx())).map_err(|e| match e {
                     engage_core::ApiError::BadRequest(m) => m,
@@ -202,7 +203,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Backup(args) => engage::backup::run(args),
         Command::Groups { command: GroupsCommand::List { db, workspace: ws } } => {
             let ws = workspace(&ws.workspace)?;
-            let store = store::SqliteStore::open(&db.db).map_err(|e| e.to_string())?;
+            let store = store::NativeStore::open(&db.db)?;
             for g in pollster::block_on(provision::list_groups(&store, &ws)).map_err(|e| e.to_string())? {
                 println!("{}\t{}\t{}", g.id, g.channel.as_str(), g.name);
             }

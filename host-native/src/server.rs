@@ -21,12 +21,13 @@ use clap::Args;
 use crate::conn::{AcceptBackoff, Guarded, Limits, Phase};
 use crate::ctx;
 use crate::metrics::METRICS;
-use crate::store::SqliteStore;
+use crate::store::NativeStore;
 
 /// Options of `engage serve`.
 #[derive(Args)]
 pub struct ServeArgs {
-    /// SQLite database file (created on first use).
+    /// SQLite database file (created on first use), or a PostgreSQL database
+    /// (`postgres://user:password@host:port/db`) that several servers share.
     #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
     pub db: std::path::PathBuf,
     /// Address to listen on.
@@ -96,7 +97,7 @@ pub enum LogFormat {
 }
 
 /// The engine shared by all connections.
-pub type SharedEngine = Arc<Engine<SqliteStore>>;
+pub type SharedEngine = Arc<Engine<NativeStore>>;
 
 /// Runs `engage serve` until SIGINT or SIGTERM.
 pub fn serve(args: ServeArgs) -> Result<(), String> {
@@ -111,10 +112,13 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         LogFormat::Json => logs.json().flatten_event(true).init(),
     }
     let options = crate::store::Options { cache_bytes: args.cache_mib.saturating_mul(1 << 20) };
-    let store =
-        SqliteStore::open_with(&args.db, options).map_err(|e| format!("cannot open {}: {e}", args.db.display()))?;
-    // Held while serving: commands on the same database see that a server runs.
-    let _serving = server_lock(&args.db)?;
+    let store = NativeStore::open_with(&args.db, options)?;
+    // Held while serving a SQLite file: commands on it see that a server runs (on
+    // PostgreSQL, any number of servers share the database).
+    let _serving = match &store {
+        NativeStore::Sqlite(_) => Some(server_lock(&args.db)?),
+        NativeStore::Postgres(_) => None,
+    };
     if let Some(dir) = crate::playground::init(args.playground_dir.clone())? {
         tracing::info!("serving the playground from {} at /playground/", dir.display());
     }
@@ -149,6 +153,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             runs_syncs: true,
             max_backlog_secs: (args.max_backlog_secs > 0).then_some(args.max_backlog_secs),
             applies_in_background: true,
+            shared_store: matches!(store, NativeStore::Postgres(_)),
         };
         let engine: SharedEngine = Arc::new(Engine::new(store, config));
         let exit_on_stdin_eof = args.exit_on_stdin_eof;

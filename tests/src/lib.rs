@@ -47,7 +47,9 @@ fn spawn_native() -> Host {
     let admin_token = format!("admin-{}", now_nanos());
     let child = Command::new(&bin)
         .args(["serve", "--exit-on-stdin-eof", "--listen", &format!("127.0.0.1:{port}"), "--db"])
-        .arg(dir.join("engage.db"))
+        // ENGAGE_TEST_DB: another database for the server (tests/run.sh runs the suite
+        // again on PostgreSQL); by default a SQLite file of this run's own.
+        .arg(std::env::var_os("ENGAGE_TEST_DB").map_or_else(|| dir.join("engage.db"), std::path::PathBuf::from))
         .env("ENGAGE_ADMIN_TOKEN", &admin_token)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::piped())

@@ -52,6 +52,13 @@ pub struct Config {
     /// server). Then a request applies ahead of the queue only the queued jobs that
     /// concern the users it names; otherwise it applies everything queued before it.
     pub applies_in_background: bool,
+    /// Whether other processes write the same store (several servers on one
+    /// PostgreSQL database). Then nothing is applied ahead of the queue: another
+    /// server's applier may take the same job at once, and what makes an applier
+    /// skip a job applied early is known to the process that applied it only. A
+    /// request that needs read-your-writes applies everything queued before it, in
+    /// order, as appliers do (two of them racing simply retry).
+    pub shared_store: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -67,6 +74,7 @@ impl std::fmt::Debug for Config {
             .field("runs_syncs", &self.runs_syncs)
             .field("max_backlog_secs", &self.max_backlog_secs)
             .field("applies_in_background", &self.applies_in_background)
+            .field("shared_store", &self.shared_store)
             .finish()
     }
 }
@@ -83,6 +91,7 @@ impl Default for Config {
             runs_syncs: false,
             max_backlog_secs: None,
             applies_in_background: false,
+            shared_store: false,
         }
     }
 }
@@ -429,13 +438,13 @@ impl<S: Store> Engine<S> {
     }
 
     /// Read-your-writes: applies the queued jobs acknowledged before this request
-    /// that concern the users `seeds` name (with a background applier), or all of
-    /// them (without one), in its turn at the gate.
+    /// that concern the users `seeds` name (with a background applier, on a store of
+    /// this process's own), or all of them (otherwise), in its turn at the gate.
     async fn catch_up(&self, ws: &WorkspaceName, seeds: Vec<Identifier>, ctx: Ctx) -> Result<QueueRun, ApiError> {
         let waiting = Waiting::new(&self.gate.waiting);
         let mut backlog = self.gate.backlog.lock().await;
         drop(waiting);
-        let run = if self.config.applies_in_background {
+        let run = if self.config.applies_in_background && !self.config.shared_store {
             track::queue::catch_up_for(&self.store, &mut backlog, ws, seeds, ctx.seed).await?
         } else {
             let run = track::queue::catch_up(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await?;

@@ -41,6 +41,9 @@ async fn run<'s, S: Store, T, E: From<ApiError>>(
     mut work: impl AsyncFnMut(&mut Tx<'s, S>, &mut IdGen) -> Result<T, E>,
 ) -> Result<T, E> {
     for attempt in 0..MAX_ATTEMPTS {
+        if attempt > 0 {
+            store.contended(attempt).await;
+        }
         let mut ids = IdGen::derive(seed, "request", u64::from(attempt));
         let mut tx = Tx::new(store, ws.clone());
         let out = work(&mut tx, &mut ids).await?;

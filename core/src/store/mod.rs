@@ -232,6 +232,13 @@ pub trait Store {
 
     /// The highest sequence number ever assigned (0 before the first job).
     async fn queue_tail(&self) -> Result<u64, StoreError>;
+
+    /// Called before a unit of work runs again because its commit found that another
+    /// one wrote first (`attempt` counts from 1). A store shared by several
+    /// processes waits here a little (growing, at random), so that writers of one
+    /// document take turns instead of colliding until they give up; a store with
+    /// one writer in-process need not.
+    async fn contended(&self, _attempt: u32) {}
 }
 
 /// Most documents one scan returns, whatever the caller asks: a bound every backend

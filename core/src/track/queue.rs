@@ -67,7 +67,10 @@ pub async fn apply_batch<S: Store>(
     backlog.load(store).await?;
     for attempt in 0..MAX_ATTEMPTS {
         let jobs = store.queued(0, max_jobs.max(1)).await?;
-        let Some(last) = jobs.last() else { return Ok(QueueRun::default()) };
+        let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else { return Ok(QueueRun::default()) };
+        // Every job before the oldest pending one is applied: by this process or, on
+        // a store several servers share, by another's applier.
+        backlog.applied_through(first.seq - 1);
         let through = last.seq;
         // Distinct ids for every batch and attempt: the same request seed may drive
         // several batches (catch-up) and then the request's own handler.
@@ -108,11 +111,16 @@ pub async fn apply_early<S: Store>(
     }
     let mut queued = Vec::with_capacity(wanted.len());
     for &seq in wanted.keys() {
-        // Pending jobs stay in the queue until the cursor passes them.
+        // Pending jobs stay in the queue until the cursor passes them: a job gone is
+        // one the cursor passed meanwhile (another process's applier, on a store that
+        // several servers share), applied already, with every job before it.
         match store.queued(seq - 1, 1).await?.pop() {
             Some(job) if job.seq == seq => queued.push(job),
-            _ => return Err(StoreError(format!("queued job {seq} is missing")).into()),
+            _ => backlog.applied_through(seq),
         }
+    }
+    if queued.is_empty() {
+        return Ok(QueueRun::default());
     }
     for attempt in 0..MAX_ATTEMPTS {
         let mut ids = IdGen::derive(seed, "early", first.wrapping_mul(64).wrapping_add(u64::from(attempt)));
@@ -303,6 +311,10 @@ pub async fn apply_pipelined<S: Store>(
         }
         let jobs = store.queued(after, max_jobs.max(1)).await?;
         let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else { break };
+        if after == 0 {
+            // As in `apply_batch`: the jobs before the oldest pending one are applied.
+            backlog.applied_through(first.seq - 1);
+        }
         let through = last.seq;
         // Distinct ids for every batch: each starts at a different sequence number, and
         // every call brings a fresh seed.

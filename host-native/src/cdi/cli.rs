@@ -8,7 +8,7 @@ use engage_core::provision::WorkspaceName;
 use engage_core::warehouse::{self, DataKind, Integration, Job, JobStatus, Spec};
 
 use crate::ctx;
-use crate::store::SqliteStore;
+use crate::store::NativeStore;
 
 /// The `cdi` subcommands.
 #[derive(Subcommand)]
@@ -152,8 +152,8 @@ pub fn parse_interval(text: &str) -> Result<u64, String> {
     n.checked_mul(scale).ok_or_else(|| format!("'{text}' is too long"))
 }
 
-fn store(db: &std::path::Path) -> Result<SqliteStore, String> {
-    SqliteStore::open(db).map_err(|e| format!("cannot open {}: {e}", db.display()))
+fn store(db: &std::path::Path) -> Result<NativeStore, String> {
+    NativeStore::open(db)
 }
 
 /// An error as the operator reads it.
@@ -293,7 +293,7 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
 /// running); without a server on the database (another command owns it), or once
 /// the server stops, this says so at once.
 fn ask_the_server(
-    store: &SqliteStore,
+    store: &NativeStore,
     db: &std::path::Path,
     i: &Integration,
     timeout: Duration,

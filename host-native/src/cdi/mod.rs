@@ -15,7 +15,7 @@ use engage_core::warehouse::{
 use engage_core::Timestamp;
 
 use crate::ctx;
-use crate::store::SqliteStore;
+use engage_core::store::Store;
 
 /// Rows per committed batch (at most [`READ_AHEAD`] more are read and parsed
 /// ahead of the one committing).
@@ -147,7 +147,7 @@ pub fn quoted(name: &str) -> String {
 }
 
 /// Runs one job of `i` now and returns it as finished.
-pub fn run(store: &SqliteStore, i: &Integration) -> Result<Job, String> {
+pub fn run<S: Store + Sync>(store: &S, i: &Integration) -> Result<Job, String> {
     let begun = pollster::block_on(warehouse::begin(store, &i.id, ctx())).map_err(|e| format!("{e:?}"))?;
     let failure = match sync_rows(store, &begun) {
         Ok(()) => None,
@@ -157,7 +157,7 @@ pub fn run(store: &SqliteStore, i: &Integration) -> Result<Job, String> {
     pollster::block_on(warehouse::finish(store, &begun, failure, ctx())).map_err(|e| format!("{e:?}"))
 }
 
-fn sync_rows(store: &SqliteStore, begun: &Begun) -> Result<(), SourceError> {
+fn sync_rows<S: Store + Sync>(store: &S, begun: &Begun) -> Result<(), SourceError> {
     let mut source = open(&begun.integration)?;
     sync_from(store, begun, source.as_mut(), BATCH_ROWS)
 }
@@ -174,8 +174,8 @@ enum Step {
 const READ_AHEAD: usize = 1;
 
 /// Syncs the rows of `source` after the integration's cursor, `batch_rows` a batch.
-fn sync_from(
-    store: &SqliteStore,
+fn sync_from<S: Store + Sync>(
+    store: &S,
     begun: &Begun,
     source: &mut dyn Source,
     batch_rows: usize,
@@ -199,8 +199,8 @@ fn sync_from(
 }
 
 /// Commits what the reader sends, in order, until it stops.
-fn commit_steps(
-    store: &SqliteStore,
+fn commit_steps<S: Store>(
+    store: &S,
     begun: &Begun,
     mut cursor: Option<Cursor>,
     steps: std::sync::mpsc::Receiver<Step>,
@@ -221,8 +221,8 @@ fn commit_steps(
 }
 
 /// Reads the source after `start`, parses its rows in batches, and sends them.
-fn read_batches(
-    store: &SqliteStore,
+fn read_batches<S: Store>(
+    store: &S,
     begun: &Begun,
     source: &mut dyn Source,
     columns: &Columns,
@@ -302,6 +302,8 @@ pub fn spawn_runner(
                 tracing::warn!("cdi: another process owns the database; this server runs no syncs");
                 return;
             }
+            // On a database several servers share, one of them runs the syncs.
+            let Some(mut lease) = runner_lease(store, &stopping) else { return };
             // A job a crash left running is closed now, not when its integration next runs.
             match pollster::block_on(warehouse::all(store)) {
                 Ok(all) => {
@@ -314,7 +316,23 @@ pub fn spawn_runner(
                 Err(e) => tracing::error!("cdi: reading integrations failed: {e:?}"),
             }
             let mut running: Vec<(String, std::thread::JoinHandle<()>)> = Vec::new();
+            let mut turn = 0u64;
             while !stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                turn += 1;
+                // A lease whose connection broke is no longer held: another server may
+                // run the syncs now. Wait for the jobs running, then for the lease.
+                if let (crate::store::NativeStore::Postgres(pg), Some(held)) = (store, &lease) {
+                    if turn.is_multiple_of(20) && !pg.still_held(held) {
+                        tracing::warn!("cdi: the sync runner's lease was lost; waiting to take it again");
+                        for (_, job) in running.drain(..) {
+                            let _ = job.join();
+                        }
+                        match runner_lease(store, &stopping) {
+                            Some(again) => lease = again,
+                            None => break,
+                        }
+                    }
+                }
                 running.retain(|(_, job)| !job.is_finished());
                 let busy: Vec<String> = running.iter().map(|(id, _)| id.clone()).collect();
                 let room = MAX_PARALLEL_JOBS.saturating_sub(running.len());
@@ -345,6 +363,32 @@ pub fn spawn_runner(
             }
         })
         .expect("spawn the cdi thread")
+}
+
+/// On PostgreSQL, waits until this server holds the sync runner's lease (`None`:
+/// stopped first); on SQLite, at once.
+fn runner_lease(
+    store: &crate::store::NativeStore,
+    stopping: &std::sync::atomic::AtomicBool,
+) -> Option<Option<crate::store::postgres::Lease>> {
+    let crate::store::NativeStore::Postgres(pg) = store else { return Some(None) };
+    let mut said = false;
+    while !stopping.load(std::sync::atomic::Ordering::SeqCst) {
+        match pg.try_lease(crate::store::postgres::SYNC_RUNNER_LOCK) {
+            Ok(Some(lease)) => {
+                tracing::info!("cdi: this server runs the warehouse syncs");
+                return Some(Some(lease));
+            }
+            Ok(None) if !said => {
+                tracing::info!("cdi: another server runs the warehouse syncs; this one takes over if it stops");
+                said = true;
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!("cdi: cannot take the sync runner's lease: {e}"),
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    None
 }
 
 /// One line per finished job: the source URL may carry a password, so the id only.

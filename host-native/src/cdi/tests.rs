@@ -5,6 +5,7 @@ use engage_core::provision::WorkspaceName;
 use engage_core::warehouse::Spec;
 
 use super::*;
+use crate::store::SqliteStore;
 
 /// A source that fails after handing out `left` rows, as a connection lost
 /// part way through a job.

@@ -5,10 +5,12 @@
 pub mod commit;
 pub mod connection;
 pub mod doc_cache;
+pub mod native;
 pub mod postgres;
 pub mod queue;
 pub mod queue_log;
 pub mod sqlite;
 pub mod writeback;
 
+pub use native::NativeStore;
 pub use sqlite::{Options, SqliteStore, DEFAULT_CACHE_MIB};

@@ -28,8 +28,19 @@ const CONNECT_WAIT: Duration = Duration::from_secs(5);
 /// A PostgreSQL database as Engage's store.
 pub struct PgStore {
     pool: Pool,
+    config: tokio_postgres::Config,
     runtime: Option<tokio::runtime::Runtime>,
 }
+
+/// A session-level advisory lock held on a connection of its own: one server of
+/// those sharing the database does a job (running warehouse syncs) while it holds
+/// it; the lock goes with the connection when that server stops or dies.
+pub struct Lease {
+    client: std::sync::Arc<tokio_postgres::Client>,
+}
+
+/// The advisory lock key of the server that runs warehouse syncs.
+pub const SYNC_RUNNER_LOCK: i64 = 0x656e_6761_6764;
 
 impl Drop for PgStore {
     fn drop(&mut self) {
@@ -82,7 +93,8 @@ impl PgStore {
             .enable_all()
             .build()
             .map_err(|e| StoreError(format!("cannot start the PostgreSQL runtime: {e}")))?;
-        let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+        let manager =
+            Manager::from_config(config.clone(), NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
         let pool = Pool::builder(manager)
             .max_size(POOL_SIZE)
             .runtime(deadpool_postgres::Runtime::Tokio1)
@@ -91,9 +103,36 @@ impl PgStore {
             .recycle_timeout(Some(CONNECT_WAIT))
             .build()
             .map_err(|e| StoreError(format!("cannot make the PostgreSQL pool: {e}")))?;
-        let store = PgStore { pool, runtime: Some(runtime) };
+        let store = PgStore { pool, config, runtime: Some(runtime) };
         store.block(schema::migrate(store.pool.clone()))??;
         Ok(store)
+    }
+
+    /// Takes the advisory lock `key` on a new connection, unless another session
+    /// holds it (`None`).
+    pub fn try_lease(&self, key: i64) -> Result<Option<Lease>, StoreError> {
+        let config = self.config.clone();
+        self.block(async move {
+            let (client, conn) = tokio::time::timeout(CONNECT_WAIT, config.connect(NoTls))
+                .await
+                .map_err(|_| StoreError("PostgreSQL: no connection in time".into()))?
+                .map_err(store_err)?;
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            let held: bool =
+                client.query_one("SELECT pg_try_advisory_lock($1)", &[&key]).await.map_err(store_err)?.get(0);
+            Ok(held.then(|| Lease { client: std::sync::Arc::new(client) }))
+        })?
+    }
+
+    /// True while `lease`'s connection (and with it the lock) is alive.
+    pub fn still_held(&self, lease: &Lease) -> bool {
+        let client = lease.client.clone();
+        let alive = self.block(async move {
+            tokio::time::timeout(CONNECT_WAIT, client.simple_query("SELECT 1")).await.is_ok_and(|r| r.is_ok())
+        });
+        alive.unwrap_or(false)
     }
 
     fn rt(&self) -> &tokio::runtime::Runtime {
@@ -325,6 +364,21 @@ impl Store for PgStore {
             Ok(rows.into_iter().map(|r| QueuedJob { seq: r.get::<_, i64>(0) as u64, job: r.get(1) }).collect())
         })
         .await
+    }
+
+    async fn contended(&self, attempt: u32) {
+        // Up to 1, 2, 4 ... 64 ms, at random: writers of one document on several
+        // servers (or many requests of one) spread out and take turns.
+        let ceiling = 1u64 << attempt.min(6);
+        let mut r = [0u8; 8];
+        let _ = getrandom::fill(&mut r);
+        let wait = Duration::from_micros(u64::from_le_bytes(r) % (ceiling * 1000));
+        let _ = self
+            .spawn(async move {
+                tokio::time::sleep(wait).await;
+                Ok(())
+            })
+            .await;
     }
 
     async fn queue_tail(&self) -> Result<u64, StoreError> {

@@ -1,0 +1,139 @@
+//! The store a native command or server runs on: the embedded SQLite file (the
+//! default), or a PostgreSQL database that several servers share, chosen by the
+//! `--db` value (`postgres://...` or a file path).
+
+use std::path::Path;
+
+use engage_core::store::{ChangeSet, CommitError, Entry, QueuedJob, Store, StoreError, Table};
+
+use super::postgres::{is_postgres_url, PgStore};
+use super::{Options, SqliteStore};
+
+/// One of the native stores.
+pub enum NativeStore {
+    /// A SQLite file, one process writing.
+    Sqlite(SqliteStore),
+    /// A PostgreSQL database, any number of servers.
+    Postgres(PgStore),
+}
+
+/// What `--db` names, for messages: a path, or a PostgreSQL database without its
+/// credentials.
+pub fn describe(db: &Path) -> String {
+    let text = db.to_string_lossy();
+    if !is_postgres_url(&text) {
+        return db.display().to_string();
+    }
+    // postgres://user:password@host/db → postgres://host/db
+    let (scheme, rest) = text.split_once("://").unwrap_or(("postgres", &text));
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    let rest = rest.split_once('?').map_or(rest, |(r, _)| r);
+    format!("{scheme}://{rest}")
+}
+
+impl NativeStore {
+    /// Opens `db`: a `postgres://` URL, or a SQLite file (created when missing).
+    pub fn open_with(db: &Path, options: Options) -> Result<NativeStore, String> {
+        let opened = match db.to_str().filter(|d| is_postgres_url(d)) {
+            Some(url) => PgStore::open(url).map(NativeStore::Postgres),
+            None => SqliteStore::open_with(db, options).map(NativeStore::Sqlite),
+        };
+        opened.map_err(|e| format!("cannot open {}: {e}", describe(db)))
+    }
+
+    /// [`NativeStore::open_with`] with the default settings.
+    pub fn open(db: &Path) -> Result<NativeStore, String> {
+        NativeStore::open_with(db, Options::default())
+    }
+
+    /// True when this process may apply writes to profiles: always on PostgreSQL
+    /// (every server reads through to the database); on SQLite, the process that
+    /// owns the file's queue.
+    pub fn is_owner(&self) -> bool {
+        match self {
+            NativeStore::Sqlite(s) => s.is_owner(),
+            NativeStore::Postgres(_) => true,
+        }
+    }
+
+    /// The SQLite store, when this is one.
+    pub fn sqlite(&self) -> Option<&SqliteStore> {
+        match self {
+            NativeStore::Sqlite(s) => Some(s),
+            NativeStore::Postgres(_) => None,
+        }
+    }
+}
+
+impl Store for NativeStore {
+    async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.get(table, key).await,
+            NativeStore::Postgres(s) => s.get(table, key).await,
+        }
+    }
+
+    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.scan(table, prefix, limit).await,
+            NativeStore::Postgres(s) => s.scan(table, prefix, limit).await,
+        }
+    }
+
+    async fn get_many(&self, table: Table, keys: &[String]) -> Result<Vec<Option<Entry>>, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.get_many(table, keys).await,
+            NativeStore::Postgres(s) => s.get_many(table, keys).await,
+        }
+    }
+
+    async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
+        match self {
+            NativeStore::Sqlite(s) => s.commit(changes).await,
+            NativeStore::Postgres(s) => s.commit(changes).await,
+        }
+    }
+
+    async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.enqueue(job).await,
+            NativeStore::Postgres(s) => s.enqueue(job).await,
+        }
+    }
+
+    async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.queued(after, limit).await,
+            NativeStore::Postgres(s) => s.queued(after, limit).await,
+        }
+    }
+
+    async fn queue_tail(&self) -> Result<u64, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.queue_tail().await,
+            NativeStore::Postgres(s) => s.queue_tail().await,
+        }
+    }
+
+    async fn contended(&self, attempt: u32) {
+        match self {
+            NativeStore::Sqlite(s) => s.contended(attempt).await,
+            NativeStore::Postgres(s) => s.contended(attempt).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_is_named_without_its_credentials() {
+        assert_eq!(
+            describe(Path::new("postgres://u:secret@db.example:5432/engage?sslmode=disable")),
+            "postgres://db.example:5432/engage"
+        );
+        assert_eq!(describe(Path::new("postgresql://db/engage")), "postgresql://db/engage");
+        assert_eq!(describe(Path::new("data/engage.db")), "data/engage.db");
+    }
+}

@@ -1,0 +1,193 @@
+//! Two `engage serve` processes on one PostgreSQL database (`ENGAGE_TEST_POSTGRES_URL`,
+//! which `tests/postgres.sh` starts; CI must have it), each test on a database of
+//! its own: writes to one user from both never lose an update, the track queue is
+//! applied once and in order whichever server took a request, and `kill -9` of one
+//! server loses nothing it acknowledged.
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::{Conn, Server};
+
+fn url() -> Option<String> {
+    let url = std::env::var("ENGAGE_TEST_POSTGRES_URL").ok();
+    assert!(url.is_some() || std::env::var("CI").is_err(), "CI must run this: set ENGAGE_TEST_POSTGRES_URL");
+    url
+}
+
+/// A new database on the test server, named for this test: its URL.
+fn fresh_database(url: &str, name: &str) -> String {
+    let db = format!("servers_{name}_{}", std::process::id());
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+        tokio::spawn(conn);
+        client.batch_execute(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).await.unwrap();
+        client.batch_execute(&format!("CREATE DATABASE {db}")).await.unwrap();
+    });
+    let (base, query) = url.split_once('?').map_or((url, None), |(b, q)| (b, Some(q)));
+    let base = &base[..base.rfind('/').unwrap()];
+    format!("{base}/{db}{}", query.map(|q| format!("?{q}")).unwrap_or_default())
+}
+
+fn two_servers(db: &str) -> (Server, Server, String) {
+    let path = std::path::Path::new(db);
+    let a = Server::start(path, &["--no-rate-limits"], &[]);
+    let b = Server::start(path, &["--no-rate-limits"], &[]);
+    (a, b, support::key(path))
+}
+
+#[test]
+fn fifty_parallel_increments_over_two_servers_sum_to_fifty() {
+    let Some(url) = url() else { return };
+    let db = fresh_database(&url, "sum");
+    let (a, b, key) = two_servers(&db);
+    let ports = [a.port, b.port];
+    let threads: Vec<_> = (0..50)
+        .map(|n| {
+            let (port, key) = (ports[n % 2], key.clone());
+            std::thread::spawn(move || {
+                let body = json!({"attributes": [{"external_id": "c", "n": {"inc": 1}}]});
+                Conn::open(port).unwrap().post("/users/track/sync", &key, &body).unwrap().status
+            })
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap(), 201);
+    }
+    for server in [&a, &b] {
+        let got = support::read_counts(server, &key, &["c".to_string()]);
+        assert_eq!(got["c"].0, 50, "read through port {}", server.port);
+    }
+}
+
+#[test]
+fn queued_writes_to_one_user_apply_once_and_in_order_whichever_server_took_them() {
+    let Some(url) = url() else { return };
+    let db = fresh_database(&url, "order");
+    let (a, b, key) = two_servers(&db);
+    let ports = [a.port, b.port];
+    // Each user gets ten requests one after another, alternating servers: each
+    // sets `last` to its number and counts once.
+    let threads: Vec<_> = (0..20)
+        .map(|u| {
+            let key = key.clone();
+            std::thread::spawn(move || {
+                let user = format!("u{u}");
+                let mut conns = ports.map(|p| Conn::open(p).unwrap());
+                for i in 0..10 {
+                    let mut body = support::counted_track(&user);
+                    body["attributes"][0]["last"] = json!(i);
+                    let reply = conns[i % 2].post("/users/track", &key, &body).unwrap();
+                    assert_eq!(reply.status, 201, "{}", String::from_utf8_lossy(&reply.body));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let users: Vec<String> = (0..20).map(|u| format!("u{u}")).collect();
+    for server in [&a, &b] {
+        let counts = support::read_counts(server, &key, &users);
+        for u in &users {
+            assert_eq!(counts[u], (10, 10, 10), "{u} through port {}: each request once, whole", server.port);
+        }
+        let mut conn = server.conn();
+        let body = json!({"external_ids": users, "fields_to_export": ["external_id", "custom_attributes"]});
+        let reply = conn.post("/users/export/ids", &key, &body).unwrap();
+        for user in reply.json()["users"].as_array().unwrap() {
+            assert_eq!(user["custom_attributes"]["last"], 9, "the last acknowledged write wins: {user}");
+        }
+    }
+}
+
+#[test]
+fn kill_9_of_one_server_under_load_loses_nothing_it_acknowledged() {
+    let Some(url) = url() else { return };
+    let db = fresh_database(&url, "kill");
+    let (mut a, b, key) = two_servers(&db);
+    let ports = [a.port, b.port];
+    let stop = Arc::new(AtomicBool::new(false));
+    // Acknowledged requests per user.
+    let acked: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
+    let sent: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
+    let clients: Vec<_> = (0..8)
+        .map(|c| {
+            let (key, stop, acked, sent) = (key.clone(), stop.clone(), acked.clone(), sent.clone());
+            std::thread::spawn(move || {
+                let port = ports[c % 2];
+                let mut conn = Conn::open(port).ok();
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let user = format!("k{}", (c as u64 * 7 + n) % 40);
+                    n += 1;
+                    let Some(open) = conn.as_mut() else { break };
+                    *sent.lock().unwrap().entry(user.clone()).or_default() += 1;
+                    match open.post("/users/track", &key, &support::counted_track(&user)) {
+                        Ok(r) if r.status == 201 => *acked.lock().unwrap().entry(user).or_default() += 1,
+                        Ok(_) => {}
+                        // The killed server's clients stop.
+                        Err(_) => conn = None,
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    a.kill();
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.join().unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    let sent = sent.lock().unwrap().clone();
+    assert!(acked.values().sum::<u64>() > 50, "the load ran: {acked:?}");
+    // The server left applies the whole queue, the killed server's jobs too.
+    let users: Vec<String> = sent.keys().cloned().collect();
+    let started = Instant::now();
+    let counts = loop {
+        let counts = support::read_counts(&b, &key, &users);
+        let done = users.iter().all(|u| counts.get(u).map_or(0, |c| c.0) >= acked.get(u).copied().unwrap_or(0));
+        if done || started.elapsed() > Duration::from_secs(30) {
+            break counts;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    for u in &users {
+        let (n, m, hits) = counts.get(u).copied().unwrap_or((0, 0, 0));
+        let (ok, tried) = (acked.get(u).copied().unwrap_or(0), sent[u]);
+        assert!(n >= ok && n <= tried, "{u}: applied {n}, acknowledged {ok}, sent {tried}");
+        assert_eq!((m, hits), (n, n), "{u}: every request applied whole");
+    }
+}
+
+#[test]
+fn one_server_runs_the_warehouse_syncs_and_another_takes_over_when_it_dies() {
+    let Some(url) = url() else { return };
+    let db = fresh_database(&url, "runner");
+    let (a, b, _) = two_servers(&db);
+    let says = |s: &Server, what: &str| s.log_text().contains(what);
+    let leader_line = "this server runs the warehouse syncs";
+    let started = Instant::now();
+    while !(says(&a, leader_line) || says(&b, leader_line)) {
+        assert!(started.elapsed() < Duration::from_secs(20), "nobody runs the syncs");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(says(&a, leader_line) != says(&b, leader_line), "exactly one runs them");
+    let (mut leader, other) = if says(&a, leader_line) { (a, b) } else { (b, a) };
+    assert!(says(&other, "another server runs the warehouse syncs"));
+    leader.kill();
+    let started = Instant::now();
+    while !says(&other, leader_line) {
+        assert!(started.elapsed() < Duration::from_secs(20), "the other server did not take over");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
