@@ -15,6 +15,7 @@ step "style and structure: rustfmt, file sizes, core import graph"
 cargo fmt --all --check
 bash tests/checks/sizes.sh
 python3 tests/checks/imports.py
+python3 tests/checks/imports.py host-native/src
 
 step "clippy (native and wasm32), warnings are errors"
 cargo clippy --workspace --all-targets -- -D warnings

@@ -1,10 +1,12 @@
 //! Rate-limit accounting: fixed windows per workspace and limit bucket, with the
 //! spec's limits. The counters live in memory in the engine (per process, or per
-//! isolate at the edge): they bound load, they are not billing records.
+//! isolate at the edge), or in the store when several processes share it
+//! ([`Store::count_in_window`]): they bound load, they are not billing records.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use crate::store::Store;
 use crate::time::Timestamp;
 
 /// A group of endpoints sharing one limit.
@@ -86,11 +88,26 @@ impl RateLimiter {
         RateLimiter { enabled, windows: Mutex::new(HashMap::new()) }
     }
 
-    /// Counts one request of `workspace` in `bucket` at `now`.
-    pub fn check(&self, workspace: &str, bucket: Bucket, now: Timestamp) -> Decision {
+    /// Counts one request of `workspace` in `bucket` at `now`: in the store's shared
+    /// counters when it keeps them, else in this process's memory (also when the
+    /// store cannot count: a limit bounds load, it never refuses for a storage fault).
+    pub async fn check<S: Store>(&self, store: &S, workspace: &str, bucket: Bucket, now: Timestamp) -> Decision {
         if !self.enabled || bucket == Bucket::Admin {
             return Decision::Unlimited;
         }
+        let (limit, window) = bucket.limit();
+        let start = now.seconds().div_euclid(window) * window;
+        let reset = (start + window - now.seconds()).max(1);
+        let key = format!("{workspace}/{bucket:?}");
+        match store.count_in_window(&key, start, start + window).await {
+            Ok(Some(n)) if n > limit => Decision::Limited { retry_after: reset as u64 },
+            Ok(Some(n)) => Decision::Allowed { limit, remaining: limit - n, reset },
+            Ok(None) | Err(_) => self.check_here(workspace, bucket, now),
+        }
+    }
+
+    /// Counts one request in this process's memory.
+    fn check_here(&self, workspace: &str, bucket: Bucket, now: Timestamp) -> Decision {
         let (limit, window) = bucket.limit();
         let start = now.seconds().div_euclid(window) * window;
         let reset = (start + window - now.seconds()).max(1);
@@ -115,20 +132,24 @@ impl RateLimiter {
 mod tests {
     use super::*;
 
+    fn check(r: &RateLimiter, ws: &str, bucket: Bucket, now: Timestamp) -> Decision {
+        pollster::block_on(r.check(&crate::store::memory::MemoryStore::new(), ws, bucket, now))
+    }
+
     #[test]
     fn the_window_fills_then_resets() {
         let r = RateLimiter::new(true);
         let t = Timestamp(60_000);
         for i in 0..10 {
             assert_eq!(
-                r.check("w", Bucket::PreferenceWrite, t),
+                check(&r, "w", Bucket::PreferenceWrite, t),
                 Decision::Allowed { limit: 10, remaining: 9 - i, reset: 60 }
             );
         }
-        assert_eq!(r.check("w", Bucket::PreferenceWrite, Timestamp(90_000)), Decision::Limited { retry_after: 30 });
-        assert!(matches!(r.check("other", Bucket::PreferenceWrite, t), Decision::Allowed { .. }));
+        assert_eq!(check(&r, "w", Bucket::PreferenceWrite, Timestamp(90_000)), Decision::Limited { retry_after: 30 });
+        assert!(matches!(check(&r, "other", Bucket::PreferenceWrite, t), Decision::Allowed { .. }));
         assert!(matches!(
-            r.check("w", Bucket::PreferenceWrite, Timestamp(120_000)),
+            check(&r, "w", Bucket::PreferenceWrite, Timestamp(120_000)),
             Decision::Allowed { remaining: 9, .. }
         ));
     }

@@ -3,7 +3,7 @@
 //!
 //! An acknowledged `/users/track` request is in one of two places: applied, in the
 //! database (whose `queue_cursor` is the last job applied), or queued, in the log
-//! beside it (`<db>-queue.<first seq>.log`, see [`crate::store::queue_log`]). The
+//! beside it (`<db>-queue.<first seq>.log`, see [`crate::store::sqlite::queue_log`]). The
 //! server retires a log segment (renames it to a spare, later reuses and overwrites
 //! it) only after committing a cursor that covers every job in it. So the copy is
 //! taken queue first, database second:
@@ -38,7 +38,7 @@ use rusqlite::backup::{Backup, StepResult};
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
-use crate::store::queue_log::{checksum, HEADER, MAX_JOB};
+use crate::store::sqlite::queue_log::{checksum, HEADER, MAX_JOB};
 
 /// Arguments of `engage backup`.
 #[derive(Args)]

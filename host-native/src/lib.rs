@@ -4,6 +4,7 @@
 pub mod backup;
 pub mod cdi;
 pub mod conn;
+pub mod engine;
 pub mod framing;
 pub mod metrics;
 pub mod playground;

@@ -96,8 +96,7 @@ pub enum LogFormat {
     Json,
 }
 
-/// The engine shared by all connections.
-pub type SharedEngine = Arc<Engine<NativeStore>>;
+pub use crate::engine::SharedEngine;
 
 /// Runs `engage serve` until SIGINT or SIGTERM.
 pub fn serve(args: ServeArgs) -> Result<(), String> {

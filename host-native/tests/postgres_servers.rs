@@ -191,3 +191,28 @@ fn one_server_runs_the_warehouse_syncs_and_another_takes_over_when_it_dies() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn a_workspace_s_rate_limit_is_counted_across_servers() {
+    let Some(url) = url() else { return };
+    let db = fresh_database(&url, "limits");
+    let path = std::path::Path::new(&db);
+    let (a, b) = (Server::start(path, &[], &[]), Server::start(path, &[], &[]));
+    let key = support::key(path);
+    // `GET /cdi/integrations` allows 50 a minute: not across a minute's end.
+    let second = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() % 60;
+    if second > 45 {
+        std::thread::sleep(Duration::from_secs(61 - second));
+    }
+    let mut conns = [a.conn(), b.conn()];
+    for n in 0..50 {
+        let reply = conns[n % 2].send("GET", "/cdi/integrations", &key, None).unwrap();
+        assert_eq!(reply.status, 200, "request {n}: {}", String::from_utf8_lossy(&reply.body));
+        assert_eq!(reply.header("x-ratelimit-remaining"), Some((49 - n).to_string().as_str()), "request {n}");
+    }
+    for conn in &mut conns {
+        let reply = conn.send("GET", "/cdi/integrations", &key, None).unwrap();
+        assert_eq!(reply.status, 429, "the 51st, on either server");
+        assert!(reply.header("x-ratelimit-retry-after").is_some());
+    }
+}

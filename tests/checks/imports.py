@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
-"""The import graph of core/src, module by module (a module is a file), without
+"""The import graph of a crate's src (core/src by default; host-native/src too),
+module by module (a module is a file), without
 test code. Fails when a module imports one that imports it back (a cycle), and
 prints the graph by level: a module's level is one more than the highest level of
 the modules it imports, so the ground (modules importing nothing) is level 0.
 
-Usage: python3 tests/checks/imports.py [--dot]
+Usage: python3 tests/checks/imports.py [SRC_DIR] [--dot]
 """
 import os
 import re
 import sys
 
-ROOT = os.environ.get("CORE_SRC") or os.path.join(os.path.dirname(__file__), "..", "..", "core", "src")
+_ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
+ROOT = (_ARGS[0] if _ARGS else None) or os.environ.get("CORE_SRC") or os.path.join(
+    os.path.dirname(__file__), "..", "..", "core", "src"
+)
+NAME = os.path.relpath(ROOT, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def module_of(path):
@@ -143,7 +148,7 @@ def main():
         print("}")
         return 0 if not sccs else 1
     if sccs:
-        print("import cycles in core/src (a module imports one that imports it back):")
+        print(f"import cycles in {NAME} (a module imports one that imports it back):")
         for c in sccs:
             print("  " + " <-> ".join(c))
             for m in c:
@@ -158,7 +163,7 @@ def main():
 
     for v in edges:
         lvl(v)
-    print(f"core/src: {len(edges)} modules, {sum(len(d) for d in edges.values())} imports, no cycles, {max(level.values()) + 1} levels")
+    print(f"{NAME}: {len(edges)} modules, {sum(len(d) for d in edges.values())} imports, no cycles, {max(level.values()) + 1} levels")
     for n in range(max(level.values()), -1, -1):
         print(f"  level {n}: {', '.join(sorted(m for m in level if level[m] == n))}")
     return 0

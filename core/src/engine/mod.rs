@@ -307,7 +307,7 @@ impl<S: Store> Engine<S> {
                 if !key.allows(permission) {
                     return Err(ApiError::MissingPermission(permission));
                 }
-                let decision = self.limiter.check(key.workspace.as_str(), bucket, ctx.now);
+                let decision = self.limiter.check(&self.store, key.workspace.as_str(), bucket, ctx.now).await;
                 if let Decision::Limited { retry_after } = decision {
                     return Err(ApiError::RateLimited { retry_after });
                 }

@@ -142,7 +142,9 @@ async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) ->
             }
             // Per token, after it is known good: forged tokens cannot fill the table.
             let limit_key = format!("\u{1f}link\u{1f}{token}");
-            if let Decision::Limited { retry_after } = limiter.check(&limit_key, Bucket::PreferenceSubmit, ctx.now) {
+            if let Decision::Limited { retry_after } =
+                limiter.check(store, &limit_key, Bucket::PreferenceSubmit, ctx.now).await
+            {
                 let mut r = refuse(429, "Too many submissions", "Please wait a minute and try again.");
                 r.retry_after = Some(retry_after);
                 return Err(r);

@@ -75,7 +75,7 @@ async fn admit<S: Store>(
     if endpoint.is_discovery() {
         return Ok(Decision::Unlimited);
     }
-    match limiter.check(WorkspaceName::company().as_str(), Bucket::Scim, ctx.now) {
+    match limiter.check(store, WorkspaceName::company().as_str(), Bucket::Scim, ctx.now).await {
         Decision::Limited { retry_after } => Err(ApiError::RateLimited { retry_after }.into()),
         decision => Ok(decision),
     }

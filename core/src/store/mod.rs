@@ -239,6 +239,15 @@ pub trait Store {
     /// document take turns instead of colliding until they give up; a store with
     /// one writer in-process need not.
     async fn contended(&self, _attempt: u32) {}
+
+    /// Adds one to the shared counter `key` of the rate-limit window starting at
+    /// `start` (seconds) and returns its new value, for a store several processes
+    /// share, so that they count one limit together; the counter may be forgotten
+    /// after `expires` (seconds). `None`: the store keeps no shared counters, and each
+    /// process counts in memory (the default).
+    async fn count_in_window(&self, _key: &str, _start: i64, _expires: i64) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
 }
 
 /// Most documents one scan returns, whatever the caller asks: a bound every backend

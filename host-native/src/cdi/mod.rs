@@ -289,7 +289,7 @@ pub const MAX_PARALLEL_JOBS: usize = 4;
 /// each job on a thread of its own, up to [`MAX_PARALLEL_JOBS`] at once, one per
 /// integration. Stopping waits for the jobs running.
 pub fn spawn_runner(
-    engine: crate::server::SharedEngine,
+    engine: crate::engine::SharedEngine,
     stopping: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()

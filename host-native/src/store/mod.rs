@@ -1,16 +1,12 @@
-//! The native storage: the SQLite [`Store`](engage_core::Store), its document cache
-//! in front, the durable queue log beside it, and the writeback pacer; and the
-//! PostgreSQL store (`postgres/`) that several servers share.
+//! The native storage, one folder a backend, over what they share:
+//! - `sqlite/`: the embedded SQLite [`Store`](engage_core::Store), its document cache
+//!   in front, the durable queue log beside it, and the writeback pacer;
+//! - `postgres/`: the PostgreSQL store that several servers share;
+//! - `native.rs`: the one a command or server runs on, chosen by `--db`.
 
-pub mod commit;
-pub mod connection;
-pub mod doc_cache;
 pub mod native;
 pub mod postgres;
-pub mod queue;
-pub mod queue_log;
 pub mod sqlite;
-pub mod writeback;
 
-pub use native::NativeStore;
-pub use sqlite::{Options, SqliteStore, DEFAULT_CACHE_MIB};
+pub use self::native::NativeStore;
+pub use self::sqlite::{Options, SqliteStore, DEFAULT_CACHE_MIB};

@@ -7,7 +7,7 @@ use std::path::Path;
 use engage_core::store::{ChangeSet, CommitError, Entry, QueuedJob, Store, StoreError, Table};
 
 use super::postgres::{is_postgres_url, PgStore};
-use super::{Options, SqliteStore};
+use super::sqlite::{Options, SqliteStore};
 
 /// One of the native stores.
 pub enum NativeStore {
@@ -112,6 +112,13 @@ impl Store for NativeStore {
         match self {
             NativeStore::Sqlite(s) => s.queue_tail().await,
             NativeStore::Postgres(s) => s.queue_tail().await,
+        }
+    }
+
+    async fn count_in_window(&self, key: &str, start: i64, expires: i64) -> Result<Option<u64>, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.count_in_window(key, start, expires).await,
+            NativeStore::Postgres(s) => s.count_in_window(key, start, expires).await,
         }
     }
 

@@ -30,7 +30,12 @@ pub struct PgStore {
     pool: Pool,
     config: tokio_postgres::Config,
     runtime: Option<tokio::runtime::Runtime>,
+    /// Rate-limit counts so far: every so many, expired windows are deleted.
+    counted: std::sync::atomic::AtomicU64,
 }
+
+/// Rate-limit counts between two sweeps of expired windows.
+const SWEEP_EVERY: u64 = 4096;
 
 /// A session-level advisory lock held on a connection of its own: one server of
 /// those sharing the database does a job (running warehouse syncs) while it holds
@@ -103,7 +108,7 @@ impl PgStore {
             .recycle_timeout(Some(CONNECT_WAIT))
             .build()
             .map_err(|e| StoreError(format!("cannot make the PostgreSQL pool: {e}")))?;
-        let store = PgStore { pool, config, runtime: Some(runtime) };
+        let store = PgStore { pool, config, runtime: Some(runtime), counted: Default::default() };
         store.block(schema::migrate(store.pool.clone()))??;
         Ok(store)
     }
@@ -379,6 +384,27 @@ impl Store for PgStore {
                 Ok(())
             })
             .await;
+    }
+
+    async fn count_in_window(&self, key: &str, start: i64, expires: i64) -> Result<Option<u64>, StoreError> {
+        let (pool, key) = (self.pool.clone(), key.to_string());
+        let sweep = self.counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed).is_multiple_of(SWEEP_EVERY);
+        self.spawn(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            if sweep {
+                client.execute("DELETE FROM rate_windows WHERE expires < $1", &[&start]).await.map_err(store_err)?;
+            }
+            let st = client
+                .prepare_cached(
+                    "INSERT INTO rate_windows (key, start, n, expires) VALUES ($1, $2, 1, $3)
+                     ON CONFLICT (key, start) DO UPDATE SET n = rate_windows.n + 1 RETURNING n",
+                )
+                .await
+                .map_err(store_err)?;
+            let n: i64 = client.query_one(&st, &[&key, &start, &expires]).await.map_err(store_err)?.get(0);
+            Ok(Some(n as u64))
+        })
+        .await
     }
 
     async fn queue_tail(&self) -> Result<u64, StoreError> {

@@ -7,9 +7,12 @@ use engage_core::store::StoreError;
 
 use super::{pool_err, store_err};
 
-/// The migrations, in order: the same numbers as `migrations/` (SQLite, D1).
-pub const MIGRATIONS: [(&str, &str); 1] =
-    [("0001_init", include_str!("../../../../migrations/postgres/0001_init.sql"))];
+/// The migrations, in order (`0001_init` is `migrations/` 0001 and 0002 of SQLite and
+/// D1; later ones are PostgreSQL's own).
+pub const MIGRATIONS: [(&str, &str); 2] = [
+    ("0001_init", include_str!("../../../../migrations/postgres/0001_init.sql")),
+    ("0002_rate_windows", include_str!("../../../../migrations/postgres/0002_rate_windows.sql")),
+];
 
 /// The advisory lock key of migrating (any fixed number; "engage" in ASCII).
 const MIGRATION_LOCK: i64 = 0x656e_6761_6765;

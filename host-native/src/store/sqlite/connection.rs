@@ -7,12 +7,13 @@ use std::sync::Arc;
 use engage_core::store::StoreError;
 use rusqlite::{Connection, TransactionBehavior};
 
-use super::sqlite::{err, Background, Shared};
+use super::base::{err, Background};
+use super::shared::Shared;
 
 /// The numbered migrations, shared with the edge host.
 pub(super) const MIGRATIONS: &[(&str, &str)] = &[
-    ("0001_init", include_str!("../../../migrations/0001_init.sql")),
-    ("0002_guard", include_str!("../../../migrations/0002_guard.sql")),
+    ("0001_init", include_str!("../../../../migrations/0001_init.sql")),
+    ("0002_guard", include_str!("../../../../migrations/0002_guard.sql")),
 ];
 
 pub(super) const MAIN_PAGE_SIZE: i64 = 1024;

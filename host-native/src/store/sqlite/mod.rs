@@ -1,5 +1,5 @@
 //! The SQLite store. Documents and the queue cursor live in the database; the
-//! queue itself is an append-only log beside it ([`crate::store::queue_log`]) with its own
+//! queue itself is an append-only log beside it ([`queue_log`]) with its own
 //! writer thread, so that acknowledging a `/users/track` request (one sequential
 //! append and fsync) never waits behind an applier's large commit. A job is applied
 //! exactly once: its effects and the cursor move in one transaction of the
@@ -12,26 +12,22 @@ use std::sync::{Arc, Mutex};
 use engage_core::store::{ChangeSet, CommitError, Entry, KeyRange, QueuedJob, Store, StoreError, Table};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::connection::{migrate, open, open_reader, spawn_checkpointer, INITIAL_READERS, MAIN_PAGE_SIZE, READ_ONE};
-use super::doc_cache::{self, DocCache};
-use super::queue::{import_sqlite_queue, Queue};
-use super::queue_log::QueueLog;
+pub mod commit;
+pub mod connection;
+pub mod doc_cache;
+pub mod queue;
+pub mod queue_log;
+pub mod writeback;
 
-pub(super) fn err(e: rusqlite::Error) -> StoreError {
-    StoreError(e.to_string())
-}
+mod base;
+mod shared;
 
-/// The main database's writer, with what it knows about durability.
-pub(super) struct Writer {
-    pub(super) conn: Connection,
-    /// Highest queue sequence applied by a commit that may not be on disk yet.
-    pub(super) applied_not_synced: Option<u64>,
-    /// When the writer last made everything durable.
-    pub(super) last_sync: std::time::Instant,
-}
-
-/// How long an applied batch may stay only in the OS cache before it is synced.
-pub(super) const APPLY_SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+pub(crate) use self::base::{err, Background};
+use self::connection::{migrate, open, open_reader, spawn_checkpointer, INITIAL_READERS, MAIN_PAGE_SIZE, READ_ONE};
+use self::doc_cache::DocCache;
+use self::queue::{import_sqlite_queue, Queue};
+use self::queue_log::QueueLog;
+use self::shared::{Shared, Writer};
 
 /// Idle reader connections kept open. Opening one costs a schema parse, so it is
 /// sized for every request of a busy server reading at once.
@@ -53,16 +49,6 @@ pub struct SqliteStore {
     _checkpointer: Option<Background<()>>,
     /// Keeps the writeback pacer running (the queue's owner runs one).
     _writeback: Option<Background<()>>,
-}
-
-/// What commits need: the writer connection, the queue and the document cache.
-pub(super) struct Shared {
-    pub(super) writer: Mutex<Writer>,
-    /// The queue, unless another process (a running server) owns it.
-    pub(super) queue: Option<Queue>,
-    /// Profiles and identifier entries in memory; only the queue's owner keeps one
-    /// (see [`crate::store::doc_cache`] for why that keeps it coherent).
-    pub(super) cache: Option<DocCache>,
 }
 
 /// Settings of a store.
@@ -92,7 +78,7 @@ pub(super) type ApplyCommit = (ChangeSet, tokio::sync::oneshot::Sender<Result<()
 /// next batch meanwhile ([`engage_core::queue::apply_pipelined`]) uses a second core.
 /// Other commits answer requests and run on the caller's thread. The thread ends when
 /// the store is dropped.
-pub(super) fn spawn_apply_writer(shared: Arc<Shared>) -> Result<Background<ApplyCommit>, StoreError> {
+fn spawn_apply_writer(shared: Arc<Shared>) -> Result<Background<ApplyCommit>, StoreError> {
     let (tx, rx) = std::sync::mpsc::channel::<ApplyCommit>();
     let thread = std::thread::Builder::new()
         .name("engage-apply-db".into())
@@ -115,7 +101,7 @@ const MAX_GROUP: usize = 64;
 /// ([`Shared::commit_group`]). Committing on the request's own thread instead held a
 /// runtime worker through every fsync, so concurrent requests could never share one.
 /// The thread ends when the store is dropped.
-pub(super) fn spawn_group_writer(shared: Arc<Shared>) -> Result<Background<ApplyCommit>, StoreError> {
+fn spawn_group_writer(shared: Arc<Shared>) -> Result<Background<ApplyCommit>, StoreError> {
     let (tx, rx) = std::sync::mpsc::channel::<ApplyCommit>();
     let thread = std::thread::Builder::new()
         .name("engage-commit".into())
@@ -136,34 +122,6 @@ pub(super) fn spawn_group_writer(shared: Arc<Shared>) -> Result<Background<Apply
         })
         .map_err(|e| StoreError(format!("cannot start the commit writer: {e}")))?;
     Ok(Background::new(tx, thread))
-}
-
-/// A background thread of a store, told to stop (its channel closed) and joined
-/// when the store is dropped: nothing of it (a connection, a file) outlives the
-/// store, so whoever opens the database next (a checkpoint, a copy) has it alone.
-pub(crate) struct Background<T> {
-    sender: Option<std::sync::mpsc::Sender<T>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl<T> Background<T> {
-    pub(crate) fn new(sender: std::sync::mpsc::Sender<T>, thread: std::thread::JoinHandle<()>) -> Background<T> {
-        Background { sender: Some(sender), thread: Some(thread) }
-    }
-
-    /// Sends work to the thread; false once it is gone.
-    fn send(&self, msg: T) -> bool {
-        self.sender.as_ref().is_some_and(|s| s.send(msg).is_ok())
-    }
-}
-
-impl<T> Drop for Background<T> {
-    fn drop(&mut self) {
-        drop(self.sender.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
 }
 
 /// Page size of the main database. Applying a batch rewrites one page per profile
@@ -210,7 +168,7 @@ impl SqliteStore {
             group_writer: spawn_group_writer(shared.clone())?,
             backing_off: std::sync::atomic::AtomicUsize::new(0),
             _checkpointer: checkpointer,
-            _writeback: if owner { crate::store::writeback::spawn(path) } else { None },
+            _writeback: if owner { writeback::spawn(path) } else { None },
             path: path.to_path_buf(),
             shared,
             readers: Mutex::new((0..initial_readers).map(|_| open_reader(path)).collect::<Result<_, _>>()?),

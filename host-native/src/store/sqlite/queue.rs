@@ -10,8 +10,8 @@ use std::time::Duration;
 use engage_core::store::StoreError;
 use rusqlite::{params, Connection};
 
+use super::base::err;
 use super::queue_log::QueueLog;
-use super::sqlite::err;
 
 pub(super) struct Queue {
     pub(super) log: Arc<QueueLog>,

@@ -6,7 +6,8 @@
 use engage_core::store::{expectation_holds, next_version, ChangeSet, CommitError, Expect, Op};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
-use super::sqlite::{err, Shared, APPLY_SYNC_INTERVAL};
+use super::base::err;
+use super::shared::{Shared, Writer, APPLY_SYNC_INTERVAL};
 
 pub(super) const UPDATE_BY_ROWID: &str =
     "UPDATE docs SET version = ?1, value = ?2 WHERE rowid = ?3 AND +tbl = ?4 AND +key = ?5 AND version = ?6";
@@ -21,7 +22,7 @@ pub(super) enum Applied {
 
 impl Shared {
     /// Applies `op`; `rowid` is where the document it updates was last seen (a hint:
-    /// see [`crate::store::doc_cache`]).
+    /// see [`super::doc_cache`]).
     pub(super) fn apply_op(tx: &Connection, op: &Op, rowid: Option<i64>) -> Result<Applied, rusqlite::Error> {
         match op {
             Op::Put { table, key, value, expect } => match expect {
@@ -131,7 +132,7 @@ impl Shared {
 
     /// Everything committed so far is durable: the queue rows the durable cursor
     /// covers can go. Failing to trim only leaves rows that `queued` already skips.
-    fn synced(&self, w: &mut super::sqlite::Writer) {
+    fn synced(&self, w: &mut Writer) {
         w.last_sync = std::time::Instant::now();
         if let Some(through) = w.applied_not_synced.take() {
             if let Some(q) = &self.queue {
@@ -192,7 +193,7 @@ impl Shared {
     }
 
     /// A small FULL commit: it syncs the whole WAL, and with it every earlier commit.
-    fn sync_wal(w: &super::sqlite::Writer) -> bool {
+    fn sync_wal(w: &Writer) -> bool {
         w.conn.pragma_update(None, "synchronous", "FULL").is_ok()
             && w.conn.execute("UPDATE queue_cursor SET applied = applied WHERE id = 1", []).is_ok()
     }
@@ -201,7 +202,7 @@ impl Shared {
     /// idle server: no request's commit syncs them), so the queue forgets the jobs
     /// they applied and can be seen drained. The checkpointer calls it, with the
     /// writer locked.
-    pub(super) fn sync_applied(&self, w: &mut super::sqlite::Writer) {
+    pub(super) fn sync_applied(&self, w: &mut Writer) {
         if w.applied_not_synced.is_some() && w.last_sync.elapsed() >= APPLY_SYNC_INTERVAL && Self::sync_wal(w) {
             self.synced(w);
         }
@@ -215,7 +216,7 @@ mod rowid_hints {
     use rusqlite::{params, Connection, TransactionBehavior};
 
     use super::super::connection::{migrate, open, MAIN_PAGE_SIZE};
-    use super::super::sqlite::Shared;
+    use super::super::shared::Shared;
     use super::{Applied, UPDATE_BY_ROWID};
 
     /// A migrated database in a directory of its own (removed when dropped).
@@ -256,7 +257,7 @@ mod rowid_hints {
         let (dir, _) = db();
         let conn = open(&dir.path().join("t.db"), MAIN_PAGE_SIZE).unwrap();
         let writer =
-            super::super::sqlite::Writer { conn, applied_not_synced: None, last_sync: std::time::Instant::now() };
+            super::super::shared::Writer { conn, applied_not_synced: None, last_sync: std::time::Instant::now() };
         let shared = Shared { writer: std::sync::Mutex::new(writer), queue: None, cache: None };
         let set = |ops: Vec<Op>| ChangeSet { ops, ack: None };
         let sets = [

@@ -14,7 +14,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 
-use super::sqlite::Background;
+use super::base::Background;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
