@@ -146,6 +146,9 @@ fn queue_files(db: &Path) -> Result<Vec<String>, String> {
 /// Copies the database at `db` and its queued writes to `to` (see the module's
 /// documentation).
 pub fn backup(db: &Path, to: &Path) -> Result<Summary, String> {
+    if db.to_str().is_some_and(crate::store::postgres::is_postgres_url) {
+        return Err("engage backup copies a SQLite database: back PostgreSQL up with its own tools (pg_dump)".into());
+    }
     if !db.is_file() {
         return Err(format!("database {} does not exist", db.display()));
     }

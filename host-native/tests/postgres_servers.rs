@@ -216,3 +216,43 @@ fn a_workspace_s_rate_limit_is_counted_across_servers() {
         assert!(reply.header("x-ratelimit-retry-after").is_some());
     }
 }
+
+/// Runs `engage` and returns its exit status, standard output and error.
+fn engage_out(args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_engage")).args(args).output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
+#[test]
+fn commands_take_a_postgres_url_and_a_sync_asked_from_the_command_line_runs_once() {
+    let Some(url) = url() else { return };
+    let db = fresh_database(&url, "cli");
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().join("w.db");
+    let conn = rusqlite::Connection::open(&warehouse).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE T (UPDATED_AT TEXT, EXTERNAL_ID TEXT, PAYLOAD TEXT);
+         INSERT INTO T VALUES ('2024-01-01T00:00:00Z', 'a', '{\"n\": 1}'), ('2024-01-02T00:00:00Z', 'b', '{\"n\": 2}');",
+    )
+    .unwrap();
+    let source = format!("sqlite:{}", warehouse.display());
+    let (ok, id, err) = engage_out(&["cdi", "create", "--db", &db, "--name", "t", "--source", &source, "--table", "T"]);
+    assert!(ok, "{err}");
+    // No server: the command runs the job itself.
+    let (ok, out, err) = engage_out(&["cdi", "sync", id.trim(), "--db", &db]);
+    assert!(ok && out.contains("\"rows_synced\":2"), "{out} {err}");
+    // With a server: the server runs it, and the command waits for it.
+    conn.execute("INSERT INTO T VALUES ('2024-01-03T00:00:00Z', 'c', '{\"n\": 3}')", []).unwrap();
+    let server = Server::start(std::path::Path::new(&db), &["--no-rate-limits"], &[]);
+    let started = Instant::now();
+    while !server.log_text().contains("this server runs the warehouse syncs") {
+        assert!(started.elapsed() < Duration::from_secs(20), "the server took no lease");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (ok, out, err) = engage_out(&["cdi", "sync", id.trim(), "--db", &db]);
+    assert!(ok && out.contains("\"rows_synced\":1") && out.contains("\"job\":2"), "{out} {err}");
+    let (_, list, _) = engage_out(&["cdi", "list", "--db", &db]);
+    assert!(list.contains("success"), "{list}");
+    let (ok, _, err) = engage_out(&["backup", "--db", &db, "--to", dir.path().join("copy.db").to_str().unwrap()]);
+    assert!(!ok && err.contains("pg_dump"), "{err}");
+}

@@ -8,6 +8,7 @@ use engage_core::provision::WorkspaceName;
 use engage_core::warehouse::{self, DataKind, Integration, Job, JobStatus, Spec};
 
 use crate::ctx;
+use crate::store::postgres::SYNC_RUNNER_LOCK;
 use crate::store::NativeStore;
 
 /// The `cdi` subcommands.
@@ -274,10 +275,26 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
             if i.paused {
                 return Err("the integration is paused: resume it first".into());
             }
-            let job = if store.is_owner() {
-                super::run(&store, &i)?
-            } else {
-                ask_the_server(&store, &db, &i, Duration::from_secs(timeout_secs))?
+            let timeout = Duration::from_secs(timeout_secs);
+            let job = match &store {
+                // On PostgreSQL the server holding the sync runner's lease runs the
+                // job; with none, this command takes the lease and runs it.
+                NativeStore::Postgres(pg) => match pg.try_lease(SYNC_RUNNER_LOCK).map_err(|e| e.to_string())? {
+                    Some(_lease) => super::run(&store, &i)?,
+                    None => {
+                        let serving = || pg.try_lease(SYNC_RUNNER_LOCK).is_ok_and(|lease| lease.is_none());
+                        ask_the_server(&store, &serving, &i, timeout)?
+                    }
+                },
+                NativeStore::Sqlite(_) if store.is_owner() => super::run(&store, &i)?,
+                NativeStore::Sqlite(_) => {
+                    if !crate::server::server_runs_on(&db) {
+                        return Err(
+                            "another engage command holds the database and no server runs on it; try again".into()
+                        );
+                    }
+                    ask_the_server(&store, &|| crate::server::server_runs_on(&db), &i, timeout)?
+                }
             };
             println!("{}", show(&job));
             match job.status {
@@ -294,14 +311,11 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
 /// the server stops, this says so at once.
 fn ask_the_server(
     store: &NativeStore,
-    db: &std::path::Path,
+    serving: &dyn Fn() -> bool,
     i: &Integration,
     timeout: Duration,
 ) -> Result<Job, String> {
     let before = i.jobs;
-    if !crate::server::server_runs_on(db) {
-        return Err("another engage command holds the database and no server runs on it; try again".into());
-    }
     pollster::block_on(warehouse::request_run(store, &i.id, ctx())).map_err(|e| format!("{e:?}"))?;
     let started = Instant::now();
     let give_up = |why: &str| -> Result<Job, String> {
@@ -309,7 +323,7 @@ fn ask_the_server(
         Err(why.to_string())
     };
     while pollster::block_on(warehouse::requested(store, &i.id)).map_err(|e| format!("{e:?}"))? {
-        if !crate::server::server_runs_on(db) {
+        if !serving() {
             return give_up("the server stopped before it took the job");
         }
         if started.elapsed() > timeout {
@@ -331,7 +345,7 @@ fn ask_the_server(
                 }
             }
         }
-        if !crate::server::server_runs_on(db) {
+        if !serving() {
             return Err("the server stopped before the job finished (the next start closes it as interrupted)".into());
         }
         if started.elapsed() > timeout {

@@ -66,3 +66,39 @@ fn opening_twice_migrates_once() {
     let again = PgStore::open(&format!("{url}{sep}options=-csearch_path%3D{}", f.schema)).unwrap();
     drop(again);
 }
+
+/// The tables both stores have hold the same columns (`migrations/` and
+/// `migrations/postgres/` differ in dialect only).
+#[test]
+fn the_schema_has_the_columns_of_sqlite_s() {
+    let Some(url) = url() else { return };
+    let f = fresh(&url, 200);
+    let dir = tempfile::tempdir().unwrap();
+    drop(crate::store::SqliteStore::open(&dir.path().join("t.db")).unwrap());
+    let sqlite = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
+    for table in ["docs", "queue", "queue_cursor"] {
+        let mut st = sqlite.prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid").unwrap();
+        let theirs: Vec<String> = st.query_map([table], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+        let store = f.store.as_ref().unwrap();
+        let (schema, table_name) = (f.schema.clone(), table.to_string());
+        let ours: Vec<String> = store
+            .block(async move {
+                let url = std::env::var("ENGAGE_TEST_POSTGRES_URL").unwrap();
+                let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+                tokio::spawn(conn);
+                client
+                    .query(
+                        "SELECT column_name::text FROM information_schema.columns
+                         WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position",
+                        &[&schema, &table_name],
+                    )
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect()
+            })
+            .unwrap();
+        assert_eq!(ours, theirs, "table {table}");
+    }
+}
