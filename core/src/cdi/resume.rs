@@ -69,18 +69,8 @@ impl Resume {
     pub fn new(cursor: Option<&Cursor>) -> Resume {
         match cursor {
             Some(Cursor { updated_at, within: Some(w) }) => {
-                let [exact, external_id, alias_name, alias_label, braze_id, email, phone, payload] = w.tie.clone();
-                let at = Row {
-                    updated_at: *updated_at,
-                    exact,
-                    external_id,
-                    alias_name,
-                    alias_label,
-                    braze_id,
-                    email,
-                    phone,
-                    payload,
-                };
+                let [exact, a, b, c, d, e, f, g] = w.tie.clone();
+                let at = Row::from_columns(*updated_at, exact, [a, b, c, d, e, f, g]);
                 Resume { at: Some(at), skip: w.seen }
             }
             _ => Resume { at: None, skip: 0 },

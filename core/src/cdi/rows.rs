@@ -54,6 +54,14 @@ fn present(v: &Option<String>) -> Option<&str> {
 }
 
 impl Row {
+    /// A row from its `UPDATED_AT` (milliseconds, and as the source holds it) and
+    /// its seven other columns in the platform's order: `EXTERNAL_ID`,
+    /// `ALIAS_NAME`, `ALIAS_LABEL`, `BRAZE_ID`, `EMAIL`, `PHONE`, `PAYLOAD`.
+    pub fn from_columns(updated_at: Timestamp, exact: Option<String>, columns: [Option<String>; 7]) -> Row {
+        let [external_id, alias_name, alias_label, braze_id, email, phone, payload] = columns;
+        Row { updated_at, exact, external_id, alias_name, alias_label, braze_id, email, phone, payload }
+    }
+
     /// The row's identifier for people (in a kept row error).
     pub fn describe(&self) -> Option<String> {
         if let Some(x) = present(&self.external_id) {

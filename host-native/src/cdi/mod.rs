@@ -102,28 +102,10 @@ pub enum Read {
 /// A row from its key (milliseconds; `None`: unreadable), its `UPDATED_AT` as the
 /// source holds it (its exact time, ordering rows of one millisecond; or what could
 /// not be read), and the other seven columns in [`COLUMNS`] order.
-pub fn read(
-    key: Option<i64>,
-    raw: Option<String>,
-    [external_id, alias_name, alias_label, braze_id, email, phone, payload]: [Option<String>; 7],
-) -> Read {
-    let mut row = Row {
-        updated_at: Timestamp(key.unwrap_or(0)),
-        exact: None,
-        external_id,
-        alias_name,
-        alias_label,
-        braze_id,
-        email,
-        phone,
-        payload,
-    };
+pub fn read(key: Option<i64>, raw: Option<String>, columns: [Option<String>; 7]) -> Read {
     match key {
-        Some(_) => {
-            row.exact = raw;
-            Read::Row(row)
-        }
-        None => Read::Unreadable(raw, row),
+        Some(ms) => Read::Row(Row::from_columns(Timestamp(ms), raw, columns)),
+        None => Read::Unreadable(raw, Row::from_columns(Timestamp(0), None, columns)),
     }
 }
 

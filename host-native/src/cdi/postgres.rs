@@ -12,6 +12,7 @@ use tokio::runtime::Runtime;
 use tokio_postgres::{Client, NoTls};
 
 use super::{quoted, Columns, Source, SourceError};
+use crate::store::postgres::reason;
 
 /// A PostgreSQL database read as a warehouse.
 pub struct PostgresSource {
@@ -23,19 +24,6 @@ pub struct PostgresSource {
 
 fn read(e: tokio_postgres::Error) -> SourceError {
     SourceError::Read(reason(&e))
-}
-
-/// What PostgreSQL said (its message and SQLSTATE), or what failed on the way to it:
-/// the driver's own text for a server's error is only "db error". Never the URL,
-/// which may carry the password.
-fn reason(e: &tokio_postgres::Error) -> String {
-    if let Some(db) = e.as_db_error() {
-        return format!("{} (SQLSTATE {})", db.message(), db.code().code());
-    }
-    match std::error::Error::source(e) {
-        Some(cause) => format!("{e}: {cause}"),
-        None => e.to_string(),
-    }
 }
 
 /// The URL without its `password_env=NAME` parameter, and NAME: the environment

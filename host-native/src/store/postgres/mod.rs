@@ -61,8 +61,10 @@ pub fn is_postgres_url(db: &str) -> bool {
     db.starts_with("postgres://") || db.starts_with("postgresql://")
 }
 
-/// What PostgreSQL said (message and SQLSTATE), never the URL (it may hold a password).
-fn reason(e: &tokio_postgres::Error) -> String {
+/// What PostgreSQL said (its message and SQLSTATE), or what failed on the way to it:
+/// the driver's own text for a server's error is only "db error". Never the URL,
+/// which may carry the password. (Warehouse sources say it the same way.)
+pub fn reason(e: &tokio_postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         return format!("{} (SQLSTATE {})", db.message(), db.code().code());
     }
