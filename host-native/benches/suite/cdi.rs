@@ -130,20 +130,13 @@ impl Writer {
     }
 }
 
-/// The plain copy of the SQLite table: rows per second.
-fn copy_sqlite(source: &Path, rows: u64) -> f64 {
+/// Times a plain copy: `read` hands every row of the table to the writer and says
+/// how many it read; rows per second.
+fn plain_copy(rows: u64, read: impl FnOnce(&mut Writer) -> u64) -> f64 {
     let target = seed::root().join("copy.db");
     let started = Instant::now();
     let mut w = Writer::open(&target);
-    let src = rusqlite::Connection::open_with_flags(source, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-    let mut stmt = src.prepare("SELECT UPDATED_AT, EXTERNAL_ID, PAYLOAD FROM USERS ORDER BY UPDATED_AT").unwrap();
-    let mut it = stmt.query([]).unwrap();
-    let mut n = 0;
-    while let Some(r) = it.next().unwrap() {
-        let (ts, id, payload): (String, String, String) = (r.get(0).unwrap(), r.get(1).unwrap(), r.get(2).unwrap());
-        w.write(&ts, &id, &payload);
-        n += 1;
-    }
+    let n = read(&mut w);
     w.finish();
     assert_eq!(n, rows, "the plain copy read every row");
     let rate = n as f64 / started.elapsed().as_secs_f64();
@@ -151,28 +144,38 @@ fn copy_sqlite(source: &Path, rows: u64) -> f64 {
     rate
 }
 
-/// The plain copy of the PostgreSQL table: rows per second.
-fn copy_postgres(url: &str, table: &str, rows: u64) -> f64 {
-    let target = seed::root().join("copy.db");
-    let started = Instant::now();
-    let mut w = Writer::open(&target);
-    let sql = format!("SELECT updated_at::text, external_id, payload FROM {table} ORDER BY updated_at");
-    let n = pg(url, async |c| {
-        let stream = c.query_raw(&sql, std::iter::empty::<String>()).await.unwrap();
-        let mut stream = std::pin::pin!(stream);
-        let mut n = 0u64;
-        while let Some(r) = stream.next().await {
-            let r = r.unwrap();
-            w.write(r.get(0), r.get(1), r.get(2));
+/// The plain copy of the SQLite table: rows per second.
+fn copy_sqlite(source: &Path, rows: u64) -> f64 {
+    plain_copy(rows, |w| {
+        let src = rusqlite::Connection::open_with_flags(source, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let mut stmt = src.prepare("SELECT UPDATED_AT, EXTERNAL_ID, PAYLOAD FROM USERS ORDER BY UPDATED_AT").unwrap();
+        let mut it = stmt.query([]).unwrap();
+        let mut n = 0;
+        while let Some(r) = it.next().unwrap() {
+            let (ts, id, payload): (String, String, String) = (r.get(0).unwrap(), r.get(1).unwrap(), r.get(2).unwrap());
+            w.write(&ts, &id, &payload);
             n += 1;
         }
         n
-    });
-    w.finish();
-    assert_eq!(n, rows, "the plain copy read every row");
-    let rate = n as f64 / started.elapsed().as_secs_f64();
-    seed::remove_db(&target);
-    rate
+    })
+}
+
+/// The plain copy of the PostgreSQL table: rows per second.
+fn copy_postgres(url: &str, table: &str, rows: u64) -> f64 {
+    let sql = format!("SELECT updated_at::text, external_id, payload FROM {table} ORDER BY updated_at");
+    plain_copy(rows, |w| {
+        pg(url, async |c| {
+            let stream = c.query_raw(&sql, std::iter::empty::<String>()).await.unwrap();
+            let mut stream = std::pin::pin!(stream);
+            let mut n = 0u64;
+            while let Some(r) = stream.next().await {
+                let r = r.unwrap();
+                w.write(r.get(0), r.get(1), r.get(2));
+                n += 1;
+            }
+            n
+        })
+    })
 }
 
 /// Syncs the table through `engage serve` (its runner, as a deployment runs it):
