@@ -99,18 +99,23 @@ impl RateLimiter {
         let start = now.seconds().div_euclid(window) * window;
         let reset = (start + window - now.seconds()).max(1);
         let key = format!("{workspace}/{bucket:?}");
-        match store.count_in_window(&key, start, start + window).await {
-            Ok(Some(n)) if n > limit => Decision::Limited { retry_after: reset as u64 },
-            Ok(Some(n)) => Decision::Allowed { limit, remaining: limit - n, reset },
-            Ok(None) | Err(_) => self.check_here(workspace, bucket, now),
+        let count = match store.count_in_window(&key, start, start + window).await {
+            Ok(Some(n)) => n,
+            Ok(None) | Err(_) => match self.count_here(workspace, bucket, now, start, limit) {
+                Some(n) => n,
+                None => return Decision::Limited { retry_after: reset as u64 },
+            },
+        };
+        if count > limit {
+            return Decision::Limited { retry_after: reset as u64 };
         }
+        Decision::Allowed { limit, remaining: limit - count, reset }
     }
 
-    /// Counts one request in this process's memory.
-    fn check_here(&self, workspace: &str, bucket: Bucket, now: Timestamp) -> Decision {
-        let (limit, window) = bucket.limit();
-        let start = now.seconds().div_euclid(window) * window;
-        let reset = (start + window - now.seconds()).max(1);
+    /// Counts one request in this process's memory, in the window starting at
+    /// `start`: the count with it, or `None` when the window is full (a refused
+    /// request is not counted).
+    fn count_here(&self, workspace: &str, bucket: Bucket, now: Timestamp, start: i64, limit: u64) -> Option<u64> {
         let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
         if windows.len() > 100_000 {
             // Drop expired windows so the map cannot grow without bound.
@@ -121,10 +126,10 @@ impl RateLimiter {
             *entry = (start, 0);
         }
         if entry.1 >= limit {
-            return Decision::Limited { retry_after: reset as u64 };
+            return None;
         }
         entry.1 += 1;
-        Decision::Allowed { limit, remaining: limit - entry.1, reset }
+        Some(entry.1)
     }
 }
 
