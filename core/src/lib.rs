@@ -70,7 +70,7 @@ pub mod provision {
     pub use crate::auth::key_hash;
     pub use crate::ids::WorkspaceName;
     pub use crate::permission::{parse_permission_list, Permission};
-    pub use crate::scim::token::create as create_scim_token;
+    pub use crate::scim::token::{create as create_scim_token, TokenFor};
     pub use crate::subscriptions::groups::{list as list_groups, Channel, Group};
 }
 

@@ -102,6 +102,18 @@ pub enum Scim {
     Schemas,
     /// GET /scim/v2/Schemas/{id}
     Schema(String),
+    /// `/scim/v2/Me` (any method) and POST `/scim/v2/Bulk`: SCIM endpoints this
+    /// server does not offer, answered 501 (RFC 7644 §3.11, §3.7).
+    NotOffered(NotOffered),
+}
+
+/// A SCIM endpoint RFC 7644 defines and this server does not implement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotOffered {
+    /// `/Me`: the authenticated subject's own resource (a SCIM token is no user).
+    Me,
+    /// `/Bulk`: several operations in one request.
+    Bulk,
 }
 
 impl Scim {
@@ -113,7 +125,8 @@ impl Scim {
             | Scim::ResourceTypes
             | Scim::ResourceType(_)
             | Scim::Schemas
-            | Scim::Schema(_) => true,
+            | Scim::Schema(_)
+            | Scim::NotOffered(_) => true,
             Scim::Search
             | Scim::SearchPost
             | Scim::SearchRoot
@@ -397,6 +410,12 @@ pub static ROUTES: &[Route] = &[
     scim!(Get "/scim/v2/ResourceTypes/{}" [id], "Read a SCIM resource type", |v| Scim::ResourceType(param(v))),
     scim!(Get "/scim/v2/Schemas", "List SCIM schemas", |_| Scim::Schemas),
     scim!(Get "/scim/v2/Schemas/{}" [id], "Read a SCIM schema", |v| Scim::Schema(param(v))),
+    scim!(Get "/scim/v2/Me", "Not offered: the token's own user (501)", |_| Scim::NotOffered(NotOffered::Me)),
+    scim!(Post "/scim/v2/Me", "Not offered: create the token's own user (501)", |_| Scim::NotOffered(NotOffered::Me)),
+    scim!(Put "/scim/v2/Me", "Not offered: replace the token's own user (501)", |_| Scim::NotOffered(NotOffered::Me)),
+    scim!(Patch "/scim/v2/Me", "Not offered: modify the token's own user (501)", |_| Scim::NotOffered(NotOffered::Me)),
+    scim!(Delete "/scim/v2/Me", "Not offered: delete the token's own user (501)", |_| Scim::NotOffered(NotOffered::Me)),
+    scim!(Post "/scim/v2/Bulk", "Not offered: bulk operations (501)", |_| Scim::NotOffered(NotOffered::Bulk)),
     api!(Get "/cdi/integrations", CdiIntegrationList, CdiList, Cdi, "List warehouse integrations", |_| Api::Cdi(Cdi::Integrations)),
     api!(Get "/cdi/integrations/{}/job_sync_status" [integration_id], CdiIntegrationJobStatus, CdiJobs, Cdi, "List an integration's sync jobs", |v| Api::Cdi(Cdi::JobSyncStatus(param(v)))),
     operator!(Post "/_engage/keys", "Create an API key", |_| Operator::CreateKey),

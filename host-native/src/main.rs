@@ -60,6 +60,10 @@ enum ScimTokensCommand {
         /// The identity provider's request origin, e.g. `https://okta.example.com`.
         #[arg(long)]
         origin: String,
+        /// The department of a user created without one (Okta's default profile
+        /// sends none): agency, bi, c_suite, engineering, finance, marketing or pm.
+        #[arg(long)]
+        default_department: Option<String>,
     },
 }
 
@@ -189,10 +193,11 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", g.id);
             Ok(())
         }
-        Command::ScimTokens { command: ScimTokensCommand::Create { db, origin } } => {
+        Command::ScimTokens { command: ScimTokensCommand::Create { db, origin, default_department } } => {
             let store = store::NativeStore::open(&db.db)?;
+            let wanted = provision::TokenFor { origin: &origin, default_department: default_department.as_deref() };
             let token =
-                pollster::block_on(provision::create_scim_token(&store, &origin, ctx())).map_err(|e| match e {
+                pollster::block_on(provision::create_scim_token(&store, wanted, ctx())).map_err(|e| match e {
                     engage_core::ApiError::BadRequest(m) => m,
                     e => format!("{e:?}"),
                 })?;

@@ -85,8 +85,9 @@ impl Session {
             .map_err(|e| format!("cannot create the API key: {e:?}"))?;
         block_on(provision::create_group(engine.store(), &ws, EXAMPLE_GROUP, Channel::Email, group_ctx))?
             .map_err(|e| format!("cannot create the example group: {e:?}"))?;
-        let scim_token = block_on(provision::create_scim_token(engine.store(), SCIM_ORIGIN, scim_ctx))?
-            .map_err(|e| format!("cannot create the SCIM token: {e:?}"))?;
+        let scim_token =
+            block_on(provision::create_scim_token(engine.store(), provision::TokenFor::origin(SCIM_ORIGIN), scim_ctx))?
+                .map_err(|e| format!("cannot create the SCIM token: {e:?}"))?;
         Ok(Session { engine, workspace: ws, key, scim_token })
     }
 

@@ -113,14 +113,21 @@ async fn create_key<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Result<Resp
     Ok(Response::json(201, &json!({"key": key, "workspace": ws.as_str()})))
 }
 
-/// POST /_engage/scim-tokens `{"origin": "..."}` → `{"token": "...", "origin": "..."}`:
-/// a SCIM token for the deployment, valid with `X-Request-Origin: <origin>`.
+/// POST /_engage/scim-tokens `{"origin": "...", "default_department": "..."}` →
+/// `{"token": "...", "origin": "...", "default_department": ...}`: a SCIM token for the
+/// deployment, valid with `X-Request-Origin: <origin>`; creates that name no
+/// department get the default, if there is one.
 async fn create_scim_token<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Result<Response, ApiError> {
     let b = body(req)?;
     let origin = b.get("origin").and_then(Value::as_str).ok_or_else(|| ApiError::bad("'origin' is required"))?;
-    let token = scim::token::create(store, origin, ctx).await?;
+    let default_department = match b.get("default_department") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(d)) => Some(d.as_str()),
+        Some(_) => return Err(ApiError::bad("'default_department' must be a string")),
+    };
+    let token = scim::token::create(store, scim::token::TokenFor { origin, default_department }, ctx).await?;
     let origin = scim::token::normalize_origin(origin).unwrap_or_default();
-    Ok(Response::json(201, &json!({"token": token, "origin": origin})))
+    Ok(Response::json(201, &json!({"token": token, "origin": origin, "default_department": default_department})))
 }
 
 /// POST /_engage/cdi/integrations `{"workspace", "name", "source", "table", "kind",

@@ -179,6 +179,11 @@ pub(super) fn example(route: &Route) -> Option<Example> {
             {"op": "add", "value": {"department": "finance", "permissions": {"companyPermissions": ["admin"]}}},
             {"op": "remove", "path": "externalId"}
         ]})),
+        (Method::Post | Method::Put | Method::Patch, "/scim/v2/Me") => json(scim_user("me@example.com")),
+        (Method::Post, "/scim/v2/Bulk") => json(json!({
+            "schemas": ["urn:ietf:params:scim:api:messages:2.0:BulkRequest"],
+            "Operations": [{"method": "POST", "path": "/Users", "bulkId": "1", "data": scim_user("bulk@example.com")}]
+        })),
         (Method::Get, "/cdi/integrations") => query(&[("cursor", "§cursor_i")]),
         (Method::Get, "/cdi/integrations/{}/job_sync_status") => query(&[("cursor", "§cursor_j")]),
         (Method::Post, "/_engage/keys") => {
@@ -207,6 +212,7 @@ pub(super) fn example(route: &Route) -> Option<Example> {
         | (Method::Delete, "/_engage/keys/{}" | "/_engage/cdi/integrations/{}")
         | (Method::Get, "/" | "/healthz" | "/readyz" | "/openapi.json" | "/metrics")
         | (Method::Delete, "/scim/v2/Users/{}")
+        | (Method::Get | Method::Delete, "/scim/v2/Me")
         | (Method::Post, "/_engage/cdi/integrations/{}/sync" | "/_engage/conformance")
         | (Method::Get | Method::Head, "/playground/{..}" | "/playground") => query(&[]),
         _ => return None,

@@ -84,7 +84,9 @@ impl World {
         let url = link["preference_center_url"].as_str().expect("url");
         let token = url.split_once("/preferences/").expect("a page URL").1.to_string();
 
-        let scim_token = block_on(crate::scim::token::create(store, ORIGIN, kit.ctx())).expect("scim token");
+        let scim_token =
+            block_on(crate::scim::token::create(store, crate::scim::token::TokenFor::origin(ORIGIN), kit.ctx()))
+                .expect("scim token");
         let req = Request::new(Method::Post, "/scim/v2/Users")
             .header("Authorization", &format!("Bearer {scim_token}"))
             .header("X-Request-Origin", ORIGIN)

@@ -1,7 +1,9 @@
 //! Discovery (RFC 7644 §4): `/ServiceProviderConfig`, `/ResourceTypes` and
 //! `/Schemas`, saying exactly what this server does, so that identity providers
-//! and testers adapt: filtering (`userName eq` only), ETags, PATCH, no bulk, no
-//! sorting, no password changes.
+//! and testers adapt: filtering, ETags, PATCH, no bulk, no sorting, no password
+//! changes; the core User schema as kept here and the enterprise extension, whose
+//! one attribute kept is `department` (the others are accepted and not kept, so
+//! they are not described).
 //!
 //! The dashboard user's own attributes (`department`, `permissions`, `createdAt`,
 //! `lastSignInAt`) sit beside the core ones, as the platform returns them, so the
@@ -13,10 +15,11 @@
 use serde_json::{json, Value};
 
 use super::error::ScimError;
-use super::protocol::{LIST_URN, USER_URN};
+use super::protocol::{ENTERPRISE_URN, LIST_URN, USER_URN};
 use super::read::MAX_PAGE;
 use super::values::{CompanyPermission, Department, WorkspacePermission};
 use crate::http::Response;
+use crate::routes::NotOffered;
 
 const SPC_URN: &str = "urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig";
 const RESOURCE_TYPE_URN: &str = "urn:ietf:params:scim:schemas:core:2.0:ResourceType";
@@ -61,7 +64,9 @@ fn complex(v: Value, sub: Vec<Value>) -> Value {
     set(v, "subAttributes", json!(sub))
 }
 
-fn user_attributes() -> Vec<Value> {
+/// `department_required`: whether a create must name a department (it need not
+/// when the SCIM token asking has a default one).
+fn user_attributes(department_required: bool) -> Vec<Value> {
     let company: Vec<&str> = CompanyPermission::ALL.iter().map(|p| p.as_str()).collect();
     let workspace: Vec<&str> = WorkspacePermission::ALL.iter().map(|p| p.as_str()).collect();
     let departments: Vec<&str> = Department::ALL.iter().map(|d| d.as_str()).collect();
@@ -78,7 +83,28 @@ fn user_attributes() -> Vec<Value> {
                 required(attr("familyName", "string", "Family name.")),
             ],
         )),
-        required(one_of(attr("department", "string", "The user's department."), departments)),
+        set(
+            attr(
+                "active",
+                "boolean",
+                "False once an identity provider deactivated the user: kept and listed, not able to use the dashboard.",
+            ),
+            "returned",
+            json!("always"),
+        ),
+        set(
+            one_of(
+                attr(
+                    "department",
+                    "string",
+                    "The user's department (also in the enterprise extension); required on create unless the SCIM \
+                     token has a default one.",
+                ),
+                departments,
+            ),
+            "required",
+            json!(department_required),
+        ),
         complex(
             attr(
                 "permissions",
@@ -104,18 +130,30 @@ fn user_attributes() -> Vec<Value> {
             ],
         ),
         read_only(attr("createdAt", "string", "When the user was created, as the platform writes it.")),
-        read_only(attr("lastSignInAt", "string", "When the user last signed in (the epoch: never).")),
+        read_only(attr("lastSignInAt", "string", "When the user last signed in; absent until then.")),
     ]
 }
 
-fn user_schema(base: &str) -> Value {
+fn user_schema(base: &str, department_required: bool) -> Value {
     json!({
         "schemas": [SCHEMA_URN],
         "id": USER_URN,
         "name": "User",
         "description": "A dashboard user",
-        "attributes": user_attributes(),
+        "attributes": user_attributes(department_required),
         "meta": {"resourceType": "Schema", "location": format!("{base}/scim/v2/Schemas/{USER_URN}")},
+    })
+}
+
+fn enterprise_schema(base: &str) -> Value {
+    let departments: Vec<&str> = Department::ALL.iter().map(|d| d.as_str()).collect();
+    json!({
+        "schemas": [SCHEMA_URN],
+        "id": ENTERPRISE_URN,
+        "name": "EnterpriseUser",
+        "description": "Enterprise User: its department is the user's department",
+        "attributes": [one_of(attr("department", "string", "The user's department (the same value as the core `department`)."), departments)],
+        "meta": {"resourceType": "Schema", "location": format!("{base}/scim/v2/Schemas/{ENTERPRISE_URN}")},
     })
 }
 
@@ -127,7 +165,7 @@ fn user_type(base: &str) -> Value {
         "endpoint": "/Users",
         "description": "A dashboard user",
         "schema": USER_URN,
-        "schemaExtensions": [],
+        "schemaExtensions": [{"schema": ENTERPRISE_URN, "required": false}],
         "meta": {"resourceType": "ResourceType", "location": format!("{base}/scim/v2/ResourceTypes/User")},
     })
 }
@@ -179,15 +217,27 @@ pub fn resource_type(base: &str, id: &str) -> Result<Response, ScimError> {
 }
 
 /// GET /scim/v2/Schemas.
-pub fn schemas(base: &str) -> Response {
-    listing(vec![user_schema(base)])
+pub fn schemas(base: &str, department_required: bool) -> Response {
+    listing(vec![user_schema(base, department_required), enterprise_schema(base)])
 }
 
 /// GET /scim/v2/Schemas/{id}.
-pub fn schema(base: &str, id: &str) -> Result<Response, ScimError> {
+pub fn schema(base: &str, id: &str, department_required: bool) -> Result<Response, ScimError> {
     if id.eq_ignore_ascii_case(USER_URN) {
-        Ok(Response::json(200, &user_schema(base)))
+        Ok(Response::json(200, &user_schema(base, department_required)))
+    } else if id.eq_ignore_ascii_case(ENTERPRISE_URN) {
+        Ok(Response::json(200, &enterprise_schema(base)))
     } else {
-        Err(ScimError::NotFound(format!("no schema '{id}'; this server has {USER_URN}")))
+        Err(ScimError::NotFound(format!("no schema '{id}'; this server has {USER_URN} and {ENTERPRISE_URN}")))
     }
+}
+
+/// The 501 of an endpoint RFC 7644 defines and this server does not offer.
+pub fn not_offered(what: NotOffered) -> ScimError {
+    ScimError::NotImplemented(match what {
+        NotOffered::Me => {
+            "/Me is not offered: a SCIM token stands for an identity provider, not for a user (RFC 7644 §3.11)"
+        }
+        NotOffered::Bulk => "bulk operations are not offered (/ServiceProviderConfig: bulk.supported is false)",
+    })
 }

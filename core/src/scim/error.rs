@@ -73,6 +73,8 @@ pub enum ScimError {
     PreconditionFailed,
     /// 415: a body that is neither `application/scim+json` nor `application/json`.
     UnsupportedMediaType,
+    /// 501: an endpoint SCIM defines that this server does not offer (`/Me`, `/Bulk`).
+    NotImplemented(&'static str),
     /// Any shared failure (rate limit, storage, contention), in SCIM's shape.
     Api(ApiError),
 }
@@ -120,6 +122,7 @@ impl ScimError {
             ScimError::UnsupportedMediaType => {
                 (415, None, "Content-Type must be application/scim+json or application/json".into())
             }
+            ScimError::NotImplemented(d) => (501, None, d.to_string()),
             ScimError::Api(e) => return from_api(e),
         };
         let mut body = json!({"schemas": [ERROR_URN], "detail": detail, "status": status});

@@ -2,7 +2,8 @@
 //! spec is silent). Dashboard users and SCIM tokens belong to the deployment (the
 //! company), not to a workspace.
 //!
-//! One way through: the token and `X-Request-Origin` ([`token`]) → the company's
+//! One way through: the token and `X-Request-Origin` ([`token`], whose default
+//! department a create may take) → the company's
 //! daily limit (user endpoints only) → the body's media type → the operation:
 //! [`write`] (create, replace, [`patch`], delete: parse pure, one unit of work over the user
 //! and its name's index entry), [`read`] (one user; listings with the [`filter`],
@@ -14,12 +15,14 @@
 pub mod attrs;
 pub mod discovery;
 pub mod error;
+pub mod evaluate;
 pub mod filter;
 pub mod patch;
 pub mod permissions;
 pub mod protocol;
 pub mod read;
 pub mod schema;
+pub mod select;
 pub mod token;
 pub mod user;
 pub mod values;
@@ -27,6 +30,7 @@ pub mod write;
 
 use self::error::{with_content_type, ScimError};
 use self::protocol::CONTENT_TYPE;
+use self::token::ScimToken;
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Request, Response};
@@ -44,11 +48,11 @@ pub async fn handle<S: Store>(
     base: &str,
     ctx: Ctx,
 ) -> Response {
-    let decision = match admit(store, limiter, &endpoint, req, ctx).await {
-        Ok(decision) => decision,
+    let (token, decision) = match admit(store, limiter, &endpoint, req, ctx).await {
+        Ok(admitted) => admitted,
         Err(e) => return e.into_response(),
     };
-    let mut resp = operation(store, endpoint, req, base, ctx).await.unwrap_or_else(ScimError::into_response);
+    let mut resp = operation(store, endpoint, req, &token, base, ctx).await.unwrap_or_else(ScimError::into_response);
     if let Decision::Allowed { limit, remaining, reset } = decision {
         resp = resp
             .with_header("X-RateLimit-Limit", limit.to_string())
@@ -70,14 +74,14 @@ async fn admit<S: Store>(
     endpoint: &Scim,
     req: &Request,
     ctx: Ctx,
-) -> Result<Decision, ScimError> {
-    token::authenticate(store, req).await?;
+) -> Result<(ScimToken, Decision), ScimError> {
+    let token = token::authenticate(store, req).await?;
     if endpoint.is_discovery() {
-        return Ok(Decision::Unlimited);
+        return Ok((token, Decision::Unlimited));
     }
     match limiter.check(store, WorkspaceName::company().as_str(), Bucket::Scim, ctx.now).await {
         Decision::Limited { retry_after } => Err(ApiError::RateLimited { retry_after }.into()),
-        decision => Ok(decision),
+        decision => Ok((token, decision)),
     }
 }
 
@@ -96,6 +100,7 @@ async fn operation<S: Store>(
     store: &S,
     endpoint: Scim,
     req: &Request,
+    token: &ScimToken,
     base: &str,
     ctx: Ctx,
 ) -> Result<Response, ScimError> {
@@ -107,7 +112,7 @@ async fn operation<S: Store>(
         }
         Scim::Create => {
             check_media_type(req)?;
-            write::create(store, &req.body, base, ctx).await
+            write::create(store, &req.body, token.default_department, base, ctx).await
         }
         Scim::Get(id) => read::get(store, &id, req, base).await,
         Scim::Replace(id) => {
@@ -122,8 +127,9 @@ async fn operation<S: Store>(
         Scim::ServiceProviderConfig => Ok(discovery::service_provider_config(base)),
         Scim::ResourceTypes => Ok(discovery::resource_types(base)),
         Scim::ResourceType(id) => discovery::resource_type(base, &id),
-        Scim::Schemas => Ok(discovery::schemas(base)),
-        Scim::Schema(id) => discovery::schema(base, &id),
+        Scim::Schemas => Ok(discovery::schemas(base, token.default_department.is_none())),
+        Scim::Schema(id) => discovery::schema(base, &id, token.default_department.is_none()),
+        Scim::NotOffered(what) => Err(discovery::not_offered(what)),
     }
 }
 

@@ -3,19 +3,21 @@
 //! User schema's URN) or, for `add` and `replace`, without one (the value is then a
 //! partial resource, whose keys may be paths too, as Entra ID sends them).
 //!
-//! Paths to the standard attributes Engage does not keep (`emails[type eq
-//! "work"].value`, `phoneNumbers`, the enterprise extension's attributes, ...) are
-//! accepted and change nothing, as those attributes are in a PUT body; a value
+//! The enterprise extension's `department` (its path, or the extension as an object)
+//! is the user's `department`. Paths to the standard attributes Engage does not keep
+//! (`emails[type eq "work"].value`, `phoneNumbers`, the extension's `manager`, ...)
+//! are accepted and change nothing, as those attributes are in a PUT body; a value
 //! filter on any other attribute, or an attribute the resource does not have, is
 //! 400 `invalidPath`. The operations work on the user's JSON; the result is then
-//! checked as a whole, exactly as a PUT body is.
+//! checked as a whole, exactly as a PUT body is, except that an attribute removed
+//! is unassigned (`null`), not left as it was.
 
 use serde_json::{Map, Value};
 
 use super::attrs::{list, object, pick};
 use super::error::{ScimError, ScimType};
 use super::protocol::{ENTERPRISE_URN, PATCH_URN, USER_URN};
-use super::user::{DROPPED, DROPPED_NAME};
+use super::user::{DROPPED, DROPPED_NAME, ENTERPRISE_DROPPED};
 
 /// Most operations in one request.
 pub const MAX_OPERATIONS: usize = 100;
@@ -36,6 +38,8 @@ pub enum Op {
 pub enum Target {
     /// An attribute of the resource and perhaps one of its sub-attributes.
     Attr(String, Option<String>),
+    /// The enterprise extension as a whole (its value an object of its attributes).
+    Extension,
     /// An attribute Engage does not keep: the operation changes nothing.
     Dropped,
 }
@@ -50,7 +54,7 @@ pub struct Operation {
 }
 
 /// The resource's attributes and the sub-attributes a path may name.
-const ATTRIBUTES: [(&str, &[&str]); 10] = [
+const ATTRIBUTES: [(&str, &[&str]); 11] = [
     ("schemas", &[]),
     ("id", &[]),
     ("externalId", &[]),
@@ -58,6 +62,7 @@ const ATTRIBUTES: [(&str, &[&str]); 10] = [
     ("userName", &[]),
     ("name", &["givenName", "familyName"]),
     ("department", &[]),
+    ("active", &[]),
     ("permissions", &["companyPermissions", "roles", "appGroup"]),
     ("createdAt", &[]),
     ("lastSignInAt", &[]),
@@ -82,16 +87,23 @@ fn is_in(list: &[&str], name: &str) -> bool {
 /// Resolves a path to its target (case-insensitive, spelt as the resource spells it).
 pub fn target(text: &str) -> Result<Target, ScimError> {
     let text = text.trim();
-    if strip_prefix(text, ENTERPRISE_URN).is_some_and(|rest| rest.is_empty() || rest.starts_with(':')) {
-        return Ok(Target::Dropped);
+    let unknown = || invalid_path(format!("'{text}' is not an attribute path of this resource"));
+    match strip_prefix(text, ENTERPRISE_URN) {
+        Some("") => return Ok(Target::Extension),
+        Some(rest) if rest.starts_with(':') => {
+            let head = rest[1..].split(['.', '[']).next().unwrap_or("");
+            return if rest[1..].eq_ignore_ascii_case("department") {
+                Ok(Target::Attr("department".into(), None))
+            } else if is_in(&ENTERPRISE_DROPPED, head) {
+                Ok(Target::Dropped)
+            } else {
+                Err(unknown())
+            };
+        }
+        _ => {}
     }
     let bare = strip_prefix(text, USER_URN).and_then(|rest| rest.strip_prefix(':')).unwrap_or(text);
-    let unknown = || invalid_path(format!("'{text}' is not an attribute path of this resource"));
     let head = bare.split(['.', '[']).next().unwrap_or("");
-    // `active` goes through the body check, which refuses `false` (see `user`).
-    if bare.eq_ignore_ascii_case("active") {
-        return Ok(Target::Attr("active".into(), None));
-    }
     if is_in(&DROPPED, head) {
         return Ok(Target::Dropped);
     }
@@ -128,19 +140,45 @@ fn parse_op(v: &Value, p: &str) -> Result<Vec<Operation>, ScimError> {
     };
     match (op, path, value) {
         (Op::Remove, None, _) => Err(ScimError::Bad(ScimType::NoTarget, format!("'{p}': remove needs a 'path'"))),
+        // Removing the extension removes the department it holds (refused: required).
+        (Op::Remove, Some(Target::Extension), _) => {
+            Ok(vec![Operation { op, target: Target::Attr("department".into(), None), value: None }])
+        }
         (Op::Remove, Some(target), _) => Ok(vec![Operation { op, target, value: None }]),
         (_, _, None) => Err(ScimError::value(format!(
             "'{p}.value' is required to {}",
             if op == Op::Add { "add" } else { "replace" }
         ))),
-        (_, Some(target), Some(v)) => Ok(vec![Operation { op, target, value: Some(v.clone()) }]),
+        (_, Some(target), Some(v)) => with_value(op, target, v, p),
         // A partial resource: each key is a path of its own.
-        (_, None, Some(Value::Object(m))) => m
-            .iter()
-            .filter(|(k, _)| !k.eq_ignore_ascii_case("schemas"))
-            .map(|(k, v)| Ok(Operation { op, target: target(k)?, value: Some(v.clone()) }))
-            .collect(),
+        (_, None, Some(Value::Object(m))) => {
+            let mut ops = Vec::new();
+            for (k, v) in m.iter().filter(|(k, _)| !k.eq_ignore_ascii_case("schemas")) {
+                ops.extend(with_value(op, target(k)?, v, p)?);
+            }
+            Ok(ops)
+        }
         (_, None, Some(_)) => Err(ScimError::value(format!("'{p}.value' must be an object when there is no path"))),
+    }
+}
+
+/// An `add` or `replace` of `value` at `target`; the extension as a whole is one
+/// operation for each of its attributes.
+fn with_value(op: Op, target: Target, value: &Value, p: &str) -> Result<Vec<Operation>, ScimError> {
+    match target {
+        Target::Extension => {
+            let m = object(value, &format!("{p}.value"))?;
+            m.iter()
+                .map(|(k, v)| {
+                    Ok(Operation {
+                        op,
+                        target: self::target(&format!("{ENTERPRISE_URN}:{k}"))?,
+                        value: Some(v.clone()),
+                    })
+                })
+                .collect()
+        }
+        target => Ok(vec![Operation { op, target, value: Some(value.clone()) }]),
     }
 }
 
@@ -204,8 +242,13 @@ pub fn apply(ops: &[Operation], mut user: Value) -> Result<Value, ScimError> {
         let key = key_of(map, attr);
         match (sub, value) {
             (None, Some(v)) => put(map, &key, v.clone(), *op),
+            // Every user has a department; the others, removed, are unassigned
+            // (required ones are then refused by the check of the whole).
+            (None, None) if attr == "department" => {
+                return Err(ScimError::value("'department' is required; it cannot be removed"))
+            }
             (None, None) => {
-                map.remove(&key);
+                map.insert(key, Value::Null);
             }
             (Some(sub), Some(v)) => match map.entry(key.clone()).or_insert_with(|| Value::Object(Map::new())) {
                 Value::Object(parent) => put(parent, sub, v.clone(), *op),
@@ -280,13 +323,50 @@ mod tests {
                 {"op": "Add", "path": "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:employeeNumber", "value": "7"},
                 {"op": "Replace", "path": "name.formatted", "value": "A B"},
                 {"op": "Replace", "value": {"name.givenName": "C", "displayName": "C B",
-                 "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User": {"department": "x"}}},
+                 "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User": {"employeeNumber": "9"}}},
                 {"op": "Add", "path": "name.familyName", "value": "D"},
+                {"op": "Add", "path": "manager", "value": [{"value": "m-1"}]},
+                {"op": "Remove", "path": "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:manager"},
             ]),
             user,
         )
         .unwrap();
         assert_eq!(out, json!({"userName": "a@x.io", "name": {"givenName": "C", "familyName": "D"}}));
+    }
+
+    #[test]
+    fn the_enterprise_department_is_the_department() {
+        let user = json!({"userName": "a@x.io", "department": "bi"});
+        let urn = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User";
+        let by_path = run(json!([{"op": "Replace", "path": format!("{urn}:department"), "value": "pm"}]), user.clone());
+        assert_eq!(by_path.unwrap()["department"], "pm");
+        let as_object =
+            run(json!([{"op": "replace", "value": {urn: {"department": "finance", "costCenter": "7"}}}]), user.clone());
+        assert_eq!(as_object.unwrap()["department"], "finance");
+        let whole = run(json!([{"op": "add", "path": urn, "value": {"department": "agency"}}]), user.clone());
+        assert_eq!(whole.unwrap()["department"], "agency");
+        let key_path =
+            run(json!([{"op": "replace", "value": {format!("{urn}:department"): "marketing"}}]), user.clone());
+        assert_eq!(key_path.unwrap()["department"], "marketing");
+        for removal in [
+            json!({"op": "remove", "path": "department"}),
+            json!({"op": "remove", "path": format!("{urn}:department")}),
+            json!({"op": "remove", "path": urn}),
+        ] {
+            assert!(matches!(run(json!([removal]), user.clone()), Err(ScimError::Bad(ScimType::InvalidValue, _))));
+        }
+        assert!(matches!(
+            run(json!([{"op": "add", "path": format!("{urn}:shoeSize"), "value": 1}]), user),
+            Err(ScimError::Bad(ScimType::InvalidPath, _))
+        ));
+    }
+
+    #[test]
+    fn a_removed_attribute_is_unassigned_not_left_out() {
+        let user = json!({"userName": "a@x.io", "externalId": "x", "active": false});
+        let out =
+            run(json!([{"op": "remove", "path": "externalId"}, {"op": "remove", "path": "active"}]), user).unwrap();
+        assert_eq!(out, json!({"userName": "a@x.io", "externalId": null, "active": null}));
     }
 
     #[test]

@@ -1,12 +1,15 @@
-//! GET /scim/v2/Users/{id}, and the listings: GET /scim/v2/Users (with an optional
-//! `userName eq` filter, paged by `startIndex` / `count`) and POST `/.search`.
+//! GET /scim/v2/Users/{id} (304 when `If-None-Match` names its version), and the
+//! listings: GET /scim/v2/Users (with an optional [`filter`], paged by `startIndex`
+//! / `count`) and POST `/.search`.
 
 use serde_json::{json, Map, Value};
 
 use super::error::ScimError;
+use super::evaluate;
 use super::filter::{self, Filter};
 use super::protocol::{LIST_URN, SEARCH_URN};
-use super::user::{found, name_key, DashboardUser, Selection};
+use super::select::Selection;
+use super::user::{found, name_key, DashboardUser};
 use crate::http::{Request, Response};
 use crate::repo::codec::decode;
 use crate::store::{Store, Table, MAX_SCAN};
@@ -113,22 +116,43 @@ pub async fn load<S: Store>(store: &S, id: &str) -> Result<Option<DashboardUser>
     }
 }
 
-/// GET /scim/v2/Users/{id}.
+/// Whether an `If-None-Match` header names the user's current version (`*`, or a
+/// tag compared weakly, RFC 7232 §3.2).
+fn not_modified(req: &Request, user: &DashboardUser) -> bool {
+    let Some(header) = req.header_value("if-none-match") else { return false };
+    let current = user.version.to_string();
+    header
+        .split(',')
+        .map(str::trim)
+        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag).trim_matches('"') == current)
+}
+
+/// GET /scim/v2/Users/{id}: the user, or a 304 without a body when the client's
+/// copy (`If-None-Match`) is current (RFC 7644 §3.14).
 pub async fn get<S: Store>(store: &S, id: &str, req: &Request, base: &str) -> Result<Response, ScimError> {
     let pairs = req.query_pairs();
     let param = |name: &str| pairs.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
     let selection = Selection::parse(param("attributes"), param("excludedAttributes"))?;
     let user = load(store, id).await?.ok_or_else(|| ScimError::NotFound(NOT_FOUND.into()))?;
+    if not_modified(req, &user) {
+        return Ok(Response::empty(304).with_header("ETag", user.etag()));
+    }
     Ok(found(200, &user, selection.apply(user.render(base))))
 }
 
-/// The users a query matches, in creation order.
-async fn matching<S: Store>(store: &S, filter: Option<&Filter>) -> Result<Vec<DashboardUser>, ScimError> {
-    match filter {
-        Some(Filter::UserNameEq(name)) => {
+/// The users a query matches, in creation order, each with its rendered form
+/// (what the filter reads and the page shows).
+async fn matching<S: Store>(
+    store: &S,
+    filter: Option<&Filter>,
+    base: &str,
+) -> Result<Vec<(DashboardUser, Value)>, ScimError> {
+    let users = match filter.and_then(Filter::user_name_eq) {
+        // The name index answers the filter providers send most.
+        Some(name) => {
             let Some(id) = store.get(Table::ScimUserName, &name_key(name)).await? else { return Ok(Vec::new()) };
             let id: String = decode(&id.value)?;
-            Ok(load(store, &id).await?.into_iter().collect())
+            load(store, &id).await?.into_iter().collect()
         }
         None => {
             let mut users = Vec::new();
@@ -137,19 +161,27 @@ async fn matching<S: Store>(store: &S, filter: Option<&Filter>) -> Result<Vec<Da
                 users.push(decode::<DashboardUser>(&e.value)?);
             }
             users.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-            Ok(users)
+            users
         }
-    }
+    };
+    Ok(users
+        .into_iter()
+        .map(|u| {
+            let rendered = u.render(base);
+            (u, rendered)
+        })
+        .filter(|(_, rendered)| filter.is_none_or(|f| evaluate::matches(f, rendered)))
+        .collect())
 }
 
 /// A listing: the ListResponse of one page.
 pub async fn list<S: Store>(store: &S, q: &Query, base: &str) -> Result<Response, ScimError> {
-    let users = matching(store, q.filter.as_ref()).await?;
+    let users = matching(store, q.filter.as_ref(), base).await?;
     let resources: Vec<Value> = users
         .iter()
         .skip(q.start_index.saturating_sub(1))
         .take(q.count)
-        .map(|u| q.selection.apply(u.render(base)))
+        .map(|(_, rendered)| q.selection.apply(rendered.clone()))
         .collect();
     let mut body = Map::new();
     body.insert("schemas".into(), json!([LIST_URN]));

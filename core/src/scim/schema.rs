@@ -6,13 +6,13 @@ use serde_json::{json, Value};
 
 use super::attrs::one_of;
 use super::error::ScimError;
-use super::protocol::{CONTENT_TYPE, LIST_URN, MAX_USERS, PATCH_URN, SEARCH_URN, USER_URN};
+use super::protocol::{CONTENT_TYPE, ENTERPRISE_URN, LIST_URN, MAX_USERS, PATCH_URN, SEARCH_URN, USER_URN};
 use super::read::{MAX_PAGE, NOT_FOUND};
 use super::values::{CompanyPermission, Department, TeamPermission, WorkspacePermission};
 use crate::openapi::op::{Op, JSON};
 use crate::openapi::schema::{array, integer, object, refer, string, values, with};
 use crate::ratelimit::Bucket;
-use crate::routes::Scim;
+use crate::routes::{NotOffered, Scim};
 
 fn list<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> Vec<&'static str> {
     all.iter().map(|v| name(*v)).collect()
@@ -92,18 +92,23 @@ pub fn components() -> Vec<(&'static str, Value)> {
         ],
         &[],
     );
-    let user = object(&format!("A dashboard user (at most {MAX_USERS} per deployment). On write, `userName`, `name` and `department` are required; `id`, `createdAt`, `lastSignInAt` and `meta` are read-only; the enterprise extension is tolerated, not kept."), &[
-        ("schemas", strings(&format!("`{USER_URN}`."))),
+    let department = values(&list(Department::ALL, Department::as_str), "");
+    let enterprise =
+        object("The enterprise extension: its `department` is the user's.", &[("department", department.clone())], &[]);
+    let user = object(&format!("A dashboard user (at most {MAX_USERS} per deployment). On write, `userName` and `name` are required, and `department` (at the top level or in the enterprise extension) on create unless the SCIM token has a default; a PUT keeps what it leaves out of `department`, `permissions`, `externalId` and `active`, and ignores the read-only `id`, `createdAt`, `lastSignInAt` and `meta`."), &[
+        ("schemas", strings(&format!("`{USER_URN}` and `{ENTERPRISE_URN}`."))),
         ("id", string("The resource id (read-only).")),
         ("externalId", string("The identity provider's id.")),
         ("userName", string("The user's email; unique, case-insensitive.")),
         ("name", object("", &[("givenName", string("")), ("familyName", string(""))], &["givenName", "familyName"])),
-        ("department", values(&list(Department::ALL, Department::as_str), "")),
-        ("lastSignInAt", string("Formatted date-time text (the epoch when never).")),
+        ("active", json!({"type": "boolean", "description": "False once deactivated (kept, listed, not able to use the dashboard). Writes also take the strings `\"True\"` / `\"False\"` in any case."})),
+        ("department", department),
+        ("lastSignInAt", string("Formatted date-time text; absent until the user signs in.")),
         ("createdAt", string("Formatted date-time text.")),
         ("permissions", permissions),
         ("meta", meta),
-    ], &["schemas", "userName", "name", "department"]);
+        (ENTERPRISE_URN, enterprise),
+    ], &["schemas", "userName", "name"]);
     let list_response = object(
         "RFC 7644 §3.4.2 ListResponse.",
         &[
@@ -119,7 +124,7 @@ pub fn components() -> Vec<(&'static str, Value)> {
         "RFC 7644 §3.4.3 SearchRequest (no sorting).",
         &[
             ("schemas", strings(&format!("`{SEARCH_URN}`."))),
-            ("filter", string("`userName eq \"<email>\"`.")),
+            ("filter", string("An RFC 7644 §3.4.2.2 filter, as in `GET /Users`.")),
             ("startIndex", integer("")),
             ("count", integer("")),
             ("attributes", strings("Only these attributes.")),
@@ -207,8 +212,8 @@ fn discovery(op: Op, description: &str) -> Op {
 pub fn describe(endpoint: &Scim) -> Op {
     let op = match endpoint {
         Scim::Search => listing(selection(
-            Op::new("Finds dashboard users: all, or by `filter=userName eq \"<email>\"` (the only filter), a page at a time.")
-                .query("filter", false, "`userName eq \"<email>\"` (URL-encoded).", string(""))
+            Op::new("Finds dashboard users: all, or those an RFC 7644 filter matches (`eq ne co sw ew gt ge lt le pr`, `and or not`, parentheses, value paths on `permissions.roles` and `permissions.appGroup`), a page at a time.")
+                .query("filter", false, "e.g. `userName eq \"<email>\"`, `externalId eq \"...\" and active eq true` (URL-encoded).", string(""))
                 .query("startIndex", false, "1-based index of the first user.", with(integer(""), "minimum", json!(1)))
                 .query("count", false, &format!("Users per page, at most {MAX_PAGE}."), with(integer(""), "maximum", json!(MAX_PAGE))),
         )),
@@ -218,18 +223,29 @@ pub fn describe(endpoint: &Scim) -> Op {
             let created = found(body(Op::new("Creates a dashboard user."), refer("ScimUser")), 201, "Created.");
             taken(bad(created.with_header("Location", "The user's URL.")))
         }
-        Scim::Get(_) => missing(found(selection(user_path(Op::new("Reads a dashboard user."))), 200, "The user.")),
-        Scim::Replace(_) => missing(taken(bad(if_match(found(body(user_path(Op::new("Replaces every writable attribute of a dashboard user; `id` and `createdAt` stay.")), refer("ScimUser")), 200, "Replaced."))))),
+        Scim::Get(_) => missing(
+            found(selection(user_path(Op::new("Reads a dashboard user."))), 200, "The user.")
+                .header("If-None-Match", false, "`*` or `ETag`s: a 304 when one names the current version.")
+                .empty(304, "The copy named in `If-None-Match` is current (the `ETag` header, no body)."),
+        ),
+        Scim::Replace(_) => missing(taken(bad(if_match(found(body(user_path(Op::new("Replaces the writable attributes the body gives; `department`, `permissions`, `externalId` and `active` left out stay; read-only ones are ignored. A replacement that changes nothing keeps the version.")), refer("ScimUser")), 200, "Replaced."))))),
         Scim::Patch(_) => missing(taken(bad(if_match(found(body(user_path(Op::new("Changes some attributes of a dashboard user (RFC 7644 §3.5.2).")), refer("ScimPatchOp")), 200, "Changed."))))),
         Scim::Delete(_) => missing(if_match(user_path(Op::new("Permanently deletes a dashboard user.")).empty(204, "Deleted."))),
         Scim::ServiceProviderConfig => discovery(
-            Op::new("What this server supports: PATCH and ETags yes; bulk, sorting, password changes no; filtering on `userName eq` only."),
+            Op::new("What this server supports: PATCH, ETags and filtering yes; bulk, sorting, password changes no."),
             "The configuration (RFC 7643 §5).",
         ),
         Scim::ResourceTypes => discovery(Op::new("The resource types: `User`."), "A ListResponse of resource types."),
         Scim::ResourceType(_) => missing(discovery(Op::new("One resource type.").path("id", "`User`."), "The resource type.")),
-        Scim::Schemas => discovery(Op::new("The schemas: the core User schema as this server keeps it."), "A ListResponse of schemas."),
+        Scim::Schemas => discovery(Op::new("The schemas: the core User schema as this server keeps it, and the enterprise extension's `department`."), "A ListResponse of schemas."),
         Scim::Schema(_) => missing(discovery(Op::new("One schema.").path("id", "The schema's URN."), "The schema (RFC 7643 §7).")),
+        Scim::NotOffered(what) => {
+            let detail = match what {
+                NotOffered::Me => "`/Me` is not offered (RFC 7644 §3.11): a SCIM token is no user.",
+                NotOffered::Bulk => "Bulk operations are not offered (`bulk.supported` is false).",
+            };
+            error(Op::new(detail), 501, "Not offered.", super::discovery::not_offered(*what))
+        }
     };
     if endpoint.is_discovery() {
         op

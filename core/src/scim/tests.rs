@@ -20,7 +20,8 @@ struct Scim {
 impl Scim {
     fn new() -> Scim {
         let kit = Kit::new();
-        let token = pollster::block_on(token::create(kit.engine().store(), ORIGIN, kit.ctx())).expect("token");
+        let token = pollster::block_on(token::create(kit.engine().store(), token::TokenFor::origin(ORIGIN), kit.ctx()))
+            .expect("token");
         Scim { kit, token }
     }
 
@@ -111,7 +112,8 @@ fn a_wrong_origin_is_an_unknown_token() {
 fn the_company_gets_five_thousand_user_requests_a_day() {
     let engine = Engine::new(MemoryStore::new(), Config::default());
     let ctx = |i: i64| Ctx { now: Timestamp(86_400_000 * 20_000 + i), seed: [i as u8; 16] };
-    let secret = pollster::block_on(token::create(engine.store(), ORIGIN, ctx(0))).expect("token");
+    let secret =
+        pollster::block_on(token::create(engine.store(), token::TokenFor::origin(ORIGIN), ctx(0))).expect("token");
     let call = |path: &str, i: i64| {
         let req = Request::new(Method::Get, path)
             .header("Authorization", &format!("Bearer {secret}"))
@@ -139,7 +141,7 @@ fn a_deployment_keeps_at_most_max_users_and_a_delete_makes_room() {
     let ctx = |i: usize| Ctx { now: Timestamp(1_700_000_000_000 + i as i64), seed: (i as u128).to_le_bytes() };
     let create = |i: usize| {
         let body = user(&format!("u{i}@example.com")).to_string();
-        pollster::block_on(write::create(&store, body.as_bytes(), "http://x", ctx(i)))
+        pollster::block_on(write::create(&store, body.as_bytes(), None, "http://x", ctx(i)))
     };
     let mut first = String::new();
     for i in 0..MAX_USERS {

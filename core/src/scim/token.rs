@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::ScimError;
+use super::values::Department;
 use crate::auth::{bearer_token, key_hash};
 use crate::ctx::Ctx;
 use crate::error::ApiError;
@@ -26,6 +27,10 @@ pub struct ScimToken {
     pub hint: String,
     /// When it was made.
     pub created_at: Timestamp,
+    /// The department a create without one gets (Okta's default profile sends none;
+    /// the platform requires one). Tokens made before it existed have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_department: Option<Department>,
 }
 
 /// An origin as compared: trimmed, without a trailing `/`, ASCII lower case (scheme
@@ -39,15 +44,40 @@ pub fn normalize_origin(text: &str) -> Option<String> {
     ok.then(|| t.to_ascii_lowercase())
 }
 
-/// Makes a SCIM token for `origin` and returns the secret (only its hash is kept).
-pub async fn create<S: Store>(store: &S, origin: &str, ctx: Ctx) -> Result<String, ApiError> {
-    let origin = normalize_origin(origin)
+/// What a new token is made for: its origin and, perhaps, a default department
+/// (both as given: [`create`] checks them).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TokenFor<'a> {
+    /// The identity provider's request origin.
+    pub origin: &'a str,
+    /// The department of creates that name none.
+    pub default_department: Option<&'a str>,
+}
+
+impl<'a> TokenFor<'a> {
+    /// A token for `origin`, without a default department.
+    pub fn origin(origin: &'a str) -> TokenFor<'a> {
+        TokenFor { origin, default_department: None }
+    }
+}
+
+/// Makes a SCIM token and returns the secret (only its hash is kept).
+pub async fn create<S: Store>(store: &S, wanted: TokenFor<'_>, ctx: Ctx) -> Result<String, ApiError> {
+    let origin = normalize_origin(wanted.origin)
         .ok_or_else(|| ApiError::bad(format!("'origin' must be 1 to {MAX_ORIGIN_CHARS} characters without spaces")))?;
+    let default_department = wanted
+        .default_department
+        .map(|d| {
+            Department::parse(d).ok_or_else(|| {
+                ApiError::bad(format!("the default department '{d}' is not one of {}", Department::listing()))
+            })
+        })
+        .transpose()?;
     // The secret is the host's 128 random bits, prefixed so that it is never taken
     // for an API key in a log or a config file.
     let hex: String = ctx.seed.iter().map(|b| format!("{b:02x}")).collect();
     let secret = format!("scim_{hex}");
-    let record = ScimToken { origin, hint: secret[..9].to_string(), created_at: ctx.now };
+    let record = ScimToken { origin, hint: secret[..9].to_string(), created_at: ctx.now, default_department };
     let put =
         Op::Put { table: Table::ScimToken, key: key_hash(&secret), value: encode(&record)?, expect: Expect::Absent };
     store.commit(ChangeSet { ops: vec![put], ack: None }).await?;

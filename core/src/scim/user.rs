@@ -28,15 +28,24 @@ pub struct DashboardUser {
     pub department: Department,
     /// Company, role, app-group and team permissions.
     pub permissions: Permissions,
+    /// RFC 7643 `active`: false once an identity provider deactivated the user (it
+    /// is kept, listed and found, and may not use the dashboard). Users stored
+    /// before the attribute existed are active.
+    #[serde(default = "active_by_default")]
+    pub active: bool,
     /// When it was created.
     pub created_at: Timestamp,
-    /// When it was last replaced.
+    /// When it last changed.
     pub updated_at: Timestamp,
     /// When the user last signed in to the dashboard; Engage has no dashboard, so
     /// this stays empty.
     pub last_sign_in_at: Option<Timestamp>,
-    /// Incremented by every write: `meta.version` and the `ETag`.
+    /// Incremented by every change: `meta.version` and the `ETag`.
     pub version: u64,
+}
+
+fn active_by_default() -> bool {
+    true
 }
 
 /// A person's name.
@@ -48,29 +57,57 @@ pub struct PersonName {
     pub family: String,
 }
 
+/// An optional attribute as a POST or PUT body gives it. A PUT that leaves one out
+/// does not assert it and the stored value stays (RFC 7644 §3.5.1 lets the server
+/// choose; Okta's PUT knows nothing of `permissions`); `null` unassigns it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Given<T> {
+    /// Not in the body.
+    Omitted,
+    /// `null`: unassigned.
+    Unassigned,
+    /// A value.
+    Value(T),
+}
+
+impl<T: Clone> Given<T> {
+    /// The value after a replacement: the given one, `unassigned` for `null`, or
+    /// the stored one when left out.
+    pub fn resolve(&self, stored: &T, unassigned: T) -> T {
+        match self {
+            Given::Omitted => stored.clone(),
+            Given::Unassigned => unassigned,
+            Given::Value(v) => v.clone(),
+        }
+    }
+}
+
 /// A checked POST or PUT body.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UserInput {
     /// `userName`.
     pub user_name: String,
-    /// `externalId`.
-    pub external_id: Option<String>,
     /// `name`.
     pub name: PersonName,
-    /// `department`.
-    pub department: Department,
-    /// `permissions` (none when left out).
-    pub permissions: Permissions,
-    /// `id`, if the body carries one (it must be the resource's own).
+    /// `department` (at the top level or in the enterprise extension); `None` when
+    /// left out: a PUT keeps the stored one, a create takes the token's default.
+    pub department: Option<Department>,
+    /// `externalId`.
+    pub external_id: Given<String>,
+    /// `permissions`.
+    pub permissions: Given<Permissions>,
+    /// `active` (unassigned is the default, true).
+    pub active: Given<bool>,
+    /// `id`, if the body carries one (a PATCH may not change it; a PUT ignores it).
     pub id: Option<String>,
-    /// `createdAt`, if the body carries one (it must be the stored one).
+    /// `createdAt`, if the body carries one (as `id`).
     pub created_at: Option<String>,
 }
 
 /// Attributes of SCIM's core User schema that Engage does not keep: identity
-/// providers send them (Okta `active`, `emails`, `displayName`...), so they are
-/// accepted and dropped rather than refused (`active: false` excepted: see
-/// [`parse_value`]).
+/// providers send them (Okta `emails`, `displayName`, `password`...), so they are
+/// accepted and dropped rather than refused. None is in the schema this server
+/// publishes, which names only what it keeps, and none is ever read back.
 pub const DROPPED: [&str; 19] = [
     "displayName",
     "nickName",
@@ -80,7 +117,6 @@ pub const DROPPED: [&str; 19] = [
     "preferredLanguage",
     "locale",
     "timezone",
-    "active",
     "password",
     "emails",
     "phoneNumbers",
@@ -91,10 +127,17 @@ pub const DROPPED: [&str; 19] = [
     "entitlements",
     "roles",
     "x509Certificates",
+    // Not a core attribute, but Entra ID's documented requests send it at the top
+    // level (`"manager": null`, a PATCH to path `manager`).
+    "manager",
 ];
 
 /// Sub-attributes of the core schema's `name` that Engage does not keep.
 pub const DROPPED_NAME: [&str; 4] = ["formatted", "middleName", "honorificPrefix", "honorificSuffix"];
+
+/// Attributes of the enterprise extension (RFC 7643 §4.3) other than `department`:
+/// accepted and not kept (Entra ID maps `employeeNumber` and `manager` by default).
+pub const ENTERPRISE_DROPPED: [&str; 5] = ["employeeNumber", "costCenter", "organization", "division", "manager"];
 
 fn without(map: &Map<String, Value>, dropped: &[&str]) -> Map<String, Value> {
     map.iter()
@@ -103,8 +146,8 @@ fn without(map: &Map<String, Value>, dropped: &[&str]) -> Map<String, Value> {
         .collect()
 }
 
-/// The `schemas` attribute: required, and naming the core User schema (the
-/// enterprise extension is tolerated: its attributes are not kept).
+/// The `schemas` attribute: required, and naming the core User schema (and perhaps
+/// the enterprise extension).
 fn check_schemas(v: Option<&Value>) -> Result<(), ScimError> {
     let urns = list(Some(required(v, "schemas")?), "schemas", |v, p| {
         v.as_str().map(str::to_string).ok_or_else(|| ScimError::value(format!("'{p}' must be a string")))
@@ -129,6 +172,49 @@ fn parse_name(v: &Value) -> Result<PersonName, ScimError> {
     })
 }
 
+/// `active`: a JSON boolean, or the strings `"True"` / `"False"` in any case (what
+/// Entra ID sends without its compliance flag). Anything else is refused: reading
+/// it as either value would answer 2xx for a change that was not asked for.
+pub fn parse_active(v: &Value) -> Result<bool, ScimError> {
+    match v {
+        Value::Bool(b) => Ok(*b),
+        Value::String(s) if s.eq_ignore_ascii_case("true") => Ok(true),
+        Value::String(s) if s.eq_ignore_ascii_case("false") => Ok(false),
+        other => Err(ScimError::value(format!("'active' must be true or false, not {other}"))),
+    }
+}
+
+fn department(v: &Value, path: &str) -> Result<Department, ScimError> {
+    one_of(v, path, Department::parse, Department::listing)
+}
+
+/// The enterprise extension's `department`, if the body carries the extension.
+fn enterprise_department(map: &Map<String, Value>) -> Result<Option<Department>, ScimError> {
+    let Some(v) = map.iter().find(|(k, _)| k.eq_ignore_ascii_case(ENTERPRISE_URN)).map(|(_, v)| v) else {
+        return Ok(None);
+    };
+    if v.is_null() {
+        return Ok(None);
+    }
+    let ext = without(object(v, ENTERPRISE_URN)?, &ENTERPRISE_DROPPED);
+    let [dept] = pick(&ext, ["department"], ENTERPRISE_URN)?;
+    dept.map(|v| department(v, &format!("{ENTERPRISE_URN}:department"))).transpose()
+}
+
+/// An optional attribute: its value, `null`, or left out.
+fn given<T>(
+    map: &Map<String, Value>,
+    name: &str,
+    v: Option<&Value>,
+    parse: impl FnOnce(&Value) -> Result<T, ScimError>,
+) -> Result<Given<T>, ScimError> {
+    match v {
+        Some(v) => Ok(Given::Value(parse(v)?)),
+        None if map.keys().any(|k| k.eq_ignore_ascii_case(name)) => Ok(Given::Unassigned),
+        None => Ok(Given::Omitted),
+    }
+}
+
 /// Parses a POST or PUT body (pure).
 pub fn parse(body: &[u8]) -> Result<UserInput, ScimError> {
     let value: Value =
@@ -139,14 +225,7 @@ pub fn parse(body: &[u8]) -> Result<UserInput, ScimError> {
 /// Checks a whole resource given as JSON (a body, or a user a PATCH has changed).
 pub fn parse_value(value: &Value) -> Result<UserInput, ScimError> {
     let map = value.as_object().ok_or_else(|| ScimError::syntax("the body must be a JSON object"))?;
-    // An identity provider deactivates a user with `active: false` (Okta always,
-    // Entra by default). Engage has no inactive dashboard users: refusing is safer
-    // than answering 200 and leaving the user's access in place.
-    if map.iter().any(|(k, v)| k.eq_ignore_ascii_case("active") && *v == Value::Bool(false)) {
-        return Err(ScimError::value(
-            "'active': false is not supported: there are no inactive dashboard users; DELETE the user to remove it",
-        ));
-    }
+    let extension = enterprise_department(map)?;
     let map = without(map, &DROPPED);
     let names = [
         "schemas",
@@ -157,30 +236,44 @@ pub fn parse_value(value: &Value) -> Result<UserInput, ScimError> {
         "name",
         "department",
         "permissions",
+        "active",
         "createdAt",
         "lastSignInAt",
     ];
-    let [schemas, id, external_id, _meta, user_name, name, department, permissions, created_at, _last_sign_in] =
+    let [schemas, id, external_id, _meta, user_name, name, dept, permissions, active, created_at, _last_sign_in] =
         pick(&map, names, "")?;
     check_schemas(schemas)?;
     let user_name = text(required(user_name, "userName")?, "userName")?;
     if Email::parse(&user_name).is_none() {
         return Err(ScimError::value(format!("'userName' must be an email address, not '{user_name}'")));
     }
+    // `department: null` reads as left out (Entra ID's documented create sends it).
+    let top = dept.map(|v| department(v, "department")).transpose()?;
+    let department = match (top, extension) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(ScimError::value(format!(
+                "'department' ({}) and the enterprise extension's department ({}) differ",
+                a.as_str(),
+                b.as_str()
+            )))
+        }
+        (a, b) => a.or(b),
+    };
     Ok(UserInput {
         user_name,
-        external_id: external_id.map(|v| text(v, "externalId")).transpose()?,
         name: parse_name(required(name, "name")?)?,
-        department: one_of(required(department, "department")?, "department", Department::parse, Department::listing)?,
-        permissions: permissions.map(|v| Permissions::parse(v, "permissions")).transpose()?.unwrap_or_default(),
+        department,
+        external_id: given(&map, "externalId", external_id, |v| text(v, "externalId"))?,
+        permissions: given(&map, "permissions", permissions, |v| Permissions::parse(v, "permissions"))?,
+        active: given(&map, "active", active, parse_active)?,
         id: id.map(|v| text(v, "id")).transpose()?,
         created_at: created_at.map(|v| text(v, "createdAt")).transpose()?,
     })
 }
 
 impl UserInput {
-    /// Refuses a body whose `id` or `createdAt` differ from the stored user's: both
-    /// are immutable (read-only attributes that match are accepted).
+    /// A PATCH may not change `id` or `createdAt` (400 `mutability`); a PUT ignores
+    /// them, as RFC 7644 §3.5.1 says of read-only values.
     pub fn check_immutable(&self, stored: &DashboardUser) -> Result<(), ScimError> {
         if self.id.as_ref().is_some_and(|id| *id != stored.id) {
             return Err(ScimError::Bad(ScimType::Mutability, "'id' cannot be changed".into()));
@@ -189,6 +282,36 @@ impl UserInput {
             return Err(ScimError::Bad(ScimType::Mutability, "'createdAt' cannot be changed".into()));
         }
         Ok(())
+    }
+
+    /// The department of a new user: the body's, else the SCIM token's default.
+    pub fn department_or(&self, default: Option<Department>) -> Result<Department, ScimError> {
+        self.department.or(default).ok_or_else(|| {
+            ScimError::value(
+                "'department' is required (at the top level or in the enterprise extension); a SCIM token made \
+                 with a default department supplies one",
+            )
+        })
+    }
+
+    /// The new user this body describes.
+    pub fn new_user(&self, id: String, department: Department, now: Timestamp) -> DashboardUser {
+        DashboardUser {
+            id,
+            user_name: self.user_name.clone(),
+            external_id: match &self.external_id {
+                Given::Value(x) => Some(x.clone()),
+                Given::Omitted | Given::Unassigned => None,
+            },
+            name: self.name.clone(),
+            department,
+            permissions: self.permissions.resolve(&Permissions::default(), Permissions::default()),
+            active: self.active.resolve(&true, true),
+            created_at: now,
+            updated_at: now,
+            last_sign_in_at: None,
+            version: 1,
+        }
     }
 }
 
@@ -205,6 +328,7 @@ impl DashboardUser {
             "userName": self.user_name,
             "name": {"givenName": self.name.given, "familyName": self.name.family},
             "department": self.department.as_str(),
+            "active": self.active,
         });
         self.optional(&mut v);
         v
@@ -222,15 +346,28 @@ impl DashboardUser {
         }
     }
 
-    /// Takes a checked replacement: every writable attribute, a new version.
-    pub fn replace_with(&mut self, input: &UserInput, now: Timestamp) {
-        self.user_name = input.user_name.clone();
-        self.external_id = input.external_id.clone();
-        self.name = input.name.clone();
-        self.department = input.department;
-        self.permissions = input.permissions.clone();
-        self.updated_at = now.max(self.created_at);
-        self.version += 1;
+    /// Takes a checked replacement. Only a real change makes a new version: a PUT
+    /// or PATCH that changes nothing leaves `meta.version` and `lastModified` as
+    /// they were. Returns whether anything changed.
+    pub fn replace_with(&mut self, input: &UserInput, now: Timestamp) -> bool {
+        let mut next = self.clone();
+        next.user_name = input.user_name.clone();
+        next.name = input.name.clone();
+        next.department = input.department.unwrap_or(self.department);
+        next.external_id = match &input.external_id {
+            Given::Omitted => self.external_id.clone(),
+            Given::Unassigned => None,
+            Given::Value(x) => Some(x.clone()),
+        };
+        next.permissions = input.permissions.resolve(&self.permissions, Permissions::default());
+        next.active = input.active.resolve(&self.active, true);
+        if next == *self {
+            return false;
+        }
+        next.updated_at = now.max(self.created_at);
+        next.version += 1;
+        *self = next;
+        true
     }
 
     /// The version as an entity tag (weak: the representation may vary in form).
@@ -238,16 +375,16 @@ impl DashboardUser {
         format!("W/\"{}\"", self.version)
     }
 
-    /// The resource as returned; `base` is the server's public address.
+    /// The resource as returned; `base` is the server's public address. The
+    /// department is also in the enterprise extension, where Entra ID maps it.
     pub fn render(&self, base: &str) -> Value {
         let mut v = json!({
-            "schemas": [USER_URN],
+            "schemas": [USER_URN, ENTERPRISE_URN],
             "id": self.id,
             "userName": self.user_name,
             "name": {"givenName": self.name.given, "familyName": self.name.family},
+            "active": self.active,
             "department": self.department.as_str(),
-            // The platform writes a user who never signed in as the epoch.
-            "lastSignInAt": self.last_sign_in_at.unwrap_or_default().to_long_text(),
             "createdAt": self.created_at.to_long_text(),
             "meta": {
                 "resourceType": "User",
@@ -257,104 +394,13 @@ impl DashboardUser {
                 "version": self.etag(),
             },
         });
+        // Left out until there is a sign-in (the platform wrote the epoch).
+        if let Some(at) = self.last_sign_in_at {
+            v["lastSignInAt"] = json!(at.to_long_text());
+        }
         self.optional(&mut v);
+        v[ENTERPRISE_URN] = json!({"department": self.department.as_str()});
         v
-    }
-}
-
-/// An attribute named by `attributes` / `excludedAttributes`: a top-level name and
-/// perhaps one sub-attribute (both lower case: names ignore case).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Selected {
-    attr: String,
-    sub: Option<String>,
-}
-
-/// Which attributes a response carries (`attributes` / `excludedAttributes`, RFC
-/// 7644 §3.9). `schemas` and `id` are always returned.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Selection {
-    /// Every attribute.
-    #[default]
-    All,
-    /// Only these.
-    Only(Vec<Selected>),
-    /// All but these.
-    Except(Vec<Selected>),
-}
-
-impl Selection {
-    /// From the two parameters' values (comma-separated attribute paths).
-    pub fn parse(attributes: Option<&str>, excluded: Option<&str>) -> Result<Selection, ScimError> {
-        fn paths(text: &str) -> Vec<Selected> {
-            text.split(',')
-                .map(|p| {
-                    // A path may carry its schema's URN.
-                    let p = strip_urn(p.trim()).to_ascii_lowercase();
-                    let (attr, sub) = match p.split_once('.') {
-                        Some((a, s)) => (a.to_string(), Some(s.to_string())),
-                        None => (p, None),
-                    };
-                    Selected { attr, sub }
-                })
-                .filter(|s| !s.attr.is_empty())
-                .collect()
-        }
-        match (attributes.filter(|a| !a.trim().is_empty()), excluded.filter(|e| !e.trim().is_empty())) {
-            (Some(_), Some(_)) => Err(ScimError::value("use 'attributes' or 'excludedAttributes', not both")),
-            (Some(a), None) => Ok(Selection::Only(paths(a))),
-            (None, Some(e)) => Ok(Selection::Except(paths(e))),
-            (None, None) => Ok(Selection::All),
-        }
-    }
-
-    /// Applies the selection to a rendered resource: a sub-attribute path keeps (or
-    /// drops) only that part of its attribute.
-    pub fn apply(&self, resource: Value) -> Value {
-        let (Value::Object(map), Selection::Only(list) | Selection::Except(list)) = (&resource, self) else {
-            return resource;
-        };
-        let only = matches!(self, Selection::Only(_));
-        let mut out = Map::new();
-        for (k, v) in map {
-            let key = k.to_ascii_lowercase();
-            let named: Vec<&Selected> = list.iter().filter(|s| s.attr == key).collect();
-            let whole = named.iter().any(|s| s.sub.is_none());
-            let subs: Vec<&str> = named.iter().filter_map(|s| s.sub.as_deref()).collect();
-            let value = match (v, only) {
-                _ if key == "schemas" || key == "id" => Some(v.clone()),
-                (_, true) if whole => Some(v.clone()),
-                (Value::Object(inner), true) if !subs.is_empty() => Some(Value::Object(
-                    inner
-                        .iter()
-                        .filter(|(sk, _)| subs.contains(&sk.to_ascii_lowercase().as_str()))
-                        .map(|(a, b)| (a.clone(), b.clone()))
-                        .collect(),
-                )),
-                (_, true) => None,
-                (_, false) if whole => None,
-                (Value::Object(inner), false) => Some(Value::Object(
-                    inner
-                        .iter()
-                        .filter(|(sk, _)| !subs.contains(&sk.to_ascii_lowercase().as_str()))
-                        .map(|(a, b)| (a.clone(), b.clone()))
-                        .collect(),
-                )),
-                (_, false) => Some(v.clone()),
-            };
-            if let Some(value) = value {
-                out.insert(k.clone(), value);
-            }
-        }
-        Value::Object(out)
-    }
-}
-
-fn strip_urn(path: &str) -> &str {
-    let n = USER_URN.len();
-    match path.get(..n) {
-        Some(prefix) if prefix.eq_ignore_ascii_case(USER_URN) && path[n..].starts_with(':') => &path[n + 1..],
-        _ => path,
     }
 }
 

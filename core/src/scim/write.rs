@@ -6,6 +6,7 @@ use super::error::ScimError;
 use super::protocol::{MAX_USERS, USERS_PATH, USER_COUNT_KEY};
 use super::read::NOT_FOUND;
 use super::user::{self, found, name_key, DashboardUser, UserInput};
+use super::values::Department;
 use crate::ctx::Ctx;
 use crate::http::{Request, Response};
 use crate::repo::transact::transact_company;
@@ -28,9 +29,16 @@ fn check_if_match(req: &Request, user: &DashboardUser) -> Result<(), ScimError> 
     }
 }
 
-/// POST /scim/v2/Users.
-pub async fn create<S: Store>(store: &S, body: &[u8], base: &str, ctx: Ctx) -> Result<Response, ScimError> {
+/// POST /scim/v2/Users; a body without a department takes the token's default.
+pub async fn create<S: Store>(
+    store: &S,
+    body: &[u8],
+    default_department: Option<Department>,
+    base: &str,
+    ctx: Ctx,
+) -> Result<Response, ScimError> {
     let input = user::parse(body)?;
+    let department = input.department_or(default_department)?;
     let created = transact_company(store, ctx.seed, async |tx, ids| {
         let key = name_key(&input.user_name);
         if tx.doc::<String>(Table::ScimUserName, &key).await?.is_some() {
@@ -45,18 +53,7 @@ pub async fn create<S: Store>(store: &S, body: &[u8], base: &str, ctx: Ctx) -> R
             )));
         }
         tx.put_doc(Table::ScimUserName, USER_COUNT_KEY, &(count + 1))?;
-        let user = DashboardUser {
-            id: ids.uuid(),
-            user_name: input.user_name.clone(),
-            external_id: input.external_id.clone(),
-            name: input.name.clone(),
-            department: input.department,
-            permissions: input.permissions.clone(),
-            created_at: ctx.now,
-            updated_at: ctx.now,
-            last_sign_in_at: None,
-            version: 1,
-        };
+        let user = input.new_user(ids.uuid(), department, ctx.now);
         // Read first, so that the commit expects the new id to be free.
         if tx.doc::<DashboardUser>(Table::ScimUser, &user.id).await?.is_some() {
             return Err(crate::error::ApiError::Busy.into());
@@ -70,8 +67,11 @@ pub async fn create<S: Store>(store: &S, body: &[u8], base: &str, ctx: Ctx) -> R
     Ok(resp.with_header("Location", format!("{base}{}/{}", USERS_PATH, created.id)))
 }
 
-/// PUT /scim/v2/Users/{id}: replaces every writable attribute; `id` and `createdAt`
-/// stay; a new `userName` must be free (another case of the same one is fine).
+/// PUT /scim/v2/Users/{id}: replaces the writable attributes the body gives; those
+/// it leaves out (`department`, `permissions`, `externalId`, `active`) stay, as a
+/// provider that does not manage one must not wipe it; read-only ones (`id`,
+/// `createdAt`, `meta`, `lastSignInAt`) are ignored (RFC 7644 §3.5.1). A new
+/// `userName` must be free (another case of the same one is fine).
 pub async fn replace<S: Store>(
     store: &S,
     id: &str,
@@ -84,7 +84,6 @@ pub async fn replace<S: Store>(
         let mut user =
             tx.doc::<DashboardUser>(Table::ScimUser, id).await?.ok_or_else(|| ScimError::NotFound(NOT_FOUND.into()))?;
         check_if_match(req, &user)?;
-        input.check_immutable(&user)?;
         store_replacement(tx, &mut user, &input, ctx).await?;
         Ok::<_, ScimError>(user)
     })
@@ -110,15 +109,19 @@ pub async fn patch<S: Store>(store: &S, id: &str, req: &Request, base: &str, ctx
     Ok(found(200, &patched, patched.render(base)))
 }
 
-/// Writes a checked replacement: a changed `userName` moves its index entry, and
-/// must be free (another case of the user's own is fine).
+/// Writes a checked replacement, if it changes anything: a changed `userName`
+/// moves its index entry, and must be free (another case of the user's own is fine).
 async fn store_replacement<S: Store>(
     tx: &mut Tx<'_, S>,
     user: &mut DashboardUser,
     input: &UserInput,
     ctx: Ctx,
 ) -> Result<(), ScimError> {
-    let (old_key, new_key) = (name_key(&user.user_name), name_key(&input.user_name));
+    let old_key = name_key(&user.user_name);
+    if !user.replace_with(input, ctx.now) {
+        return Ok(());
+    }
+    let new_key = name_key(&user.user_name);
     if new_key != old_key {
         if tx.doc::<String>(Table::ScimUserName, &new_key).await?.is_some() {
             return Err(ScimError::Taken);
@@ -126,7 +129,6 @@ async fn store_replacement<S: Store>(
         tx.delete_doc(Table::ScimUserName, &old_key);
         tx.put_doc(Table::ScimUserName, &new_key, &user.id)?;
     }
-    user.replace_with(input, ctx.now);
     tx.put_doc(Table::ScimUser, &user.id, user)?;
     Ok(())
 }
