@@ -39,7 +39,7 @@ step "the black-box suite again, against a native server on PostgreSQL"
 psql "$ENGAGE_TEST_POSTGRES_URL" -v ON_ERROR_STOP=1 -qc "DROP DATABASE IF EXISTS engage_blackbox" -c "CREATE DATABASE engage_blackbox"
 ENGAGE_TEST_DB="${ENGAGE_TEST_POSTGRES_URL%/*}/engage_blackbox" cargo test -p engage-tests
 
-step "SCIM 2.0 compliance tester (scim2-tester) against the native host"
+step "SCIM 2.0 conformance tools (scim2-tester, scim-sanity) against the native host"
 bash tests/scim/run.sh
 
 step "OpenAPI 3.1 description (openapi-spec-validator) of the native host's /openapi.json"

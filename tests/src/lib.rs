@@ -316,19 +316,36 @@ pub struct Scim {
 impl Scim {
     /// A new token for a fresh origin.
     pub async fn new() -> Scim {
+        Scim::made(json!({})).await
+    }
+
+    /// A new token for a fresh origin whose creates without a department get this one.
+    pub async fn with_default_department(department: &str) -> Scim {
+        Scim::made(json!({"default_department": department})).await
+    }
+
+    async fn made(mut body: Value) -> Scim {
         let origin = format!("https://{}.idp.test", unique_workspace());
-        let r = admin("POST", "/_engage/scim-tokens", json!({"origin": origin})).await;
+        body["origin"] = json!(origin);
+        let r = admin("POST", "/_engage/scim-tokens", body).await;
         assert_eq!(r.status, 201, "creating a SCIM token failed: {:?}", r.body);
         Scim { token: r.body["token"].as_str().expect("token").to_string(), origin, http: client() }
     }
 
     /// Sends a request with the token, the origin and, with a body, SCIM's media type.
     pub async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Reply {
+        self.call_with(method, path, &[], body).await
+    }
+
+    /// Sends a request with the token, the origin, these headers and, with a body,
+    /// SCIM's media type.
+    pub async fn call_with(&self, method: &str, path: &str, extra: &[(&str, &str)], body: Option<Value>) -> Reply {
         let auth = format!("Bearer {}", self.token);
         let mut headers = vec![("Authorization", auth.as_str()), ("X-Request-Origin", self.origin.as_str())];
         if body.is_some() {
             headers.push(("Content-Type", "application/scim+json"));
         }
+        headers.extend_from_slice(extra);
         send_with(&self.http, method, path, &headers, body.map(|b| b.to_string().into_bytes())).await
     }
 

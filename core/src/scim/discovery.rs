@@ -83,6 +83,7 @@ fn user_attributes(department_required: bool) -> Vec<Value> {
                 required(attr("familyName", "string", "Family name.")),
             ],
         )),
+        attr("displayName", "string", "The name to show, if the identity provider sends one."),
         set(
             attr(
                 "active",
@@ -145,14 +146,19 @@ fn user_schema(base: &str, department_required: bool) -> Value {
     })
 }
 
-fn enterprise_schema(base: &str) -> Value {
+/// The enterprise extension: its department is required as the core one is.
+fn enterprise_schema(base: &str, department_required: bool) -> Value {
     let departments: Vec<&str> = Department::ALL.iter().map(|d| d.as_str()).collect();
     json!({
         "schemas": [SCHEMA_URN],
         "id": ENTERPRISE_URN,
         "name": "EnterpriseUser",
         "description": "Enterprise User: its department is the user's department",
-        "attributes": [one_of(attr("department", "string", "The user's department (the same value as the core `department`)."), departments)],
+        "attributes": [set(
+            one_of(attr("department", "string", "The user's department (the same value as the core `department`)."), departments),
+            "required",
+            json!(department_required),
+        )],
         "meta": {"resourceType": "Schema", "location": format!("{base}/scim/v2/Schemas/{ENTERPRISE_URN}")},
     })
 }
@@ -218,7 +224,7 @@ pub fn resource_type(base: &str, id: &str) -> Result<Response, ScimError> {
 
 /// GET /scim/v2/Schemas.
 pub fn schemas(base: &str, department_required: bool) -> Response {
-    listing(vec![user_schema(base, department_required), enterprise_schema(base)])
+    listing(vec![user_schema(base, department_required), enterprise_schema(base, department_required)])
 }
 
 /// GET /scim/v2/Schemas/{id}.
@@ -226,7 +232,7 @@ pub fn schema(base: &str, id: &str, department_required: bool) -> Result<Respons
     if id.eq_ignore_ascii_case(USER_URN) {
         Ok(Response::json(200, &user_schema(base, department_required)))
     } else if id.eq_ignore_ascii_case(ENTERPRISE_URN) {
-        Ok(Response::json(200, &enterprise_schema(base)))
+        Ok(Response::json(200, &enterprise_schema(base, department_required)))
     } else {
         Err(ScimError::NotFound(format!("no schema '{id}'; this server has {USER_URN} and {ENTERPRISE_URN}")))
     }

@@ -65,9 +65,10 @@ static APP_GROUP: [Attribute; 5] = [
 ];
 
 /// The user's attributes, as the published schema types them.
-pub static ATTRIBUTES: [Attribute; 20] = [
+pub static ATTRIBUTES: [Attribute; 21] = [
     attr("id", &["id"], EXACT),
     attr("externalId", &["externalId"], EXACT),
+    attr("displayName", &["displayName"], FOLDED),
     attr("userName", &["userName"], FOLDED),
     attr("name", &["name"], Kind::Complex),
     attr("name.givenName", &["name", "givenName"], FOLDED),

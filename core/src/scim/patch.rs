@@ -54,10 +54,11 @@ pub struct Operation {
 }
 
 /// The resource's attributes and the sub-attributes a path may name.
-const ATTRIBUTES: [(&str, &[&str]); 11] = [
+const ATTRIBUTES: [(&str, &[&str]); 12] = [
     ("schemas", &[]),
     ("id", &[]),
     ("externalId", &[]),
+    ("displayName", &[]),
     ("meta", &[]),
     ("userName", &[]),
     ("name", &["givenName", "familyName"]),
@@ -168,7 +169,9 @@ fn with_value(op: Op, target: Target, value: &Value, p: &str) -> Result<Vec<Oper
     match target {
         Target::Extension => {
             let m = object(value, &format!("{p}.value"))?;
+            // A client may send the extension as a resource, with its `schemas`.
             m.iter()
+                .filter(|(k, _)| !k.eq_ignore_ascii_case("schemas"))
                 .map(|(k, v)| {
                     Ok(Operation {
                         op,
@@ -242,10 +245,15 @@ pub fn apply(ops: &[Operation], mut user: Value) -> Result<Value, ScimError> {
         let key = key_of(map, attr);
         match (sub, value) {
             (None, Some(v)) => put(map, &key, v.clone(), *op),
-            // Every user has a department; the others, removed, are unassigned
-            // (required ones are then refused by the check of the whole).
+            // Every user has a department and is active or not: removing either
+            // is refused rather than read as a default (it would reactivate a
+            // user). Others removed are unassigned (and required ones are then
+            // refused by the check of the whole).
             (None, None) if attr == "department" => {
                 return Err(ScimError::value("'department' is required; it cannot be removed"))
+            }
+            (None, None) if attr == "active" => {
+                return Err(ScimError::value("'active' cannot be removed; replace it with true or false"))
             }
             (None, None) => {
                 map.insert(key, Value::Null);
@@ -322,7 +330,7 @@ mod tests {
                 {"op": "Replace", "path": "emails[type eq \"work\"].value", "value": "b@x.io"},
                 {"op": "Add", "path": "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:employeeNumber", "value": "7"},
                 {"op": "Replace", "path": "name.formatted", "value": "A B"},
-                {"op": "Replace", "value": {"name.givenName": "C", "displayName": "C B",
+                {"op": "Replace", "value": {"name.givenName": "C", "nickName": "C B",
                  "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User": {"employeeNumber": "9"}}},
                 {"op": "Add", "path": "name.familyName", "value": "D"},
                 {"op": "Add", "path": "manager", "value": [{"value": "m-1"}]},
@@ -364,9 +372,10 @@ mod tests {
     #[test]
     fn a_removed_attribute_is_unassigned_not_left_out() {
         let user = json!({"userName": "a@x.io", "externalId": "x", "active": false});
-        let out =
-            run(json!([{"op": "remove", "path": "externalId"}, {"op": "remove", "path": "active"}]), user).unwrap();
-        assert_eq!(out, json!({"userName": "a@x.io", "externalId": null, "active": null}));
+        let out = run(json!([{"op": "remove", "path": "externalId"}]), user.clone()).unwrap();
+        assert_eq!(out, json!({"userName": "a@x.io", "externalId": null, "active": false}));
+        let active = run(json!([{"op": "remove", "path": "active"}]), user);
+        assert!(matches!(active, Err(ScimError::Bad(ScimType::InvalidValue, _))), "{active:?}");
     }
 
     #[test]

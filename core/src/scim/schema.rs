@@ -95,10 +95,11 @@ pub fn components() -> Vec<(&'static str, Value)> {
     let department = values(&list(Department::ALL, Department::as_str), "");
     let enterprise =
         object("The enterprise extension: its `department` is the user's.", &[("department", department.clone())], &[]);
-    let user = object(&format!("A dashboard user (at most {MAX_USERS} per deployment). On write, `userName` and `name` are required, and `department` (at the top level or in the enterprise extension) on create unless the SCIM token has a default; a PUT keeps what it leaves out of `department`, `permissions`, `externalId` and `active`, and ignores the read-only `id`, `createdAt`, `lastSignInAt` and `meta`."), &[
+    let user = object(&format!("A dashboard user (at most {MAX_USERS} per deployment). On write, `userName` and `name` are required, and `department` (at the top level or in the enterprise extension) on create unless the SCIM token has a default; a PUT keeps what it leaves out of `department`, `permissions`, `externalId`, `displayName` and `active`, and ignores the read-only `id`, `createdAt`, `lastSignInAt` and `meta`."), &[
         ("schemas", strings(&format!("`{USER_URN}` and `{ENTERPRISE_URN}`."))),
         ("id", string("The resource id (read-only).")),
         ("externalId", string("The identity provider's id.")),
+        ("displayName", string("The name to show.")),
         ("userName", string("The user's email; unique, case-insensitive.")),
         ("name", object("", &[("givenName", string("")), ("familyName", string(""))], &["givenName", "familyName"])),
         ("active", json!({"type": "boolean", "description": "False once deactivated (kept, listed, not able to use the dashboard). Writes also take the strings `\"True\"` / `\"False\"` in any case."})),
@@ -228,7 +229,7 @@ pub fn describe(endpoint: &Scim) -> Op {
                 .header("If-None-Match", false, "`*` or `ETag`s: a 304 when one names the current version.")
                 .empty(304, "The copy named in `If-None-Match` is current (the `ETag` header, no body)."),
         ),
-        Scim::Replace(_) => missing(taken(bad(if_match(found(body(user_path(Op::new("Replaces the writable attributes the body gives; `department`, `permissions`, `externalId` and `active` left out stay; read-only ones are ignored. A replacement that changes nothing keeps the version.")), refer("ScimUser")), 200, "Replaced."))))),
+        Scim::Replace(_) => missing(taken(bad(if_match(found(body(user_path(Op::new("Replaces the writable attributes the body gives; `department`, `permissions`, `externalId`, `displayName` and `active` left out stay; read-only ones are ignored. A replacement that changes nothing keeps the version.")), refer("ScimUser")), 200, "Replaced."))))),
         Scim::Patch(_) => missing(taken(bad(if_match(found(body(user_path(Op::new("Changes some attributes of a dashboard user (RFC 7644 §3.5.2).")), refer("ScimPatchOp")), 200, "Changed."))))),
         Scim::Delete(_) => missing(if_match(user_path(Op::new("Permanently deletes a dashboard user.")).empty(204, "Deleted."))),
         Scim::ServiceProviderConfig => discovery(

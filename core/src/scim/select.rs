@@ -1,5 +1,5 @@
 //! `attributes` / `excludedAttributes` (RFC 7644 §3.9): which attributes a response
-//! carries. `schemas` and `id` are always returned.
+//! carries. `schemas`, `id` and `active` are always returned.
 
 use serde_json::{Map, Value};
 
@@ -71,7 +71,8 @@ impl Selection {
             let whole = named.iter().any(|s| s.sub.is_none());
             let subs: Vec<&str> = named.iter().filter_map(|s| s.sub.as_deref()).collect();
             let value = match (v, only) {
-                _ if key == "schemas" || key == "id" => Some(v.clone()),
+                // Returned always, whatever is asked (RFC 7643 `returned: always`).
+                _ if key == "schemas" || key == "id" || key == "active" => Some(v.clone()),
                 (_, true) if whole => Some(v.clone()),
                 (Value::Object(inner), true) if !subs.is_empty() => Some(Value::Object(
                     inner

@@ -22,6 +22,9 @@ pub struct DashboardUser {
     pub user_name: String,
     /// The identity provider's own id for the user, if it sent one.
     pub external_id: Option<String>,
+    /// The name to show (RFC 7643 `displayName`), if the provider sent one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
     /// Given and family name.
     pub name: PersonName,
     /// Department.
@@ -80,6 +83,15 @@ impl<T: Clone> Given<T> {
             Given::Value(v) => v.clone(),
         }
     }
+
+    /// As [`Given::resolve`], for an attribute that may be unassigned.
+    pub fn resolve_option(&self, stored: &Option<T>) -> Option<T> {
+        match self {
+            Given::Omitted => stored.clone(),
+            Given::Unassigned => None,
+            Given::Value(v) => Some(v.clone()),
+        }
+    }
 }
 
 /// A checked POST or PUT body.
@@ -94,9 +106,11 @@ pub struct UserInput {
     pub department: Option<Department>,
     /// `externalId`.
     pub external_id: Given<String>,
+    /// `displayName`.
+    pub display_name: Given<String>,
     /// `permissions`.
     pub permissions: Given<Permissions>,
-    /// `active` (unassigned is the default, true).
+    /// `active` (`null` reads as left out; a new user is active unless it says not).
     pub active: Given<bool>,
     /// `id`, if the body carries one (a PATCH may not change it; a PUT ignores it).
     pub id: Option<String>,
@@ -108,8 +122,7 @@ pub struct UserInput {
 /// providers send them (Okta `emails`, `displayName`, `password`...), so they are
 /// accepted and dropped rather than refused. None is in the schema this server
 /// publishes, which names only what it keeps, and none is ever read back.
-pub const DROPPED: [&str; 19] = [
-    "displayName",
+pub const DROPPED: [&str; 18] = [
     "nickName",
     "profileUrl",
     "title",
@@ -196,7 +209,8 @@ fn enterprise_department(map: &Map<String, Value>) -> Result<Option<Department>,
     if v.is_null() {
         return Ok(None);
     }
-    let ext = without(object(v, ENTERPRISE_URN)?, &ENTERPRISE_DROPPED);
+    // A client may send the extension as a resource, with its own `schemas`.
+    let ext = without(object(v, ENTERPRISE_URN)?, &[&ENTERPRISE_DROPPED[..], &["schemas"]].concat());
     let [dept] = pick(&ext, ["department"], ENTERPRISE_URN)?;
     dept.map(|v| department(v, &format!("{ENTERPRISE_URN}:department"))).transpose()
 }
@@ -231,6 +245,7 @@ pub fn parse_value(value: &Value) -> Result<UserInput, ScimError> {
         "schemas",
         "id",
         "externalId",
+        "displayName",
         "meta",
         "userName",
         "name",
@@ -240,7 +255,7 @@ pub fn parse_value(value: &Value) -> Result<UserInput, ScimError> {
         "createdAt",
         "lastSignInAt",
     ];
-    let [schemas, id, external_id, _meta, user_name, name, dept, permissions, active, created_at, _last_sign_in] =
+    let [schemas, id, external_id, display_name, _meta, user_name, name, dept, permissions, active, created_at, _last_sign_in] =
         pick(&map, names, "")?;
     check_schemas(schemas)?;
     let user_name = text(required(user_name, "userName")?, "userName")?;
@@ -264,8 +279,14 @@ pub fn parse_value(value: &Value) -> Result<UserInput, ScimError> {
         name: parse_name(required(name, "name")?)?,
         department,
         external_id: given(&map, "externalId", external_id, |v| text(v, "externalId"))?,
+        display_name: given(&map, "displayName", display_name, |v| text(v, "displayName"))?,
         permissions: given(&map, "permissions", permissions, |v| Permissions::parse(v, "permissions"))?,
-        active: given(&map, "active", active, parse_active)?,
+        // `active: null` reads as left out: a user is always active or not, and
+        // unassigning it must not quietly reactivate one.
+        active: match given(&map, "active", active, parse_active)? {
+            Given::Unassigned => Given::Omitted,
+            given => given,
+        },
         id: id.map(|v| text(v, "id")).transpose()?,
         created_at: created_at.map(|v| text(v, "createdAt")).transpose()?,
     })
@@ -299,10 +320,8 @@ impl UserInput {
         DashboardUser {
             id,
             user_name: self.user_name.clone(),
-            external_id: match &self.external_id {
-                Given::Value(x) => Some(x.clone()),
-                Given::Omitted | Given::Unassigned => None,
-            },
+            external_id: self.external_id.resolve_option(&None),
+            display_name: self.display_name.resolve_option(&None),
             name: self.name.clone(),
             department,
             permissions: self.permissions.resolve(&Permissions::default(), Permissions::default()),
@@ -341,6 +360,9 @@ impl DashboardUser {
         if let Some(x) = &self.external_id {
             v["externalId"] = json!(x);
         }
+        if let Some(x) = &self.display_name {
+            v["displayName"] = json!(x);
+        }
         if !self.permissions.is_empty() {
             v["permissions"] = self.permissions.render();
         }
@@ -354,11 +376,8 @@ impl DashboardUser {
         next.user_name = input.user_name.clone();
         next.name = input.name.clone();
         next.department = input.department.unwrap_or(self.department);
-        next.external_id = match &input.external_id {
-            Given::Omitted => self.external_id.clone(),
-            Given::Unassigned => None,
-            Given::Value(x) => Some(x.clone()),
-        };
+        next.external_id = input.external_id.resolve_option(&self.external_id);
+        next.display_name = input.display_name.resolve_option(&self.display_name);
         next.permissions = input.permissions.resolve(&self.permissions, Permissions::default());
         next.active = input.active.resolve(&self.active, true);
         if next == *self {

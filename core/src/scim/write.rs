@@ -68,7 +68,7 @@ pub async fn create<S: Store>(
 }
 
 /// PUT /scim/v2/Users/{id}: replaces the writable attributes the body gives; those
-/// it leaves out (`department`, `permissions`, `externalId`, `active`) stay, as a
+/// it leaves out (`department`, `permissions`, `externalId`, `displayName`, `active`) stay, as a
 /// provider that does not manage one must not wipe it; read-only ones (`id`,
 /// `createdAt`, `meta`, `lastSignInAt`) are ignored (RFC 7644 §3.5.1). A new
 /// `userName` must be free (another case of the same one is fine).

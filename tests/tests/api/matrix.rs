@@ -200,6 +200,8 @@ fn scim_routes() -> Vec<(&'static str, &'static str, Option<Value>)> {
         ("GET", "/scim/v2/ResourceTypes/User", None),
         ("GET", "/scim/v2/Schemas", None),
         ("GET", "/scim/v2/Schemas/urn:ietf:params:scim:schemas:core:2.0:User", None),
+        ("GET", "/scim/v2/Me", None),
+        ("POST", "/scim/v2/Bulk", Some(json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:BulkRequest"]}))),
     ]
 }
 

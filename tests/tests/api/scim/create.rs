@@ -4,7 +4,7 @@
 use engage_tests::{unique_email, Scim};
 use serde_json::{json, Value};
 
-use super::{assert_error, by_name, user, USER_URN};
+use super::{assert_error, by_name, user, ENTERPRISE_URN, USER_URN};
 
 fn full_permissions() -> Value {
     json!({
@@ -51,9 +51,10 @@ pub(crate) async fn run() {
     assert!(u["meta"]["location"].as_str().unwrap().ends_with(&format!("/scim/v2/Users/{id}")));
     assert_eq!(r.header("etag"), Some("W/\"1\""));
     assert_eq!(
-        (&u["schemas"], &u["userName"], &u["externalId"], &u["department"]),
-        (&json!([USER_URN]), &json!(email), &json!("okta-123"), &json!("engineering"))
+        (&u["schemas"], &u["userName"], &u["externalId"], &u["department"], &u["active"]),
+        (&json!([USER_URN, ENTERPRISE_URN]), &json!(email), &json!("okta-123"), &json!("engineering"), &json!(true))
     );
+    assert_eq!(u[ENTERPRISE_URN], json!({"department": "engineering"}));
     assert_eq!(u["name"], json!({"givenName": "Ada", "familyName": "Lovelace"}));
     // The permissions come back as sent, the set's id under the spec's spelling and
     // every list the spec names present.
@@ -62,7 +63,7 @@ pub(crate) async fn run() {
     expected["appGroup"][1]["appGroupPermissions"] = json!([]);
     assert_eq!(u["permissions"], expected);
     assert!(is_long_text(&u["createdAt"]), "{}", u["createdAt"]);
-    assert_eq!(u["lastSignInAt"], "Thursday, January 1, 1970 12:00:00 AM");
+    assert!(u.get("lastSignInAt").is_none(), "never signed in: no lastSignInAt");
     assert_eq!(u["meta"]["resourceType"], "User");
     assert_eq!(u["meta"]["created"], u["meta"]["lastModified"]);
     assert_eq!(u["meta"]["version"], "W/\"1\"");
@@ -72,7 +73,8 @@ pub(crate) async fn run() {
     let mut plain = user(&unique_email("plain"));
     plain["id"] = json!("my-own-id");
     plain["createdAt"] = json!("Thursday, January 1, 1970 12:00:00 AM");
-    plain["active"] = json!(true);
+    plain["active"] = json!(false);
+    plain["displayName"] = json!("Plain User");
     plain["roles"] = json!([{"value": "Admin", "primary": true}]);
     plain["emails"] = json!([{"value": "x@example.com", "primary": true}]);
     let auth = format!("Bearer {}", scim.token);
@@ -85,7 +87,9 @@ pub(crate) async fn run() {
     assert_eq!(r2.status, 201, "{}", r2.body);
     assert_ne!(r2.body["id"], "my-own-id");
     assert_ne!(r2.body["createdAt"], "Thursday, January 1, 1970 12:00:00 AM");
-    assert!(r2.body.get("active").is_none() && r2.body.get("emails").is_none() && r2.body.get("roles").is_none());
+    assert_eq!(r2.body["active"], false, "a user may be created inactive");
+    assert_eq!(r2.body["displayName"], "Plain User", "displayName is kept");
+    assert!(r2.body.get("emails").is_none() && r2.body.get("roles").is_none());
     assert!(r2.body.get("permissions").is_none(), "no permissions: no attribute");
     let text =
         [("Authorization", auth.as_str()), ("X-Request-Origin", scim.origin.as_str()), ("Content-Type", "text/plain")];
@@ -137,10 +141,17 @@ async fn invalid_bodies(scim: &Scim) {
         (with("name", json!({"givenName": "A", "familyName": "B", "nick": "C"})), "invalidSyntax", "nick"),
         (with("name", json!("Ada")), "invalidValue", "object"),
         (without("department"), "invalidValue", "'department' is required"),
+        (with("department", Value::Null), "invalidValue", "'department' is required"),
+        (with(ENTERPRISE_URN, json!({"department": "hr"})), "invalidValue", "enterprise"),
+        (with(ENTERPRISE_URN, json!({"department": "bi"})), "invalidValue", "differ"),
+        (with(ENTERPRISE_URN, json!({"shoeSize": 9})), "invalidSyntax", "shoeSize"),
+        (with(ENTERPRISE_URN, json!("bi")), "invalidValue", "object"),
         (with("department", json!("sales")), "invalidValue", "agency, bi, c_suite"),
         (with("favouriteColour", json!("blue")), "invalidSyntax", "favouriteColour"),
-        // Deactivation is refused rather than ignored: the user would keep its access.
-        (with("active", json!(false)), "invalidValue", "DELETE"),
+        // An `active` that is neither true nor false is refused, never read as either.
+        (with("active", json!("banana")), "invalidValue", "'active' must be true or false"),
+        (with("active", json!(0)), "invalidValue", "'active' must be true or false"),
+        (with("active", json!("no")), "invalidValue", "'active' must be true or false"),
         (perms(json!([])), "invalidValue", "'permissions' must be an object"),
         (perms(json!({"companyPermissions": ["root"]})), "invalidValue", "permissions.companyPermissions[0]"),
         (perms(json!({"companyPermissions": "admin"})), "invalidValue", "array"),

@@ -7,7 +7,9 @@ mod auth;
 mod create;
 mod delete;
 mod discovery;
+mod entra;
 mod limit;
+mod okta;
 mod patch;
 mod read;
 mod replace;
@@ -17,6 +19,7 @@ use engage_tests::Reply;
 use serde_json::{json, Value};
 
 pub(crate) const USER_URN: &str = "urn:ietf:params:scim:schemas:core:2.0:User";
+pub(crate) const ENTERPRISE_URN: &str = "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User";
 pub(crate) const ERROR_URN: &str = "urn:ietf:params:scim:api:messages:2.0:Error";
 pub(crate) const LIST_URN: &str = "urn:ietf:params:scim:api:messages:2.0:ListResponse";
 
@@ -65,6 +68,8 @@ async fn scim_in_order() {
     read::run().await;
     replace::run().await;
     patch::run().await;
+    okta::run().await;
+    entra::run().await;
     delete::run().await;
     shapes::run().await;
     limit::run().await;

@@ -80,14 +80,24 @@ pub(crate) async fn run() {
     ]));
     let r = scim.call("PATCH", &path, Some(entra)).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert!(r.body.get("active").is_none() && r.body.get("emails").is_none());
+    assert!(r.body["active"] == json!(true) && r.body.get("emails").is_none());
     assert_eq!(r.body["name"]["givenName"], "Ada");
+    // A PATCH that changes nothing is no new version.
+    let version = r.header("etag").expect("etag").to_string();
+    let same = ops(
+        json!([{"op": "replace", "path": "name.givenName", "value": "Ada"}, {"op": "add", "path": "active", "value": "TRUE"}]),
+    );
+    let r = scim.call("PATCH", &path, Some(same)).await;
+    assert_eq!((r.status, r.header("etag")), (200, Some(version.as_str())), "{}", r.body);
     assert_eq!(r.body["permissions"]["companyPermissions"], json!(["admin"]), "add does not repeat a value");
     let before = json!({"department": before["department"], "userName": before["userName"]});
 
     // All or nothing: an operation that leaves the user invalid refuses the whole request.
     let refused: Vec<(Value, u16, &str, &str)> = vec![
-        (ops(json!([{"op": "replace", "path": "active", "value": false}])), 400, "invalidValue", "DELETE"),
+        (ops(json!([{"op": "replace", "path": "active", "value": "banana"}])), 400, "invalidValue", "true or false"),
+        (ops(json!([{"op": "replace", "path": "active", "value": 0}])), 400, "invalidValue", "true or false"),
+        (ops(json!([{"op": "replace", "value": {"active": "no"}}])), 400, "invalidValue", "true or false"),
+        (ops(json!([{"op": "remove", "path": "department"}])), 400, "invalidValue", "department"),
         (ops(json!([{"op": "replace", "path": "id", "value": "mine"}])), 400, "mutability", "'id'"),
         (
             ops(json!([{"op": "add", "path": "department[value eq \"bi\"]", "value": "pm"}])),

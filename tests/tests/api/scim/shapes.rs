@@ -58,6 +58,16 @@ pub(crate) async fn run() {
     let created = scim.call("POST", "/scim/v2/Users", Some(body)).await;
     let id = created.body["id"].as_str().expect("id").to_string();
     let got = scim.get(&format!("/scim/v2/Users/{id}")).await;
+    let not_modified =
+        scim.call_with("GET", &format!("/scim/v2/Users/{id}"), &[("If-None-Match", "W/\"1\"")], None).await;
+    let me = scim.get("/scim/v2/Me").await;
+    let bulk = scim
+        .call(
+            "POST",
+            "/scim/v2/Bulk",
+            Some(json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:BulkRequest"], "Operations": []})),
+        )
+        .await;
     let listed = scim.get(&super::by_name(&email)).await;
     let taken = scim.call("POST", "/scim/v2/Users", Some(user(&email))).await;
     let invalid = scim.call("POST", "/scim/v2/Users", Some(json!({"schemas": [super::USER_URN]}))).await;
@@ -103,6 +113,7 @@ pub(crate) async fn run() {
         json!({
             "create": shape(&created, &names),
             "get": shape(&got, &names),
+            "get_not_modified": shape(&not_modified, &names),
             "filter": shape(&listed, &names),
             "delete": shape(&deleted, &names),
         })
@@ -121,6 +132,8 @@ pub(crate) async fn run() {
             "405_method": shape(&method, &names),
             "415_media_type": shape(&media, &names),
             "413_too_large": shape(&too_large, &names),
+            "501_me": shape(&me, &names),
+            "501_bulk": shape(&bulk, &names),
         })
     );
     let base = engage_tests::host().base.clone();
