@@ -217,6 +217,18 @@ fn specific(method: &str, pattern: &str, group_id: &str) -> Option<(&'static str
         }
         ("GET", "/scim/v2/ResourceTypes/{}") => ("User", String::new(), None),
         ("GET", "/scim/v2/Schemas/{}") => ("urn:ietf:params:scim:schemas:core:2.0:User", String::new(), None),
+        // Not offered (501): shown so that what a provider sends there is answered here too.
+        ("GET", "/scim/v2/Me") | ("DELETE", "/scim/v2/Me") => ("", String::new(), None),
+        ("POST", "/scim/v2/Me") | ("PUT", "/scim/v2/Me") | ("PATCH", "/scim/v2/Me") => (
+            "",
+            String::new(),
+            Some(json!({"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "userName": EMAIL})),
+        ),
+        ("POST", "/scim/v2/Bulk") => (
+            "",
+            String::new(),
+            Some(json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:BulkRequest"], "Operations": []})),
+        ),
         ("GET", "/cdi/integrations") => ("", String::new(), None),
         ("GET", "/cdi/integrations/{}/job_sync_status") => ("INTEGRATION_ID", String::new(), None),
         _ => return None,

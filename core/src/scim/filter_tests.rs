@@ -70,7 +70,7 @@ fn every_operator_by_the_attributes_type_and_case_rule() {
     assert!(eval(r#"userName ew ".com""#));
     assert!(eval(r#"name.familyName gt "Byron" and name.familyName lt "M""#));
     assert!(eval(r#"name.givenName ge "ada" and name.givenName le "ADA""#));
-    assert!(eval(r#"meta.created lt "2024-05-06T12:00:00+02:00""#) == false);
+    assert!(!eval(r#"meta.created lt "2024-05-06T12:00:00+02:00""#));
     assert!(eval(r#"meta.created ge "2024-05-06T12:00:00+02:00""#));
     assert!(eval(r#"meta.lastModified gt "2024-05-31T00:00:00Z""#));
     assert!(eval("active eq true"));
