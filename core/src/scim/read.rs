@@ -119,12 +119,7 @@ pub async fn load<S: Store>(store: &S, id: &str) -> Result<Option<DashboardUser>
 /// Whether an `If-None-Match` header names the user's current version (`*`, or a
 /// tag compared weakly, RFC 7232 §3.2).
 fn not_modified(req: &Request, user: &DashboardUser) -> bool {
-    let Some(header) = req.header_value("if-none-match") else { return false };
-    let current = user.version.to_string();
-    header
-        .split(',')
-        .map(str::trim)
-        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag).trim_matches('"') == current)
+    req.header_value("if-none-match").is_some_and(|h| user.is_named_by(h))
 }
 
 /// GET /scim/v2/Users/{id}: the user, or a 304 without a body when the client's

@@ -394,6 +394,16 @@ impl DashboardUser {
         format!("W/\"{}\"", self.version)
     }
 
+    /// Whether an `If-Match` / `If-None-Match` value names this version: `*`, or a
+    /// list of tags one of which is it, weak or strong (compared weakly).
+    pub fn is_named_by(&self, header: &str) -> bool {
+        let current = self.version.to_string();
+        header
+            .split(',')
+            .map(str::trim)
+            .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag).trim_matches('"') == current)
+    }
+
     /// The resource as returned; `base` is the server's public address. The
     /// department is also in the enterprise extension, where Entra ID maps it.
     pub fn render(&self, base: &str) -> Value {

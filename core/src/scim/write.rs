@@ -16,16 +16,9 @@ use crate::store::{Store, Table};
 /// The `If-Match` precondition of a write (RFC 7644 §3.14): `*` or a list of tags,
 /// weak or strong, one of which must be the user's current version.
 fn check_if_match(req: &Request, user: &DashboardUser) -> Result<(), ScimError> {
-    let Some(header) = req.header_value("if-match") else { return Ok(()) };
-    let current = user.version.to_string();
-    let matches = header
-        .split(',')
-        .map(str::trim)
-        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag).trim_matches('"') == current);
-    if matches {
-        Ok(())
-    } else {
-        Err(ScimError::PreconditionFailed)
+    match req.header_value("if-match") {
+        Some(header) if !user.is_named_by(header) => Err(ScimError::PreconditionFailed),
+        _ => Ok(()),
     }
 }
 
