@@ -36,6 +36,8 @@ pub enum ApiError {
     },
     /// Invalid input: `{"message": ...}`.
     BadRequest(String),
+    /// A body whose `Content-Type` is not JSON, refused in strict mode (415).
+    UnsupportedMediaType,
     /// Invalid input on endpoints whose errors also carry an `errors` array (track).
     Fatal {
         /// The message.
@@ -107,6 +109,7 @@ impl ApiError {
             ApiError::MissingKey | ApiError::InvalidKey => 401,
             ApiError::MissingPermission(_) => 403,
             ApiError::PayloadTooLarge { .. } => 413,
+            ApiError::UnsupportedMediaType => 415,
             ApiError::RateLimited { .. } => 429,
             ApiError::BadRequest(_) | ApiError::Fatal { .. } => 400,
             ApiError::NotImplemented | ApiError::UnsupportedTransferCoding(_) => 501,
@@ -116,6 +119,11 @@ impl ApiError {
             ApiError::RequestTimeout { .. } => 408,
             ApiError::Busy | ApiError::Store(_) | ApiError::Overloaded => 503,
         }
+    }
+
+    /// The message the response carries (for a caller that reports it elsewhere).
+    pub fn message(&self) -> String {
+        self.clone().into_response().json_body()["message"].as_str().unwrap_or("error").to_string()
     }
 
     /// The one mapping from an error to a response in the platform's shape.
@@ -135,6 +143,9 @@ impl ApiError {
                 json!({"message": format!("Request Entity Too Large: the body exceeds {limit} bytes")})
             }
             ApiError::RateLimited { .. } => json!({"message": "Over rate limit"}),
+            ApiError::UnsupportedMediaType => {
+                json!({"message": "Unsupported Media Type: send the body as 'Content-Type: application/json'"})
+            }
             ApiError::BadRequest(m) | ApiError::NotFound(m) => json!({"message": m}),
             ApiError::Fatal { message, errors } => json!({"message": message, "errors": errors}),
             ApiError::NotImplemented => json!({"message": "Not Implemented: this endpoint is not available yet"}),

@@ -192,6 +192,10 @@ pub enum Then {
     /// [`crate::store::conformance::report`], in place of the response (the 404
     /// to send when the host cannot).
     RunConformance,
+    /// Set the host's clock to this time (a test clock's `POST /_engage/clock`): the
+    /// host keeps the offset from its own clock and passes the moved time in every
+    /// [`crate::Ctx`] from now on. Only asked of hosts configured with a test clock.
+    SetClock(crate::time::Timestamp),
 }
 
 /// A file path under the playground's root, checked: percent-decoded, made of

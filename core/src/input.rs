@@ -80,6 +80,19 @@ pub fn field<'a>(body: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     body.get(key).filter(|v| !v.is_null())
 }
 
+/// Strict mode: a request body must be labelled JSON (`application/json`, with any
+/// parameters), as the hosted platform requires; anything else is 415.
+pub fn check_json_media_type(req: &crate::http::Request) -> Result<(), ApiError> {
+    if matches!(req.method, crate::http::Method::Get | crate::http::Method::Head) && req.body.is_empty() {
+        return Ok(());
+    }
+    let essence = req.header_value("content-type").map(|ct| ct.split(';').next().unwrap_or("").trim());
+    match essence {
+        Some(e) if e.eq_ignore_ascii_case("application/json") => Ok(()),
+        _ => Err(ApiError::UnsupportedMediaType),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

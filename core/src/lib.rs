@@ -9,7 +9,7 @@
 //!   and authorize → rate limit → catch up with the queue → the endpoint family's
 //!   `parse` (pure) → `apply` (one unit of work, committed atomically) → render.
 //! - One folder per endpoint family (`track`, `identity`, `export`, `subscriptions`,
-//!   `preference_center`, `scim`, `cdi`, `admin`) over shared layers (`users`, `repo`,
+//!   `preference_center`, `scim`, `cdi`, `admin`, and the test kit, `kit`) over shared layers (`users`, `repo`,
 //!   `store`, `auth`, `ratelimit`, `error`, `input`, `ids`, `time`, `http`).
 //! - Storage is the [`store::Store`] trait; [`store::memory::MemoryStore`] is built in,
 //!   SQLite and D1 live in the hosts, and all three pass [`store::conformance::run_all`].
@@ -32,6 +32,7 @@ mod identity;
 mod ids;
 mod input;
 mod json;
+mod kit;
 mod openapi;
 mod permission;
 mod preference_center;
@@ -72,6 +73,16 @@ pub mod provision {
     pub use crate::permission::{parse_permission_list, Permission};
     pub use crate::scim::token::{create as create_scim_token, TokenFor};
     pub use crate::subscriptions::groups::{list as list_groups, Channel, Group};
+}
+
+/// The test kit for hosts: a known API key, fixtures, reset and the request journal
+/// (see the `kit` module's routes for the rest).
+pub mod testing {
+    pub use crate::engine::{check_seed, Loaded};
+    pub use crate::kit::journal::Answered;
+    pub use crate::kit::key::{ensure as ensure_key, Made};
+    pub use crate::kit::reset::{Keep, Report as ResetReport, Scope as ResetScope};
+    pub use crate::kit::seed::{parse as parse_seed, Seed, SeedError};
 }
 
 /// The route table as data, for documentation and the playground's examples.

@@ -88,6 +88,14 @@ impl RateLimiter {
         RateLimiter { enabled, windows: Mutex::new(HashMap::new()) }
     }
 
+    /// Forgets this process's counts of `workspace` (every workspace's with `None`):
+    /// a test kit's reset starts the windows afresh. Counts a store keeps for
+    /// several servers (PostgreSQL) stay.
+    pub fn forget(&self, workspace: Option<&str>) {
+        let mut windows = self.windows.lock().unwrap_or_else(|e| e.into_inner());
+        windows.retain(|(ws, _), _| workspace.is_some_and(|w| w != ws));
+    }
+
     /// Counts one request of `workspace` in `bucket` at `now`: in the store's shared
     /// counters when it keeps them, else in this process's memory (also when the
     /// store cannot count: a limit bounds load, it never refuses for a storage fault).

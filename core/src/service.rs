@@ -12,8 +12,9 @@ use crate::track::queue::backlog_state;
 /// service is not ready (the applier is stuck).
 pub const STUCK_AFTER_MS: i64 = 60_000;
 
-/// GET /: what this is and where to go.
-pub fn landing() -> Response {
+/// GET /: what this is and where to go; `playground`: whether the host serves the
+/// built playground (if not, the page says how to build it instead of a dead link).
+pub fn landing(playground: bool) -> Response {
     const PAGE: &str = r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Engage</title>
@@ -22,14 +23,21 @@ pub fn landing() -> Response {
 <h1>Engage</h1>
 <p>A self-hostable implementation of a customer-engagement platform's REST API for user data: tracking, identify, merge and delete, subscription groups, email state and blocklists, preference centers, SCIM provisioning and warehouse syncs. Point your API client here instead of the hosted platform.</p>
 <ul>
-<li><a href="/playground/">Playground</a>: try every endpoint in your browser, no server needed.</li>
+PLAYGROUND
 <li><a href="/openapi.json">API description</a> (OpenAPI 3.1).</li>
 <li><a href="/healthz">Health</a> and <a href="/readyz">readiness</a>.</li>
 </ul>
 <p>Requests need an API key: <code>Authorization: Bearer &lt;key&gt;</code> (make one with <code>engage keys create</code>).</p>
 </body></html>
 "#;
-    Response::html(200, PAGE)
+    let playground_line = if playground {
+        r#"<li><a href="/playground/">Playground</a>: try every endpoint in your browser, no server needed.</li>"#
+    } else {
+        "<li>Playground: not built on this server. Build it with <code>bash www/build.sh</code> (or start with \
+         <code>bash serve.sh</code>), then restart; or pass <code>--playground-dir</code>.</li>"
+    };
+    let inspector = r#"<li><a href="/_engage/inspector">Inspector</a>: see workspaces, users, recent requests and the queue (needs the server's admin token).</li>"#;
+    Response::html(200, &PAGE.replace("PLAYGROUND", &format!("{playground_line}\n{inspector}")))
 }
 
 /// GET /healthz: the process is up and answering.

@@ -41,6 +41,7 @@ impl Kit {
             rate_limits: false,
             admin_token: Some(ADMIN_TOKEN.into()),
             applies_in_background,
+            test_clock: true,
             ..Config::default()
         };
         let engine = Engine::new(store, config);

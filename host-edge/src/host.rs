@@ -162,6 +162,7 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
             return to_worker(isolate.engine.payload_too_large(&path));
         }
     };
+    let (method, path, arrived) = (request.method, request.path.clone(), ctx().now);
     let response = if isolate.engine.catches_up(&request) {
         let lane = Lane::enter(&isolate).await;
         drain(&lane, Yield::Never).await;
@@ -183,6 +184,17 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
     if let Some(why) = &response.internal {
         worker::console_error!("{} {why}", response.status);
     }
+    // The request journal is this isolate's (bodies are not kept at the edge).
+    isolate.engine.journal(engage_core::testing::Answered {
+        at: arrived,
+        method,
+        path: &path,
+        status: response.status,
+        micros: (ctx().now.0 - arrived.0).max(0) as u64 * 1000,
+        request_id: response.header_value("X-Request-Id").unwrap_or("-"),
+        request_body: &[],
+        response_body: &response.body,
+    });
     let response = match response.then {
         Then::ApplyQueue => {
             schedule_drain(&isolate, &wctx);
@@ -194,7 +206,8 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
         },
         // Workers serve no playground files (the playground is its own static site).
         // The edge keeps no metrics (the platform's analytics count its requests).
-        Then::Nothing | Then::ServeAsset(_) | Then::Metrics | Then::CatchUpFirst => response,
+        // No test clock at the edge: the core never asks to set one here.
+        Then::Nothing | Then::ServeAsset(_) | Then::Metrics | Then::CatchUpFirst | Then::SetClock(_) => response,
     };
     to_worker(response)
 }

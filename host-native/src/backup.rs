@@ -44,7 +44,7 @@ use crate::store::sqlite::queue_log::{checksum, HEADER, MAX_JOB};
 #[derive(Args)]
 pub struct BackupArgs {
     /// The database to copy (a server may be running on it).
-    #[arg(long)]
+    #[arg(long, env = "ENGAGE_DB", default_value = "engage.db")]
     pub db: PathBuf,
     /// The copy to write; it must not exist. Queued writes go beside it, in
     /// `FILE-queue.<seq>.log`.

@@ -14,10 +14,23 @@ pub mod store;
 
 use engage_core::{Ctx, Timestamp};
 
-/// The host's context for one request: the wall clock and fresh OS randomness.
+/// Milliseconds added to the wall clock: moved only by a test clock
+/// (`engage serve --test-clock`, `POST /_engage/clock`).
+static CLOCK_OFFSET_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// Moves the clock every later [`ctx`] reads to `now` (a test clock).
+pub fn set_clock(now: Timestamp) {
+    CLOCK_OFFSET_MS.store(now.0 - wall_clock_ms(), std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The host's context for one request: the clock (the wall clock, unless a test
+/// clock moved it) and fresh OS randomness.
 pub fn ctx() -> Ctx {
-    let now =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
+    let now = wall_clock_ms() + CLOCK_OFFSET_MS.load(std::sync::atomic::Ordering::SeqCst);
     let mut seed = [0u8; 16];
     // Without OS randomness we must not mint keys or ids.
     getrandom::fill(&mut seed).expect("the operating system's random source is unavailable");

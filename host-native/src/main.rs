@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use engage::server::{self, ServeArgs};
 use engage::{ctx, store};
 use engage_core::provision::{self, parse_permission_list, Channel, WorkspaceName};
+use engage_core::testing;
 
 #[derive(Parser)]
 #[command(name = "engage", version, about = "Engage: a self-hostable customer-engagement user-data API")]
@@ -48,6 +49,30 @@ enum Command {
     },
     /// Copy the database (and its queued writes) while the server runs.
     Backup(engage::backup::BackupArgs),
+    /// Load a fixtures file (workspaces, keys, groups, users, subscription states,
+    /// preference centers, SCIM users) into a database no server runs on; with a
+    /// server, use `engage serve --seed` or `POST /_engage/seed`. The same file
+    /// again changes nothing.
+    Seed {
+        #[command(flatten)]
+        db: DbArg,
+        /// The fixtures file (JSON).
+        file: PathBuf,
+    },
+    /// Remove the data of a database no server runs on (with a server, use
+    /// `POST /_engage/reset`): profiles, events, subscription states, preference
+    /// centers, sync jobs and, without --workspace, SCIM users. Keys, groups, SCIM
+    /// tokens and integrations stay unless --keep none.
+    Reset {
+        #[command(flatten)]
+        db: DbArg,
+        /// Only this workspace.
+        #[arg(long)]
+        workspace: Option<String>,
+        /// `keys` (keep the set-up) or `none`.
+        #[arg(long, default_value = "keys")]
+        keep: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -148,11 +173,25 @@ fn workspace(name: &str) -> Result<WorkspaceName, String> {
         .ok_or_else(|| format!("invalid workspace name '{name}': use letters, digits, '-', '_', '.'"))
 }
 
+/// An engine on a database for a command that changes it as a server would (a
+/// fixtures file, a reset), when no server runs on it. `create`: make the database
+/// if there is none.
+fn offline_engine(db: &std::path::Path, create: bool) -> Result<engage_core::Engine<store::NativeStore>, String> {
+    if server::server_runs_on(db) {
+        return Err(format!(
+            "a server runs on {}: use its routes (POST /_engage/seed, POST /_engage/reset) with its admin token",
+            db.display()
+        ));
+    }
+    let store = if create { store::NativeStore::open_or_create(db)? } else { store::NativeStore::open_existing(db)? };
+    Ok(engage_core::Engine::new(store, engage_core::Config { rate_limits: false, ..engage_core::Config::default() }))
+}
+
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Serve(args) => server::serve(args),
         Command::Keys { command: KeysCommand::List { db } } => {
-            let store = store::NativeStore::open(&db.db)?;
+            let store = store::NativeStore::open_existing(&db.db)?;
             for k in pollster::block_on(provision::list_keys(&store)).map_err(|e| format!("{e:?}"))? {
                 let used = k.last_used_at.as_deref().unwrap_or("never");
                 println!("{}\t{}\t{}\t{}\t{used}", k.id, k.workspace, k.permissions.join(","), k.created_at);
@@ -160,7 +199,7 @@ fn run(cli: Cli) -> Result<(), String> {
             Ok(())
         }
         Command::Keys { command: KeysCommand::Revoke { db, id } } => {
-            let store = store::NativeStore::open(&db.db)?;
+            let store = store::NativeStore::open_existing(&db.db)?;
             match pollster::block_on(provision::revoke_key(&store, &id)) {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(format!("no API key with id '{id}'")),
@@ -169,7 +208,7 @@ fn run(cli: Cli) -> Result<(), String> {
             }
         }
         Command::Workspaces { command: WorkspacesCommand::List { db } } => {
-            let store = store::NativeStore::open(&db.db)?;
+            let store = store::NativeStore::open_existing(&db.db)?;
             for w in pollster::block_on(provision::list_workspaces(&store)).map_err(|e| format!("{e:?}"))? {
                 println!("{}\t{}\t{}", w.name, w.created_at, w.keys);
             }
@@ -178,7 +217,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Keys { command: KeysCommand::Create { db, workspace: ws, permissions } } => {
             let ws = workspace(&ws.workspace)?;
             let perms = parse_permission_list(&permissions)?;
-            let store = store::NativeStore::open(&db.db)?;
+            let store = store::NativeStore::open_or_create(&db.db)?;
             let key =
                 pollster::block_on(provision::create_key(&store, &ws, perms, ctx())).map_err(|e| format!("{e:?}"))?;
             println!("{key}");
@@ -187,14 +226,14 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Groups { command: GroupsCommand::Create { db, workspace: ws, name, channel } } => {
             let ws = workspace(&ws.workspace)?;
             let channel = Channel::parse(&channel).ok_or("channel must be one of email, sms, whatsapp, rcs, line")?;
-            let store = store::NativeStore::open(&db.db)?;
+            let store = store::NativeStore::open_or_create(&db.db)?;
             let g = pollster::block_on(provision::create_group(&store, &ws, &name, channel, ctx()))
                 .map_err(|e| format!("{e:?}"))?;
             println!("{}", g.id);
             Ok(())
         }
         Command::ScimTokens { command: ScimTokensCommand::Create { db, origin, default_department } } => {
-            let store = store::NativeStore::open(&db.db)?;
+            let store = store::NativeStore::open_or_create(&db.db)?;
             let wanted = provision::TokenFor { origin: &origin, default_department: default_department.as_deref() };
             let token =
                 pollster::block_on(provision::create_scim_token(&store, wanted, ctx())).map_err(|e| match e {
@@ -204,11 +243,41 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{token}");
             Ok(())
         }
+        Command::Seed { db, file } => {
+            let bytes = std::fs::read(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+            let seed = testing::parse_seed(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+            // Checked whole before the database is opened (or made).
+            pollster::block_on(testing::check_seed(&seed, "http://localhost", ctx()))
+                .map_err(|e| format!("{}: {e}", file.display()))?;
+            let engine = offline_engine(&db.db, true)?;
+            match pollster::block_on(engine.load_seed(&seed, "http://localhost", ctx()))
+                .map_err(|e| format!("{}: {e}", file.display()))?
+            {
+                testing::Loaded::Now(n) => println!("loaded {n} entries"),
+                testing::Loaded::Before => println!("already loaded: nothing changed"),
+            }
+            Ok(())
+        }
+        Command::Reset { db, workspace: ws, keep } => {
+            let keep = match keep.as_str() {
+                "keys" => testing::Keep::Setup,
+                "none" => testing::Keep::Nothing,
+                other => return Err(format!("--keep is keys or none, not '{other}'")),
+            };
+            let scope = testing::ResetScope { workspace: ws.as_deref().map(workspace).transpose()?, keep };
+            let engine = offline_engine(&db.db, false)?;
+            let report = pollster::block_on(engine.reset(&scope, ctx())).map_err(|e| e.message())?;
+            println!(
+                "removed {} documents; {} integrations set back to never run",
+                report.removed, report.integrations_reset
+            );
+            Ok(())
+        }
         Command::Cdi { command } => engage::cdi::cli::run(command),
         Command::Backup(args) => engage::backup::run(args),
         Command::Groups { command: GroupsCommand::List { db, workspace: ws } } => {
             let ws = workspace(&ws.workspace)?;
-            let store = store::NativeStore::open(&db.db)?;
+            let store = store::NativeStore::open_existing(&db.db)?;
             for g in pollster::block_on(provision::list_groups(&store, &ws)).map_err(|e| e.to_string())? {
                 println!("{}\t{}\t{}", g.id, g.channel.as_str(), g.name);
             }

@@ -85,6 +85,60 @@ pub struct ServeArgs {
     /// Log lines as text or as JSON objects (one per line).
     #[arg(long, env = "ENGAGE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// A throwaway database: made in a new temporary directory, removed when the
+    /// server stops (`--db :memory:` means the same).
+    #[arg(long, env = "ENGAGE_EPHEMERAL")]
+    pub ephemeral: bool,
+    /// An API key that exists once the server is ready (32 characters or more),
+    /// across restarts, for a CI job or a `.env` file to hold.
+    #[arg(long, env = "ENGAGE_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// The workspace of `--api-key`.
+    #[arg(long, env = "ENGAGE_WORKSPACE", default_value = "default")]
+    pub workspace: String,
+    /// The permissions of `--api-key`: `all`, or a comma-separated list.
+    #[arg(long, env = "ENGAGE_PERMISSIONS", default_value = "all")]
+    pub permissions: String,
+    /// A fixtures file to load before serving (see `engage seed`).
+    #[arg(long, env = "ENGAGE_SEED")]
+    pub seed: Option<std::path::PathBuf>,
+    /// A clock tests can move: `POST /_engage/clock` (with the admin token).
+    #[arg(long, env = "ENGAGE_TEST_CLOCK")]
+    pub test_clock: bool,
+    /// Refuse what the hosted platform refuses where Engage is lenient (a body
+    /// that is not `Content-Type: application/json`: 415).
+    #[arg(long, env = "ENGAGE_STRICT")]
+    pub strict: bool,
+    /// Keep request and response bodies in the request journal (the inspector's
+    /// "recent requests"); keys and tokens are never kept.
+    #[arg(long, env = "ENGAGE_JOURNAL_BODIES")]
+    pub journal_bodies: bool,
+}
+
+/// Where `engage serve` keeps its data: a file or PostgreSQL, or a temporary
+/// directory removed when the server stops.
+struct Database {
+    path: std::path::PathBuf,
+    _temporary: Option<tempfile::TempDir>,
+}
+
+impl Database {
+    fn of(args: &ServeArgs) -> Result<Database, String> {
+        let memory = args.db.as_os_str() == ":memory:";
+        if !(args.ephemeral || memory) {
+            return Ok(Database { path: args.db.clone(), _temporary: None });
+        }
+        if args.ephemeral && !memory && args.db.as_os_str() != "engage.db" {
+            return Err("--ephemeral makes a database of its own: leave out --db (and ENGAGE_DB)".into());
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("engage-ephemeral-")
+            .tempdir()
+            .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+        let path = dir.path().join("engage.db");
+        tracing::info!("ephemeral database in {} (removed when the server stops)", dir.path().display());
+        Ok(Database { path, _temporary: Some(dir) })
+    }
 }
 
 /// How log lines are written.
@@ -103,6 +157,8 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
     let logs = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: a file or a pipe gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         // Reporting a failed log write prints to stderr, which panics when stderr is
         // what failed (a full disk): a server must outlive its log.
         .log_internal_errors(false);
@@ -110,17 +166,41 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         LogFormat::Text => logs.init(),
         LogFormat::Json => logs.json().flatten_event(true).init(),
     }
+    let database = Database::of(&args)?;
+    let db = database.path.clone();
     let options = crate::store::Options { cache_bytes: args.cache_mib.saturating_mul(1 << 20) };
-    let store = NativeStore::open_with(&args.db, options)?;
-    // Held while serving a SQLite file: commands on it see that a server runs (on
-    // PostgreSQL, any number of servers share the database).
-    let _serving = match &store {
-        NativeStore::Sqlite(_) => Some(server_lock(&args.db)?),
-        NativeStore::Postgres(_) => None,
-    };
-    if let Some(dir) = crate::playground::init(args.playground_dir.clone())? {
-        tracing::info!("serving the playground from {} at /playground/", dir.display());
+    // Refused before anything else: a second server on a file another one serves
+    // would answer every write with a storage failure.
+    let is_sqlite = !crate::store::postgres::is_postgres_url(&db.to_string_lossy());
+    let _serving = if is_sqlite { Some(server_lock(&db)?) } else { None };
+    let new = is_sqlite && !db.exists() && database._temporary.is_none();
+    let store = NativeStore::open_with(&db, options)?;
+    if new {
+        tracing::info!("made a new database at {}", db.display());
     }
+    let playground = crate::playground::init(args.playground_dir.clone())?;
+    match &playground {
+        Some(dir) => tracing::info!("serving the playground from {} at /playground/", dir.display()),
+        None => tracing::info!("no playground built (bash www/build.sh builds it): / says how"),
+    }
+    let known_key = match &args.api_key {
+        Some(key) => Some((
+            key.clone(),
+            engage_core::provision::WorkspaceName::parse(&args.workspace).ok_or_else(|| {
+                format!("invalid --workspace '{}': use letters, digits, '-', '_', '.'", args.workspace)
+            })?,
+            engage_core::provision::parse_permission_list(&args.permissions)?,
+        )),
+        None => None,
+    };
+    let seed = match &args.seed {
+        Some(path) => {
+            let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            Some(engage_core::testing::parse_seed(&bytes).map_err(|e| format!("{}: {e}", path.display()))?)
+        }
+        None => None,
+    };
+    let described = crate::store::native::describe(&db);
     let limits = Limits {
         header: Duration::from_secs(args.header_timeout_secs),
         body: Duration::from_secs(args.body_timeout_secs),
@@ -140,7 +220,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     runtime.block_on(async move {
-        let listener = listen(&args.listen).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+        let listener = listen(&args.listen).await.map_err(|e| listen_error(&args.listen, e))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         let config = Config {
             max_body_bytes: args.max_body_bytes,
@@ -153,8 +233,14 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             max_backlog_secs: (args.max_backlog_secs > 0).then_some(args.max_backlog_secs),
             applies_in_background: true,
             shared_store: matches!(store, NativeStore::Postgres(_)),
+            strict: args.strict,
+            test_clock: args.test_clock,
+            journal_bodies: args.journal_bodies,
+            playground: playground.is_some(),
         };
         let engine: SharedEngine = Arc::new(Engine::new(store, config));
+        prepare(&engine, known_key, seed.as_ref(), &format!("http://{bound}")).await?;
+        let _ = DATABASE.set(described);
         let exit_on_stdin_eof = args.exit_on_stdin_eof;
         run_with(engine, listener, limits, async move {
             if exit_on_stdin_eof {
@@ -165,6 +251,46 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         })
         .await
     })
+}
+
+/// What this server serves, for log lines that must say it (an unknown key).
+static DATABASE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Before the first request: the known key exists, the fixtures are loaded.
+async fn prepare(
+    engine: &SharedEngine,
+    known_key: Option<(String, engage_core::provision::WorkspaceName, Vec<engage_core::provision::Permission>)>,
+    seed: Option<&engage_core::testing::Seed>,
+    base: &str,
+) -> Result<(), String> {
+    let core = engine.clone();
+    let base = base.to_string();
+    let seed = seed.cloned();
+    tokio::task::spawn_blocking(move || {
+        if let Some((key, ws, permissions)) = known_key {
+            let made =
+                pollster::block_on(engage_core::testing::ensure_key(core.store(), &ws, permissions, &key, ctx()))
+                    .map_err(|e| format!("--api-key: {}", e.message()))?;
+            tracing::info!("the --api-key of workspace {} is {:?}", ws.as_str(), made);
+        }
+        if let Some(seed) = seed {
+            match pollster::block_on(core.load_seed(&seed, &base, ctx())).map_err(|e| format!("--seed: {e}"))? {
+                engage_core::testing::Loaded::Now(n) => tracing::info!("--seed: loaded {n} entries"),
+                engage_core::testing::Loaded::Before => tracing::info!("--seed: this file was loaded before"),
+            }
+        }
+        Ok(())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+/// Why the server cannot listen, with a hint for an address without a host.
+fn listen_error(address: &str, e: std::io::Error) -> String {
+    if address.parse::<u16>().is_ok() {
+        return format!("cannot listen on {address}: give a host and a port, e.g. --listen 127.0.0.1:{address}");
+    }
+    format!("cannot listen on {address}: {e}")
 }
 
 /// The file a server holds locked while it serves `db`.
@@ -439,9 +565,26 @@ async fn handle(
     let started = std::time::Instant::now();
     let method = Method::parse(req.method().as_str());
     let route = engine.route_label(method, req.uri().path());
-    let response = respond(&engine, req, body_timeout).await;
+    let path = req.uri().path().to_string();
+    let arrived = ctx().now;
+    let (response, request_body) = respond(&engine, req, body_timeout).await;
     let took = started.elapsed();
     let id = response.header_value("X-Request-Id").unwrap_or("-");
+    engine.journal(engage_core::testing::Answered {
+        at: arrived,
+        method,
+        path: &path,
+        status: response.status,
+        micros: took.as_micros() as u64,
+        request_id: id,
+        request_body: &request_body,
+        response_body: &response.body,
+    });
+    if response.status == 401 && !path.starts_with("/_engage") {
+        // A key made for another database is the usual cause: say which one this is.
+        let db = DATABASE.get().map(String::as_str).unwrap_or("?");
+        tracing::warn!(route, request_id = id, "refused a request's credentials; this server serves {db}");
+    }
     if let Some(why) = &response.internal {
         tracing::error!(method = method.as_str(), route, status = response.status, request_id = id, "{why}");
     }
@@ -457,7 +600,19 @@ async fn handle(
     Ok(to_hyper(response))
 }
 
-async fn respond(engine: &SharedEngine, req: hyper::Request<Incoming>, body_timeout: Duration) -> Response {
+/// The response, and the request's body when the journal keeps bodies.
+async fn respond(engine: &SharedEngine, req: hyper::Request<Incoming>, body_timeout: Duration) -> (Response, Vec<u8>) {
+    let mut kept = Vec::new();
+    let response = answer(engine, req, body_timeout, &mut kept).await;
+    (response, kept)
+}
+
+async fn answer(
+    engine: &SharedEngine,
+    req: hyper::Request<Incoming>,
+    body_timeout: Duration,
+    kept: &mut Vec<u8>,
+) -> Response {
     let (parts, body) = req.into_parts();
     let headers: Vec<(String, String)> = parts
         .headers
@@ -485,6 +640,9 @@ async fn respond(engine: &SharedEngine, req: hyper::Request<Incoming>, body_time
             }
         },
     };
+    if engine.journal_keeps_bodies() {
+        kept.clone_from(&body);
+    }
     let request = Request {
         method: Method::parse(parts.method.as_str()),
         path: parts.uri.path().to_string(),
@@ -506,6 +664,11 @@ async fn respond(engine: &SharedEngine, req: hyper::Request<Incoming>, body_time
             crate::playground::read(file).map(|content| Response::asset(file, content, method == Method::Head))
         }
         Then::Metrics => Some(metrics_response(engine).await),
+        Then::SetClock(now) => {
+            crate::set_clock(*now);
+            tracing::info!("test clock set to {}", now.to_rfc3339());
+            None
+        }
         // The applier thread polls the queue; this host cannot run the conformance suite.
         // (CatchUpFirst goes to hosts without a background applier only.)
         Then::Nothing | Then::ApplyQueue | Then::RunConformance | Then::CatchUpFirst => None,

@@ -44,27 +44,35 @@ pub async fn create_key<S: Store>(
         created_at: ctx.now.0,
         last_used_at: None,
     };
-    let ws = WorkspaceRecord { name: workspace.clone(), created_at: ctx.now.0 };
     let mut ops =
         vec![Op::Put { table: Table::ApiKey, key: key_hash(&secret), value: encode(&record)?, expect: Expect::Absent }];
-    // The workspace is made with its first key (and keeps that creation time), by a
-    // version that registers its large profiles from the start.
-    if store.get(Table::Workspace, workspace.as_str()).await?.is_none() {
-        ops.push(Op::Put {
+    ops.extend(new_workspace(store, workspace, ctx.now.0).await?);
+    store.commit(ChangeSet { ops, ack: None }).await?;
+    Ok(secret)
+}
+
+/// The writes that make `workspace` if it does not exist yet (none if it does): it
+/// is made with its first key (and keeps that creation time), by a version that
+/// registers its large profiles from the start.
+pub async fn new_workspace<S: Store>(store: &S, workspace: &WorkspaceName, now: i64) -> Result<Vec<Op>, ApiError> {
+    if store.get(Table::Workspace, workspace.as_str()).await?.is_some() {
+        return Ok(Vec::new());
+    }
+    let ws = WorkspaceRecord { name: workspace.clone(), created_at: now };
+    Ok(vec![
+        Op::Put {
             table: Table::Workspace,
             key: workspace.as_str().to_string(),
             value: encode(&ws)?,
             expect: Expect::Absent,
-        });
-        ops.push(Op::Put {
+        },
+        Op::Put {
             table: Table::LargeProfile,
             key: crate::repo::large::complete_key(workspace),
             value: Vec::new(),
             expect: Expect::Any,
-        });
-    }
-    store.commit(ChangeSet { ops, ack: None }).await?;
-    Ok(secret)
+        },
+    ])
 }
 
 /// The change set that creates identified profiles `external_ids` (each with the

@@ -23,7 +23,10 @@ use crate::track::pressure::Pressure;
 use crate::track::queue::QueueRun;
 use crate::{cdi, export, identity, input, preference_center, scim, service, subscriptions, track};
 
+mod kit;
 mod track_ack;
+
+pub use self::kit::{check_seed, Loaded};
 
 /// Engine settings.
 #[derive(Clone)]
@@ -59,6 +62,16 @@ pub struct Config {
     /// request that needs read-your-writes applies everything queued before it, in
     /// order, as appliers do (two of them racing simply retry).
     pub shared_store: bool,
+    /// Refuse what the hosted platform refuses where Engage is lenient: a body
+    /// whose `Content-Type` is not JSON (415).
+    pub strict: bool,
+    /// Offer `POST /_engage/clock` (the host keeps a settable clock).
+    pub test_clock: bool,
+    /// Keep request and response bodies in the request journal.
+    pub journal_bodies: bool,
+    /// Whether the host serves the built playground (the landing page links it, or
+    /// says how to build it).
+    pub playground: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -75,6 +88,10 @@ impl std::fmt::Debug for Config {
             .field("max_backlog_secs", &self.max_backlog_secs)
             .field("applies_in_background", &self.applies_in_background)
             .field("shared_store", &self.shared_store)
+            .field("strict", &self.strict)
+            .field("test_clock", &self.test_clock)
+            .field("journal_bodies", &self.journal_bodies)
+            .field("playground", &self.playground)
             .finish()
     }
 }
@@ -92,6 +109,10 @@ impl Default for Config {
             max_backlog_secs: None,
             applies_in_background: false,
             shared_store: false,
+            strict: false,
+            test_clock: false,
+            journal_bodies: false,
+            playground: true,
         }
     }
 }
@@ -131,6 +152,8 @@ pub struct Engine<S: Store> {
     gate: Gate,
     /// When this engine last noted each key's use (by key hash).
     keys_noted: std::sync::Mutex<std::collections::HashMap<String, i64>>,
+    /// The latest requests answered (the test kit's journal).
+    journal: crate::kit::journal::Journal,
 }
 
 /// How finely a key's last use is kept: an hour.
@@ -189,7 +212,8 @@ impl<S: Store> Engine<S> {
     pub fn new(store: S, config: Config) -> Engine<S> {
         let limiter = RateLimiter::new(config.rate_limits);
         let admin_token_hash = config.admin_token.as_deref().filter(|t| !t.is_empty()).map(auth::key_hash);
-        Engine { store, config, limiter, admin_token_hash, gate: Gate::new(), keys_noted: Default::default() }
+        let journal = crate::kit::journal::Journal::new(config.journal_bodies);
+        Engine { store, config, limiter, admin_token_hash, gate: Gate::new(), keys_noted: Default::default(), journal }
     }
 
     /// The store.
@@ -292,9 +316,10 @@ impl<S: Store> Engine<S> {
         match endpoint {
             Endpoint::Public(public) => Ok(self.public(public, &req, ctx).await),
             Endpoint::Operator(op) => {
-                admin::authorize(&req, self.admin_token_hash.as_deref())?;
+                crate::kit::session::authorize(&req, self.admin_token_hash.as_deref(), ctx.now)?;
                 admin::handle(&self.store, op, &req, self.config.runs_syncs, ctx).await
             }
+            Endpoint::Kit(kit) => self.kit(kit, &req, ctx).await,
             Endpoint::Scim(endpoint) => {
                 let base = req.public_base(self.config.public_url.as_deref());
                 Ok(scim::handle(&self.store, &self.limiter, endpoint, &req, &base, ctx).await)
@@ -303,6 +328,9 @@ impl<S: Store> Engine<S> {
                 // Rows with an API endpoint are built with a key (see `routes`); a
                 // mismatch could only be a broken table, and it fails closed.
                 let Auth::Key(permission, bucket) = route.auth else { return Err(ApiError::RouteNotFound) };
+                if self.config.strict {
+                    input::check_json_media_type(&req)?;
+                }
                 let key = self.authenticate(&req, ctx.now).await?;
                 if !key.allows(permission) {
                     return Err(ApiError::MissingPermission(permission));
@@ -331,7 +359,7 @@ impl<S: Store> Engine<S> {
             Public::PreferenceSubmit(token) => self.page(&token, PageOp::Submit, req, ctx).await,
             Public::PlaygroundRoot => playground_root(),
             Public::PlaygroundFile(raw) => playground_file(&raw),
-            Public::Landing => service::landing(),
+            Public::Landing => service::landing(self.config.playground),
             Public::Health => service::health(),
             Public::Ready => service::ready(&self.store, self.gate.progress_at.load(Ordering::SeqCst), ctx).await,
             Public::OpenApi => Response::json(200, &crate::openapi::document()),

@@ -184,6 +184,18 @@ pub(super) fn example(route: &Route) -> Option<Example> {
             "schemas": ["urn:ietf:params:scim:api:messages:2.0:BulkRequest"],
             "Operations": [{"method": "POST", "path": "/Users", "bulkId": "1", "data": scim_user("bulk@example.com")}]
         })),
+        // A workspace of its own: the rest of the world stays for the routes after it.
+        (Method::Post, "/_engage/reset") => query(&[("workspace", "scratch"), ("keep", "none")]),
+        (Method::Post, "/_engage/clock") => json(json!({"advance_secs": 0})),
+        (Method::Post, "/_engage/seed") => json(
+            json!({"workspaces": {"seeded": {"groups": [{"id": "g-seed", "name": "Seeded", "channel": "email"}]}}}),
+        ),
+        (Method::Get, "/_engage/journal") => query(&[("limit", "5")]),
+        (Method::Get, "/_engage/workspaces/{}/users") => query(&[("q", "u1")]),
+        (Method::Get, "/_engage/cdi/integrations") => query(&[("workspace", "test")]),
+        (Method::Post, "/_engage/inspector/login") => {
+            Example { query: Vec::new(), body: Body::Form(vec![("token".into(), crate::testkit::ADMIN_TOKEN.into())]) }
+        }
         (Method::Get, "/cdi/integrations") => query(&[("cursor", "§cursor_i")]),
         (Method::Get, "/cdi/integrations/{}/job_sync_status") => query(&[("cursor", "§cursor_j")]),
         (Method::Post, "/_engage/keys") => {
@@ -213,6 +225,12 @@ pub(super) fn example(route: &Route) -> Option<Example> {
         | (Method::Get, "/" | "/healthz" | "/readyz" | "/openapi.json" | "/metrics")
         | (Method::Delete, "/scim/v2/Users/{}")
         | (Method::Get | Method::Delete, "/scim/v2/Me")
+        | (
+            Method::Get,
+            "/_engage/workspaces/{}/preference-centers" | "/_engage/workspaces/{}/preference-centers/{}/url/{}",
+        )
+        | (Method::Get, "/_engage/inspector")
+        | (Method::Post, "/_engage/inspector/logout")
         | (Method::Post, "/_engage/cdi/integrations/{}/sync" | "/_engage/conformance")
         | (Method::Get | Method::Head, "/playground/{..}" | "/playground") => query(&[]),
         _ => return None,

@@ -213,6 +213,12 @@ impl World {
             ("/cdi/integrations/{}/job_sync_status" | "/_engage/cdi/integrations/{}/sync", _)
             | ("/_engage/cdi/integrations/{}" | "/_engage/cdi/integrations/{}/jobs", _)
             | ("/_engage/cdi/integrations/{}/rewind", _) => one("§integration"),
+            ("/_engage/workspaces/{}/users" | "/_engage/workspaces/{}/preference-centers", _)
+            | ("/_engage/workspaces/{}/preference-centers/{}/url/{}", 0) => vec!["test".into()],
+            ("/_engage/workspaces/{}/preference-centers/{}/url/{}", 1) => one("§center"),
+            ("/_engage/workspaces/{}/preference-centers/{}/url/{}", _) => {
+                vec!["u1".into(), "u2".into(), "nobody".into()]
+            }
             ("/playground/{..}", _) => {
                 vec![String::new(), "index.html".into(), "pkg/engage_bg.wasm".into(), "a%20b/".into()]
             }

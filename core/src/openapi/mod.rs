@@ -128,6 +128,7 @@ pub fn describe(endpoint: &Endpoint) -> Op {
         },
         Endpoint::Scim(e) => scim::schema::describe(e),
         Endpoint::Operator(e) => admin::schema::describe(e),
+        Endpoint::Kit(e) => crate::kit::schema::describe(e),
         Endpoint::Public(e) => public::describe(e),
     }
 }
@@ -148,6 +149,7 @@ fn tag(family: Family) -> (&'static str, &'static str) {
         Family::Scim => ("SCIM", "SCIM 2.0 provisioning of dashboard users (RFC 7643, RFC 7644), with a SCIM token and `X-Request-Origin`."),
         Family::Cdi => ("Warehouse sync (CDI)", "Warehouse integrations and their sync jobs."),
         Family::Admin => ("Engage operator", "Engage's operator routes under `/_engage/`, not part of the platform's API: provisioning and inspection over HTTP. They need the admin token and exist only when the server has one."),
+        Family::Kit => ("Engage test kit", "Engage's test kit under `/_engage/`, not part of the platform's API: reset, fixtures, a settable clock (`--test-clock`), the request journal and the inspector. They need the admin token (or the inspector's session) and exist only when the server has one."),
         Family::Playground => ("Engage playground", "The playground's files: the API running in the browser, compiled to WebAssembly."),
         Family::Service => ("Engage service", "Engage's own service routes: landing page, health, readiness, this description and metrics. No credentials."),
     }

@@ -10,7 +10,7 @@ use crate::engine::{Config, Engine};
 use crate::http::{Method, Request};
 use crate::ids::WorkspaceName;
 use crate::permission::Permission;
-use crate::routes::{Auth, Endpoint, Scim, ROUTES};
+use crate::routes::{Auth, Endpoint, Family, Scim, ROUTES};
 use crate::store::memory::MemoryStore;
 use crate::testkit::Kit;
 use crate::time::Timestamp;
@@ -50,7 +50,8 @@ fn every_route_is_in_the_document_with_its_method_summary_and_credentials() {
             Auth::Scim => assert!(op["security"][0].get("scimOrigin").is_some(), "{name}"),
             Auth::Admin => {
                 assert!(op["security"][0].get("adminToken").is_some(), "{name}");
-                assert_eq!(op["tags"][0], "Engage operator", "{name}");
+                let tag = if route.family == Family::Kit { "Engage test kit" } else { "Engage operator" };
+                assert_eq!(op["tags"][0], tag, "{name}");
                 assert_eq!(op["x-engage-route"], "operator", "{name}");
             }
             Auth::Public => assert_eq!(op["security"], serde_json::json!([]), "{name}"),

@@ -62,6 +62,9 @@ pub enum Table {
     /// prefix alone once its profiles were all written by a version that keeps this
     /// table (see [`crate::repo::large`]).
     LargeProfile = 19,
+    /// SHA-256 of a fixtures file loaded (the test kit's seed) → when: loading it
+    /// again changes nothing, until a reset.
+    Seed = 20,
 }
 
 impl Table {
@@ -71,7 +74,7 @@ impl Table {
     }
 
     /// Every table, for backends that enumerate them.
-    pub const ALL: [Table; 19] = [
+    pub const ALL: [Table; 20] = [
         Table::Workspace,
         Table::ApiKey,
         Table::Profile,
@@ -91,6 +94,7 @@ impl Table {
         Table::CdiRequest,
         Table::QueueEarly,
         Table::LargeProfile,
+        Table::Seed,
     ];
 }
 

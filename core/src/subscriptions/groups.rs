@@ -95,13 +95,45 @@ pub async fn create<S: Store>(
     now: Timestamp,
     ids: &mut IdGen,
 ) -> Result<Group, ApiError> {
+    let group = Group { id: ids.uuid(), name: checked_name(name)?, channel, created_at: now };
+    let op =
+        Op::Put { table: Table::Group, key: group_key(ws, &group.id), value: encode(&group)?, expect: Expect::Absent };
+    store.commit(ChangeSet { ops: vec![op], ack: None }).await?;
+    Ok(group)
+}
+
+fn checked_name(name: &str) -> Result<String, ApiError> {
     let name = name.trim();
     if name.is_empty() || name.len() > 255 {
         return Err(ApiError::bad("a group name must be 1 to 255 characters"));
     }
-    let group = Group { id: ids.uuid(), name: name.to_string(), channel, created_at: now };
-    let op =
-        Op::Put { table: Table::Group, key: group_key(ws, &group.id), value: encode(&group)?, expect: Expect::Absent };
+    Ok(name.to_string())
+}
+
+/// Makes a group with a fixed id (a fixtures file's): created when new, given this
+/// name and channel when it exists (a group keeps its creation time).
+pub async fn create_with_id<S: Store>(
+    store: &S,
+    ws: &WorkspaceName,
+    id: &str,
+    name: &str,
+    channel: Channel,
+    now: Timestamp,
+) -> Result<Group, ApiError> {
+    let key = group_key(ws, id);
+    let mut group = Group { id: id.to_string(), name: checked_name(name)?, channel, created_at: now };
+    let expect = match store.get(Table::Group, &key).await? {
+        None => Expect::Absent,
+        Some(entry) => {
+            let old: Group = decode(&entry.value)?;
+            group.created_at = old.created_at;
+            if old == group {
+                return Ok(group);
+            }
+            Expect::Version(entry.version)
+        }
+    };
+    let op = Op::Put { table: Table::Group, key, value: encode(&group)?, expect };
     store.commit(ChangeSet { ops: vec![op], ack: None }).await?;
     Ok(group)
 }

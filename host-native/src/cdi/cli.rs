@@ -153,8 +153,9 @@ pub fn parse_interval(text: &str) -> Result<u64, String> {
     n.checked_mul(scale).ok_or_else(|| format!("'{text}' is too long"))
 }
 
+/// The database of a command on existing integrations (it must exist).
 fn store(db: &std::path::Path) -> Result<NativeStore, String> {
-    NativeStore::open(db)
+    NativeStore::open_existing(db)
 }
 
 /// An error as the operator reads it.
@@ -199,7 +200,7 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
             let contact_emails = contacts.into_iter().map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect();
             let source = absolute_sqlite(source)?;
             let spec = Spec { name, source, table, kind, schedule_secs, contact_emails };
-            let store = store(&db)?;
+            let store = NativeStore::open_or_create(&db)?;
             let i = pollster::block_on(warehouse::create(&store, &ws, &spec, ctx())).map_err(|e| match e {
                 engage_core::ApiError::BadRequest(m) => m,
                 e => format!("{e:?}"),

@@ -46,6 +46,26 @@ impl NativeStore {
         NativeStore::open_with(db, Options::default())
     }
 
+    /// Opens a database that must exist: commands that only read or change what is
+    /// there never make one (a mistyped `--db` would otherwise look empty).
+    pub fn open_existing(db: &Path) -> Result<NativeStore, String> {
+        if !is_postgres_url(&db.to_string_lossy()) && !db.exists() {
+            return Err(format!("no database at {}: check --db (or ENGAGE_DB)", db.display()));
+        }
+        NativeStore::open(db)
+    }
+
+    /// Opens a database, making it when it does not exist, and then saying so on
+    /// standard error.
+    pub fn open_or_create(db: &Path) -> Result<NativeStore, String> {
+        let new = !is_postgres_url(&db.to_string_lossy()) && !db.exists();
+        let store = NativeStore::open(db)?;
+        if new {
+            eprintln!("engage: made a new database at {}", db.display());
+        }
+        Ok(store)
+    }
+
     /// True when this process may apply writes to profiles: always on PostgreSQL
     /// (every server reads through to the database); on SQLite, the process that
     /// owns the file's queue.

@@ -12,222 +12,9 @@ use crate::http::{percent_decode, Method};
 use crate::permission::Permission;
 use crate::ratelimit::Bucket;
 
-/// An endpoint of the platform's REST API, authenticated by an API key.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Api {
-    /// POST /users/track
-    Track,
-    /// POST /users/track/sync
-    TrackSync,
-    /// POST /users/export/ids
-    ExportIds,
-    /// POST /users/identify
-    Identify,
-    /// POST /users/merge
-    Merge,
-    /// POST /users/delete
-    Delete,
-    /// POST /users/alias/new
-    AliasNew,
-    /// POST /users/alias/update
-    AliasUpdate,
-    /// POST /subscription/status/set
-    SubscriptionSetV1,
-    /// POST /v2/subscription/status/set
-    SubscriptionSetV2,
-    /// GET /subscription/user/status
-    SubscriptionUserStatus,
-    /// GET /subscription/status/get
-    SubscriptionStatusGet,
-    /// POST /email/status
-    EmailStatus,
-    /// POST /email/blacklist and /email/blocklist
-    EmailBlocklist,
-    /// The preference-center family.
-    PreferenceCenter(PreferenceCenter),
-    /// The warehouse-sync family.
-    Cdi(Cdi),
-}
+mod endpoint;
 
-/// A preference-center endpoint (API key).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PreferenceCenter {
-    /// POST /preference_center/v1
-    Create,
-    /// PUT /preference_center/v1/{id}
-    Update(String),
-    /// GET /preference_center/v1/list
-    List,
-    /// GET /preference_center/v1/{id}
-    Get(String),
-    /// GET /preference_center/v1/{id}/url/{external_id}
-    UserUrl(String, String),
-}
-
-/// A warehouse-sync (CDI) endpoint (API key).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Cdi {
-    /// GET /cdi/integrations
-    Integrations,
-    /// GET /cdi/integrations/{id}/job_sync_status
-    JobSyncStatus(String),
-}
-
-/// A SCIM endpoint, authenticated by a SCIM token and `X-Request-Origin`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Scim {
-    /// GET /scim/v2/Users?filter=...
-    Search,
-    /// POST /scim/v2/Users/.search
-    SearchPost,
-    /// POST /scim/v2/.search (every resource type: here, users)
-    SearchRoot,
-    /// POST /scim/v2/Users
-    Create,
-    /// GET /scim/v2/Users/{id}
-    Get(String),
-    /// PUT /scim/v2/Users/{id}
-    Replace(String),
-    /// DELETE /scim/v2/Users/{id}
-    Delete(String),
-    /// PATCH /scim/v2/Users/{id}
-    Patch(String),
-    /// GET /scim/v2/ServiceProviderConfig
-    ServiceProviderConfig,
-    /// GET /scim/v2/ResourceTypes
-    ResourceTypes,
-    /// GET /scim/v2/ResourceTypes/{id}
-    ResourceType(String),
-    /// GET /scim/v2/Schemas
-    Schemas,
-    /// GET /scim/v2/Schemas/{id}
-    Schema(String),
-    /// `/scim/v2/Me` (any method) and POST `/scim/v2/Bulk`: SCIM endpoints this
-    /// server does not offer, answered 501 (RFC 7644 §3.11, §3.7).
-    NotOffered(NotOffered),
-}
-
-/// A SCIM endpoint RFC 7644 defines and this server does not implement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NotOffered {
-    /// `/Me`: the authenticated subject's own resource (a SCIM token is no user).
-    Me,
-    /// `/Bulk`: several operations in one request.
-    Bulk,
-}
-
-impl Scim {
-    /// Discovery endpoints describe the server: they count in no rate limit (the
-    /// spec's limit is the user endpoints').
-    pub fn is_discovery(&self) -> bool {
-        match self {
-            Scim::ServiceProviderConfig
-            | Scim::ResourceTypes
-            | Scim::ResourceType(_)
-            | Scim::Schemas
-            | Scim::Schema(_)
-            | Scim::NotOffered(_) => true,
-            Scim::Search
-            | Scim::SearchPost
-            | Scim::SearchRoot
-            | Scim::Create
-            | Scim::Get(_)
-            | Scim::Replace(_)
-            | Scim::Delete(_)
-            | Scim::Patch(_) => false,
-        }
-    }
-}
-
-/// An operator route under `/_engage/`, authenticated by the admin token.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Operator {
-    /// POST /_engage/keys
-    CreateKey,
-    /// POST /_engage/groups
-    CreateGroup,
-    /// POST /_engage/scim-tokens
-    CreateScimToken,
-    /// POST /_engage/cdi/integrations
-    CreateIntegration,
-    /// POST /_engage/cdi/integrations/{id}/sync
-    RequestSync(String),
-    /// GET /_engage/cdi/integrations/{id}/jobs: its newest jobs, with failures and row errors.
-    IntegrationJobs(String),
-    /// PATCH /_engage/cdi/integrations/{id}: name, source, table, schedule, contacts, paused.
-    UpdateIntegration(String),
-    /// DELETE /_engage/cdi/integrations/{id}.
-    DeleteIntegration(String),
-    /// POST /_engage/cdi/integrations/{id}/rewind `{"to": time | null}`.
-    RewindIntegration(String),
-    /// GET /_engage/cdi/integrations/{id}: how many jobs it had and the last one's status.
-    IntegrationState(String),
-    /// GET /_engage/groups
-    ListGroups,
-    /// GET /_engage/queue/set-aside: queued jobs set aside (undecodable, or too large to apply).
-    SetAsideJobs,
-    /// GET /_engage/queue: how many jobs wait, and since when the oldest.
-    QueueState,
-    /// GET /_engage/keys: every API key, without secrets.
-    ListKeys,
-    /// DELETE /_engage/keys/{id}: revoke a key.
-    RevokeKey(String),
-    /// GET /_engage/workspaces
-    ListWorkspaces,
-    /// POST /_engage/conformance: the store conformance suite, where the host can run it.
-    Conformance,
-}
-
-/// A route that needs no credentials.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Public {
-    /// GET /playground: redirects to `/playground/`.
-    PlaygroundRoot,
-    /// GET /playground/{..}: a file of the built playground.
-    PlaygroundFile(String),
-    /// GET /preferences/{token}: a preference center's page for the user the token names.
-    PreferencePage(String),
-    /// POST /preferences/{token}: its form.
-    PreferenceSubmit(String),
-    /// GET /: what this is, and where to go.
-    Landing,
-    /// GET /healthz: the process answers.
-    Health,
-    /// GET /readyz: the store answers and the queue is applied.
-    Ready,
-    /// GET /openapi.json: the API described from this table.
-    OpenApi,
-    /// GET /metrics: Prometheus text, from the host's counters.
-    Metrics,
-}
-
-/// Every endpoint, by how it authenticates.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Endpoint {
-    /// Platform API, API key.
-    Api(Api),
-    /// SCIM, SCIM token.
-    Scim(Scim),
-    /// Operator, admin token.
-    Operator(Operator),
-    /// No credentials.
-    Public(Public),
-}
-
-impl Endpoint {
-    /// Whether the request first applies everything queued before it (read your
-    /// writes). `/users/track` only appends to the queue, so it need not wait; nor
-    /// do routes that touch no profile.
-    pub fn catches_up(&self) -> bool {
-        match self {
-            Endpoint::Api(Api::Track) => false,
-            Endpoint::Api(_) => true,
-            // The page shows, and its form changes, subscription states.
-            Endpoint::Public(Public::PreferencePage(_) | Public::PreferenceSubmit(_)) => true,
-            Endpoint::Scim(_) | Endpoint::Operator(_) | Endpoint::Public(_) => false,
-        }
-    }
-}
+pub use self::endpoint::*;
 
 /// How a route authenticates (derived from its endpoint's kind).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -261,6 +48,8 @@ pub enum Family {
     Cdi,
     /// Operator routes.
     Admin,
+    /// The test kit: reset, the clock, the journal and the inspector.
+    Kit,
     /// The playground's static files.
     Playground,
     /// The landing page, health, readiness, the API description and metrics.
@@ -303,6 +92,12 @@ impl Route {
 
 fn param(mut v: Params) -> String {
     v.pop().unwrap_or_default()
+}
+
+fn three(mut v: Params) -> (String, String, String) {
+    let third = v.pop().unwrap_or_default();
+    let (first, second) = two(v);
+    (first, second, third)
 }
 
 fn two(mut v: Params) -> (String, String) {
@@ -348,6 +143,20 @@ macro_rules! operator {
             summary: $s,
             params: &[$($(stringify!($n)),+)?],
             endpoint: |v| Endpoint::Operator(($ep)(v)),
+        }
+    };
+}
+
+macro_rules! kit {
+    ($m:ident $p:literal $([$($n:ident),+])?, $s:literal, $ep:expr) => {
+        Route {
+            method: Method::$m,
+            pattern: $p,
+            auth: Auth::Admin,
+            family: Family::Kit,
+            summary: $s,
+            params: &[$($(stringify!($n)),+)?],
+            endpoint: |v| Endpoint::Kit(($ep)(v)),
         }
     };
 }
@@ -435,6 +244,20 @@ pub static ROUTES: &[Route] = &[
     operator!(Get "/_engage/queue/set-aside", "Queued jobs set aside as unreadable", |_| Operator::SetAsideJobs),
     operator!(Get "/_engage/queue", "The queue's backlog", |_| Operator::QueueState),
     operator!(Post "/_engage/conformance", "Run the store conformance suite", |_| Operator::Conformance),
+    kit!(Post "/_engage/reset", "Remove the deployment's or a workspace's data (test kit)", |_| Kit::Reset),
+    kit!(Post "/_engage/clock", "Set or advance the server's clock (with --test-clock)", |_| Kit::SetClock),
+    kit!(Post "/_engage/seed", "Load a fixtures file (test kit)", |_| Kit::Seed),
+    kit!(Get "/_engage/journal", "The most recent requests (test kit)", |_| Kit::Journal),
+    kit!(Get "/_engage/workspaces/{}/users" [workspace], "Find profiles by any identifier (test kit)", |v| Kit::FindUsers(param(v))),
+    kit!(Get "/_engage/workspaces/{}/preference-centers" [workspace], "A workspace's preference centers (test kit)", |v| Kit::Centers(param(v))),
+    kit!(Get "/_engage/workspaces/{}/preference-centers/{}/url/{}" [workspace, id, external_id], "A link to a center's page as a user (test kit)", |v| {
+        let (ws, id, user) = three(v);
+        Kit::CenterLink(ws, id, user)
+    }),
+    kit!(Get "/_engage/cdi/integrations", "Every warehouse integration (test kit)", |_| Kit::Integrations),
+    kit!(Get "/_engage/inspector", "The inspector: a page to see the data (test kit)", |_| Kit::Inspector),
+    kit!(Post "/_engage/inspector/login", "Sign in to the inspector with the admin token", |_| Kit::Login),
+    kit!(Post "/_engage/inspector/logout", "Sign out of the inspector", |_| Kit::Logout),
     // The file routes first: `/playground/` is a file path (the index), not the root.
     public!(Get "/playground/{..}" [path], Playground, "A file of the playground", |v| Public::PlaygroundFile(param(v))),
     public!(Head "/playground/{..}" [path], Playground, "A file of the playground (headers only)", |v| Public::PlaygroundFile(param(v))),

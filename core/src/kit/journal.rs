@@ -1,0 +1,198 @@
+//! The request journal: the most recent requests an engine answered, for a person
+//! (the inspector) or a test to see what their application sent. Each entry has
+//! the time, method, route (the pattern: never the raw path, which may carry
+//! identifiers or link tokens), status, latency and request id; bodies only when
+//! the host asks for them (`--journal-bodies`), truncated, with preference-page
+//! link tokens masked. Credentials are headers and are never kept. The operator's
+//! own routes, health checks, metrics and playground files are not journaled.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+use crate::http::Method;
+use crate::routes;
+use crate::time::Timestamp;
+
+/// Entries kept (the oldest is dropped for a new one).
+pub const CAPACITY: usize = 500;
+/// Most characters of a body kept in an entry.
+pub const MAX_BODY_CHARS: usize = 4096;
+
+/// One journaled request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    /// When it arrived (RFC 3339).
+    pub at: String,
+    /// Its method.
+    pub method: &'static str,
+    /// The route it matched, or `unmatched`.
+    pub route: &'static str,
+    /// The answer's status.
+    pub status: u16,
+    /// How long answering took, in microseconds (as the host measured it).
+    pub micros: u64,
+    /// The request id (`X-Request-Id`).
+    pub request_id: String,
+    /// The request's body, with `--journal-bodies`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_body: Option<String>,
+    /// The response's body, with `--journal-bodies`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_body: Option<String>,
+}
+
+/// What a host tells the journal of a request it answered.
+#[derive(Clone, Copy, Debug)]
+pub struct Answered<'a> {
+    /// When it arrived.
+    pub at: Timestamp,
+    /// Its method.
+    pub method: Method,
+    /// Its path (only used to find the route).
+    pub path: &'a str,
+    /// The answer's status.
+    pub status: u16,
+    /// How long answering took, in microseconds.
+    pub micros: u64,
+    /// The request id.
+    pub request_id: &'a str,
+    /// The request's body (empty when the host kept none).
+    pub request_body: &'a [u8],
+    /// The response's body.
+    pub response_body: &'a [u8],
+}
+
+/// The journal: a bounded list of the latest entries.
+#[derive(Debug, Default)]
+pub struct Journal {
+    entries: Mutex<VecDeque<Entry>>,
+    bodies: bool,
+}
+
+/// Whether requests to `path` are journaled: the application's, not the tools'.
+fn journaled(path: &str) -> bool {
+    !(path.starts_with("/_engage/")
+        || path == "/_engage"
+        || path.starts_with("/playground")
+        || matches!(path, "/" | "/healthz" | "/readyz" | "/metrics" | "/openapi.json" | "/favicon.ico"))
+}
+
+/// A body as an entry keeps it: text, truncated, with link tokens masked.
+fn kept(body: &[u8]) -> Option<String> {
+    if body.is_empty() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(body);
+    let mut out = String::new();
+    let mut rest: &str = &text;
+    // `/preferences/<token>`: a link that opens a person's page.
+    while let Some(at) = rest.find("/preferences/") {
+        let (head, tail) = rest.split_at(at + "/preferences/".len());
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| c == '"' || c == '\'' || c == '<' || c.is_whitespace() || c == '\\')
+            .unwrap_or(tail.len());
+        if end > 0 {
+            out.push_str("[token]");
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    if out.chars().count() > MAX_BODY_CHARS {
+        let cut: String = out.chars().take(MAX_BODY_CHARS).collect();
+        return Some(format!("{cut}… [{} bytes in all]", body.len()));
+    }
+    Some(out)
+}
+
+impl Journal {
+    /// A journal; `bodies`: keep request and response bodies too.
+    pub fn new(bodies: bool) -> Journal {
+        Journal { entries: Mutex::new(VecDeque::with_capacity(CAPACITY)), bodies }
+    }
+
+    /// Notes a request the host answered (if its path is journaled).
+    pub fn record(&self, a: Answered<'_>) {
+        if !journaled(a.path) {
+            return;
+        }
+        let route = routes::find(a.method, a.path).map_or("unmatched", |(r, _)| r.pattern);
+        let entry = Entry {
+            at: a.at.to_rfc3339(),
+            method: a.method.as_str(),
+            route,
+            status: a.status,
+            micros: a.micros,
+            request_id: a.request_id.chars().take(128).collect(),
+            request_body: if self.bodies { kept(a.request_body) } else { None },
+            response_body: if self.bodies { kept(a.response_body) } else { None },
+        };
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() == CAPACITY {
+            entries.pop_front();
+        }
+        entries.push_back(entry);
+    }
+
+    /// The latest `limit` entries, newest first.
+    pub fn recent(&self, limit: usize) -> Vec<Entry> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.iter().rev().take(limit).cloned().collect()
+    }
+
+    /// Whether bodies are kept.
+    pub fn keeps_bodies(&self) -> bool {
+        self.bodies
+    }
+
+    /// Forgets every entry (a reset of the whole deployment).
+    pub fn clear(&self) {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answered<'a>(path: &'a str, body: &'a [u8]) -> Answered<'a> {
+        Answered {
+            at: Timestamp(0),
+            method: Method::Post,
+            path,
+            status: 201,
+            micros: 7,
+            request_id: "r1",
+            request_body: body,
+            response_body: br#"{"url": "http://x/preferences/abc.def-1?x=1"}"#,
+        }
+    }
+
+    #[test]
+    fn the_application_s_requests_are_kept_newest_first_and_bounded() {
+        let j = Journal::new(false);
+        j.record(answered("/users/track", b"{}"));
+        j.record(answered("/_engage/keys", b"{}"));
+        j.record(answered("/healthz", b""));
+        j.record(answered("/users/7/nope", b""));
+        let got = j.recent(10);
+        assert_eq!(got.iter().map(|e| e.route).collect::<Vec<_>>(), ["unmatched", "/users/track"]);
+        assert!(got[1].request_body.is_none(), "no bodies unless asked");
+        for _ in 0..CAPACITY + 5 {
+            j.record(answered("/users/track", b"{}"));
+        }
+        assert_eq!(j.recent(usize::MAX).len(), CAPACITY);
+    }
+
+    #[test]
+    fn bodies_when_asked_with_link_tokens_masked_and_truncated() {
+        let j = Journal::new(true);
+        let big = vec![b'a'; MAX_BODY_CHARS + 10];
+        j.record(answered("/users/track", &big));
+        let e = &j.recent(1)[0];
+        assert!(e.request_body.as_ref().unwrap().ends_with(&format!("… [{} bytes in all]", big.len())));
+        assert_eq!(e.response_body.as_deref(), Some(r#"{"url": "http://x/preferences/[token]"}"#));
+    }
+}

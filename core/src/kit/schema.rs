@@ -1,0 +1,61 @@
+//! The API description of the test kit's routes.
+
+use serde_json::Value;
+
+use super::journal::CAPACITY;
+use super::reset::CHUNK;
+use crate::openapi::op::Op;
+use crate::openapi::schema::{array, free_object, integer, nullable, object, refer, string};
+use crate::routes::Kit;
+
+fn user_found() -> Value {
+    free_object("A profile as `/users/export/ids` returns it with every field.")
+}
+
+/// A test-kit route.
+pub fn describe(endpoint: &Kit) -> Op {
+    match endpoint {
+        Kit::Reset => Op::new(format!(
+            "Removes the deployment's data, or a workspace's (`?workspace=`): profiles, events, purchases, aliases, subscription and email states, preference centers, sync jobs, set-aside queued jobs and (deployment-wide) SCIM users. Workspaces, API keys, groups, SCIM tokens and integrations stay unless `?keep=none`. Everything queued is applied first. Up to {CHUNK} documents go in one unit of work."
+        ))
+        .query("workspace", false, "Only this workspace.", string(""))
+        .query("keep", false, "`keys` (default): keep the set-up; `none`: remove it too.", string(""))
+        .reply(200, "Reset.", object("", &[("removed", integer("Documents removed.")), ("integrations_reset", integer("Integrations set back to never run."))], &["removed"]))
+        .reply(400, "A bad parameter.", refer("Error")),
+        Kit::SetClock => Op::new("Sets (`now`) or advances (`advance_secs`) the server's clock: link expiry, default event times, rate-limit windows, sync schedules and creation times follow it. Exists only on a server started with `--test-clock`.")
+            .body(object("", &[("now", string("An RFC 3339 time.")), ("advance_secs", integer("Seconds to move on (0 to ten years)."))], &[]))
+            .reply(200, "The new time.", object("", &[("now", string("RFC 3339."))], &["now"]))
+            .reply(400, "A bad body.", refer("Error")),
+        Kit::Seed => Op::new("Loads a fixtures file (the body; the same as `engage seed` and `engage serve --seed`): workspaces with keys, groups, users, subscription states and preference centers, and SCIM users. Checked whole on an empty store first: a bad entry is a 400 naming its path, and nothing is stored. The same file again changes nothing.")
+            .body(free_object("The fixtures file (see the README)."))
+            .reply(200, "Loaded (or already loaded).", object("", &[("loaded", integer("Entries loaded.")), ("already_loaded", free_object("True when this file was loaded before."))], &["loaded"]))
+            .reply(400, "A bad entry, named by its path.", refer("Error")),
+        Kit::Journal => Op::new(format!("The latest {CAPACITY} requests the server answered (not the operator's, health checks, metrics or playground files), newest first: time, method, route, status, latency and request id; bodies only with `--journal-bodies`. Never a key or a token."))
+            .query("limit", false, "At most this many.", integer(""))
+            .reply(200, "The requests.", object("", &[("requests", array(object("", &[
+                ("at", string("RFC 3339.")), ("method", string("")), ("route", string("The route's pattern.")), ("status", integer("")),
+                ("micros", integer("Latency.")), ("request_id", string("")), ("request_body", nullable(string(""))), ("response_body", nullable(string(""))),
+            ], &["at", "method", "route", "status", "micros", "request_id"]), "Newest first.")), ("bodies", free_object("Whether bodies are kept."))], &["requests"])),
+        Kit::FindUsers(_) => Op::new("Profiles a workspace has for an identifier: `q` (tried as external id, email, phone, braze id and `label:name` alias) or one of `external_id`, `email`, `phone`, `braze_id`, `alias_name` with `alias_label`. Everything queued is applied first.")
+            .path("workspace", "The workspace.")
+            .query("q", false, "Any identifier.", string(""))
+            .reply(200, "The profiles found.", object("", &[("users", array(user_found(), "At most 50."))], &["users"]))
+            .reply(400, "No identifier.", refer("Error")),
+        Kit::Centers(_) => Op::new("A workspace's preference centers, as `/preference_center/v1/list` returns them.")
+            .path("workspace", "The workspace.")
+            .reply(200, "The centers.", free_object("`{\"preference_centers\": [...]}`.")),
+        Kit::CenterLink(..) => Op::new("A link to a preference center's page as a user, as `/preference_center/v1/{id}/url/{user}` makes it.")
+            .path("workspace", "The workspace.").path("id", "The center's api id.").path("external_id", "The user.")
+            .reply(200, "The link.", object("", &[("url", string(""))], &["url"]))
+            .reply(404, "No such center or user.", refer("Error")),
+        Kit::Integrations => Op::new("Every warehouse integration (of `?workspace=`), with its job count, last job and how far it has synced; never its source.")
+            .query("workspace", false, "Only this workspace.", string(""))
+            .reply(200, "The integrations.", object("", &[("integrations", array(free_object("An integration."), ""))], &["integrations"])),
+        Kit::Inspector => Op::new("The inspector: a page to see workspaces, users, recent requests, the queue, preference centers and syncs. Without a session, a login form for the admin token.")
+            .reply_in(200, "The page.", "text/html", string("HTML.")),
+        Kit::Login => Op::new("Signs in to the inspector: a form with `token` (the admin token). Sets an `HttpOnly`, `SameSite=Strict` session cookie for `/_engage`.")
+            .empty(303, "Signed in: to the inspector.")
+            .reply_in(401, "Not the admin token: the form again.", "text/html", string("HTML.")),
+        Kit::Logout => Op::new("Signs out of the inspector (clears the session cookie).").empty(303, "Signed out: to the login form."),
+    }
+}

@@ -1,0 +1,254 @@
+//! Fixtures: one JSON file of workspaces (with their API keys, subscription groups
+//! with fixed ids, users as `/users/track` bodies, subscription states as
+//! `/v2/subscription/status/set` bodies, preference centers as
+//! `POST /preference_center/v1` bodies) and SCIM users (as `POST /scim/v2/Users`
+//! bodies):
+//!
+//! ```json
+//! {"workspaces": {"shop": {
+//!     "keys": [{"key": "<32+ characters>", "permissions": "all"}],
+//!     "groups": [{"id": "newsletter", "name": "Newsletter", "channel": "email"}],
+//!     "users": [{"attributes": [{"external_id": "u1", "email": "u1@example.com"}]}],
+//!     "subscriptions": [{"subscription_groups": [...]}],
+//!     "preference_centers": [{"name": "prefs", ...}]}},
+//!  "scim_users": [{"schemas": [...], "userName": "ada@example.com", ...}]}
+//! ```
+//!
+//! [`parse`] checks the file's shape, naming the path of a bad entry; the engine
+//! then loads it as requests (every rule of each endpoint applies), first on an
+//! empty in-memory store, so that a bad entry is refused before anything is
+//! stored, then for real. Loading the same file again changes nothing: its
+//! SHA-256 is remembered (until a reset); a changed file is loaded again, and what
+//! it names that exists (a key, a group id, a center's name, a SCIM user name) is
+//! left as it is.
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::ids::WorkspaceName;
+use crate::permission::{parse_permission_list, Permission};
+use crate::subscriptions::groups::Channel;
+
+/// A seed file bigger than this is refused (it is loaded in memory, twice).
+pub const MAX_SEED_BYTES: usize = 16 * 1024 * 1024;
+
+/// A bad seed file: where, and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedError {
+    /// The path of the bad entry, e.g. `workspaces.shop.users[3]`.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for SeedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+fn bad(path: &str, message: impl Into<String>) -> SeedError {
+    SeedError { path: path.to_string(), message: message.into() }
+}
+
+/// A key the file names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedKey {
+    /// The key itself.
+    pub secret: String,
+    /// Its permissions.
+    pub permissions: Vec<Permission>,
+}
+
+/// A subscription group with a fixed id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedGroup {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its channel.
+    pub channel: Channel,
+}
+
+/// One request of the file, as the engine runs it, with the path it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedRequest {
+    /// Where in the file.
+    pub path: String,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// A workspace of the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedWorkspace {
+    /// Its name.
+    pub name: WorkspaceName,
+    /// Its keys.
+    pub keys: Vec<SeedKey>,
+    /// Its groups.
+    pub groups: Vec<SeedGroup>,
+    /// `/users/track` bodies.
+    pub users: Vec<SeedRequest>,
+    /// `/v2/subscription/status/set` bodies.
+    pub subscriptions: Vec<SeedRequest>,
+    /// `POST /preference_center/v1` bodies.
+    pub preference_centers: Vec<SeedRequest>,
+}
+
+/// A checked seed file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Seed {
+    /// Its SHA-256 (hex): loading it again changes nothing.
+    pub digest: String,
+    /// Its workspaces, in the file's order.
+    pub workspaces: Vec<SeedWorkspace>,
+    /// `POST /scim/v2/Users` bodies.
+    pub scim_users: Vec<SeedRequest>,
+}
+
+fn object<'a>(v: &'a Value, path: &str, allowed: &[&str]) -> Result<&'a Map<String, Value>, SeedError> {
+    let m = v.as_object().ok_or_else(|| bad(path, "must be an object"))?;
+    if let Some(k) = m.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(bad(path, format!("unknown field '{k}' (allowed: {})", allowed.join(", "))));
+    }
+    Ok(m)
+}
+
+fn list<'a>(m: &'a Map<String, Value>, key: &str, path: &str) -> Result<Vec<(String, &'a Value)>, SeedError> {
+    let here = format!("{path}.{key}");
+    match m.get(key) {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => Ok(items.iter().enumerate().map(|(i, v)| (format!("{here}[{i}]"), v)).collect()),
+        Some(_) => Err(bad(&here, "must be an array")),
+    }
+}
+
+fn requests(m: &Map<String, Value>, key: &str, path: &str) -> Result<Vec<SeedRequest>, SeedError> {
+    list(m, key, path)?
+        .into_iter()
+        .map(|(path, v)| {
+            if !v.is_object() {
+                return Err(bad(&path, "must be an object (a request body)"));
+            }
+            Ok(SeedRequest { path, body: v.to_string().into_bytes() })
+        })
+        .collect()
+}
+
+fn text<'a>(m: &'a Map<String, Value>, key: &str, path: &str) -> Result<&'a str, SeedError> {
+    m.get(key).and_then(Value::as_str).ok_or_else(|| bad(path, format!("'{key}' is required, as a string")))
+}
+
+fn key(v: &Value, path: &str) -> Result<SeedKey, SeedError> {
+    let m = object(v, path, &["key", "permissions"])?;
+    let secret = text(m, "key", path)?.to_string();
+    super::key::check(&secret).map_err(|e| bad(path, e.message()))?;
+    let permissions = match m.get("permissions") {
+        None => parse_permission_list("all"),
+        Some(Value::String(s)) => parse_permission_list(s),
+        Some(Value::Array(items)) => {
+            let names: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
+            names
+                .ok_or_else(|| "permissions must be strings".to_string())
+                .and_then(|n| parse_permission_list(&n.join(",")))
+        }
+        Some(_) => Err("'permissions' must be \"all\" or an array of strings".into()),
+    }
+    .map_err(|e| bad(path, e))?;
+    Ok(SeedKey { secret, permissions })
+}
+
+/// A fixed group id: 1 to 64 letters, digits, `-` and `_` (a UUID is one).
+pub fn check_group_id(id: &str) -> bool {
+    (1..=64).contains(&id.len()) && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+fn group(v: &Value, path: &str) -> Result<SeedGroup, SeedError> {
+    let m = object(v, path, &["id", "name", "channel"])?;
+    let id = text(m, "id", path)?;
+    if !check_group_id(id) {
+        return Err(bad(path, format!("'id' must be 1 to 64 letters, digits, '-' or '_', not '{id}'")));
+    }
+    let channel = text(m, "channel", path)?;
+    let channel = Channel::parse(channel)
+        .ok_or_else(|| bad(path, format!("'channel' must be email, sms, whatsapp, rcs or line, not '{channel}'")))?;
+    let name = text(m, "name", path)?.trim();
+    if name.is_empty() || name.len() > 255 {
+        return Err(bad(path, "'name' must be 1 to 255 characters"));
+    }
+    Ok(SeedGroup { id: id.to_string(), name: name.to_string(), channel })
+}
+
+/// Checks a seed file's shape (pure); the engine checks each request as it runs.
+pub fn parse(bytes: &[u8]) -> Result<Seed, SeedError> {
+    if bytes.len() > MAX_SEED_BYTES {
+        return Err(bad("", format!("the seed file is over {} MiB", MAX_SEED_BYTES >> 20)));
+    }
+    let value: Value = serde_json::from_slice(bytes)
+        .map_err(|e| bad("", format!("not JSON (line {}, column {}): {e}", e.line(), e.column())))?;
+    let top = object(&value, "(the file)", &["workspaces", "scim_users"])?;
+    let mut workspaces = Vec::new();
+    if let Some(all) = top.get("workspaces") {
+        let all = all.as_object().ok_or_else(|| bad("workspaces", "must be an object of workspaces by name"))?;
+        for (name, w) in all {
+            let path = format!("workspaces.{name}");
+            let ws = WorkspaceName::parse(name)
+                .ok_or_else(|| bad(&path, "a workspace name is 1 to 64 of letters, digits, '-', '_', '.'"))?;
+            let allowed = ["keys", "groups", "users", "subscriptions", "preference_centers"];
+            let m = object(w, &path, &allowed)?;
+            workspaces.push(SeedWorkspace {
+                name: ws,
+                keys: list(m, "keys", &path)?.into_iter().map(|(p, v)| key(v, &p)).collect::<Result<_, _>>()?,
+                groups: list(m, "groups", &path)?.into_iter().map(|(p, v)| group(v, &p)).collect::<Result<_, _>>()?,
+                users: requests(m, "users", &path)?,
+                subscriptions: requests(m, "subscriptions", &path)?,
+                preference_centers: requests(m, "preference_centers", &path)?,
+            });
+        }
+    }
+    let scim_users = requests(top, "scim_users", "")?
+        .into_iter()
+        .map(|r| SeedRequest { path: r.path.trim_start_matches('.').to_string(), ..r })
+        .collect();
+    let digest = Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
+    Ok(Seed { digest, workspaces, scim_users })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        parse(text.as_bytes()).expect_err(text).to_string()
+    }
+
+    #[test]
+    fn a_file_s_shape_is_checked_with_the_path_of_the_bad_entry() {
+        let key = "k".repeat(32);
+        let ok = format!(
+            r#"{{"workspaces": {{"shop": {{"keys": [{{"key": "{key}"}}], "groups": [{{"id": "g-1", "name": "N", "channel": "email"}}],
+                "users": [{{"attributes": []}}]}}}}, "scim_users": [{{"userName": "a@b.c"}}]}}"#
+        );
+        let seed = parse(ok.as_bytes()).unwrap();
+        assert_eq!(seed.workspaces[0].groups[0].id, "g-1");
+        assert_eq!(seed.workspaces[0].users[0].path, "workspaces.shop.users[0]");
+        assert_eq!(seed.scim_users[0].path, "scim_users[0]");
+        assert_eq!(seed.digest.len(), 64);
+
+        assert!(err("{").starts_with("not JSON (line 1"));
+        assert_eq!(err(r#"{"users": []}"#), "(the file): unknown field 'users' (allowed: workspaces, scim_users)");
+        assert!(err(r#"{"workspaces": {"a b": {}}}"#).starts_with("workspaces.a b: a workspace name"));
+        assert!(err(r#"{"workspaces": {"w": {"keys": [{"key": "short"}]}}}"#)
+            .starts_with("workspaces.w.keys[0]: an API key must be 32"));
+        assert!(err(r#"{"workspaces": {"w": {"groups": [{"id": "x", "name": "n", "channel": "fax"}]}}}"#)
+            .starts_with("workspaces.w.groups[0]: 'channel'"));
+        assert!(err(r#"{"workspaces": {"w": {"users": [1]}}}"#).starts_with("workspaces.w.users[0]: must be an object"));
+        assert!(err(r#"{"workspaces": {"w": {"events": []}}}"#).starts_with("workspaces.w: unknown field 'events'"));
+    }
+}
