@@ -150,7 +150,7 @@ pub fn backup(db: &Path, to: &Path) -> Result<Summary, String> {
         return Err("engage backup copies a SQLite database: back PostgreSQL up with its own tools (pg_dump)".into());
     }
     if !db.is_file() {
-        return Err(format!("database {} does not exist", db.display()));
+        return Err(format!("database {} does not exist: check --db (or ENGAGE_DB)", db.display()));
     }
     let old_queue = with_suffix(db, "-queue");
     if old_queue.exists() {

@@ -24,7 +24,8 @@ use serde_json::{json, Value};
 pub struct Host {
     /// Base URL without a trailing slash.
     pub base: String,
-    admin_token: String,
+    /// The admin token the host was started with (operator and test-kit routes).
+    pub admin_token: String,
     _child: Option<Child>,
 }
 

@@ -12,10 +12,19 @@ use crate::ids::WorkspaceName;
 use crate::kit::journal::{Answered, CAPACITY};
 use crate::kit::seed::{Seed, SeedError, SeedRequest};
 use crate::kit::{clock, inspect, page, reset, seed, session};
+use crate::repo::codec::{decode, encode};
 use crate::routes::{Api, Kit};
 use crate::store::memory::MemoryStore;
 use crate::store::{ChangeSet, Expect, Op, Store, Table, MAX_SCAN};
 use crate::{preference_center, scim, track};
+
+/// What is remembered of a fixtures file loaded: when, and into which workspaces
+/// (a reset of one of them lets the file load again).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Marker {
+    loaded_at: String,
+    workspaces: Vec<String>,
+}
 
 /// What loading a fixtures file did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,14 +121,18 @@ impl<S: Store> Engine<S> {
         track::queue::catch_up(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await?;
         let report = reset::reset(&self.store, scope).await?;
         drop(backlog);
-        // A file loaded before loads again after a reset.
-        let markers: Vec<Op> = self
-            .store
-            .scan(Table::Seed, "", MAX_SCAN)
-            .await?
-            .into_iter()
-            .map(|(key, _)| Op::Delete { table: Table::Seed, key, expect: Expect::Any })
-            .collect();
+        // A file loaded before loads again after a reset of what it loaded into.
+        let mut markers = Vec::new();
+        for (key, entry) in self.store.scan(Table::Seed, "", MAX_SCAN).await? {
+            let loaded: Marker = decode(&entry.value).unwrap_or_default();
+            let touched = match &scope.workspace {
+                None => true,
+                Some(ws) => loaded.workspaces.iter().any(|w| w == ws.as_str()),
+            };
+            if touched {
+                markers.push(Op::Delete { table: Table::Seed, key, expect: Expect::Any });
+            }
+        }
         if !markers.is_empty() {
             self.store.commit(ChangeSet { ops: markers, ack: None }).await?;
         }
@@ -149,12 +162,12 @@ impl<S: Store> Engine<S> {
         }
         check_seed(seed, base, ctx).await?;
         let n = self.load_entries(seed, base, ctx, true).await?;
-        let mark = Op::Put {
-            table: Table::Seed,
-            key: seed.digest.clone(),
-            value: ctx.now.to_rfc3339().into_bytes(),
-            expect: Expect::Any,
+        let marker = Marker {
+            loaded_at: ctx.now.to_rfc3339(),
+            workspaces: seed.workspaces.iter().map(|w| w.name.as_str().to_string()).collect(),
         };
+        let value = encode(&marker).map_err(|e| SeedError { path: String::new(), message: format!("{e:?}") })?;
+        let mark = Op::Put { table: Table::Seed, key: seed.digest.clone(), value, expect: Expect::Any };
         self.store
             .commit(ChangeSet { ops: vec![mark], ack: None })
             .await

@@ -5,6 +5,7 @@ mod auth;
 mod cdi;
 mod export;
 mod identity;
+mod kit;
 mod matrix;
 mod preference_center;
 mod scim;

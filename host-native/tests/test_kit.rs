@@ -1,0 +1,198 @@
+//! The test kit on the command line: a throwaway database, a known key, fixtures,
+//! a settable clock, strict media types, reset and seed commands, and the mistakes
+//! that used to fail silently (a mistyped --db, a second server on one file, a port
+//! without a host, coloured log files, an unknown key with no hint).
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::{engage, Conn, Server};
+
+const KEY: &str = "ci-known-key-0123456789abcdef0123456789";
+const ADMIN: &str = "kit-test-admin-token";
+
+fn example_seed() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/seed.example.json").to_string_lossy().into_owned()
+}
+
+/// `engage` with `args`: its exit status, standard output and standard error.
+fn run(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_engage")).args(args).output().expect("run engage");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Stops a server as an operator does (SIGTERM) and waits for it to exit.
+fn stop(server: &mut Server) {
+    let _ = Command::new("kill").arg(server.child.id().to_string()).status();
+    let started = Instant::now();
+    while server.child.try_wait().ok().flatten().is_none() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the server did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn raw(conn: &mut Conn, method: &str, path: &str, headers: &str, body: &str) -> support::Reply {
+    let head =
+        format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{headers}Content-Length: {}\r\n\r\n{body}", body.len());
+    std::io::Write::write_all(conn.stream(), head.as_bytes()).unwrap();
+    conn.read_reply().unwrap()
+}
+
+#[test]
+fn an_ephemeral_server_with_a_known_key_fixtures_a_test_clock_and_strict_types() {
+    let args = ["--ephemeral", "--api-key", KEY, "--admin-token", ADMIN, "--seed", &example_seed(), "--test-clock"];
+    let mut server =
+        Server::start(Path::new("engage.db"), &[&args[..], &["--strict", "--link-ttl-secs", "600"]].concat(), &[]);
+    let mut conn = server.conn();
+    // The known key and the file's keys work at once; the file's users are there.
+    let track = json!({"attributes": [{"external_id": "k1", "first_name": "Kit"}]});
+    assert_eq!(conn.post("/users/track", KEY, &track).unwrap().status, 201);
+    let seeded =
+        conn.post("/users/export/ids", "shop-test-key-0123456789abcdef01234567", &json!({"external_ids": ["ada"]}));
+    let ada = seeded.unwrap().json()["users"][0].clone();
+    assert_eq!((&ada["first_name"], &ada["custom_attributes"]["plan"]), (&json!("Ada"), &json!("pro")), "{ada}");
+
+    // --strict: a body not labelled JSON is a 415 in the platform's shape.
+    let plain = raw(
+        &mut conn,
+        "POST",
+        "/users/track",
+        &format!("Authorization: Bearer {KEY}\r\nContent-Type: text/plain\r\n"),
+        &track.to_string(),
+    );
+    assert_eq!(plain.status, 415);
+    assert!(plain.json()["message"].as_str().unwrap().contains("application/json"));
+
+    // The clock: a link made now expires when the clock passes its lifetime.
+    let shop = "shop-test-key-0123456789abcdef01234567";
+    let centers = conn.send("GET", "/preference_center/v1/list", shop, None).unwrap().json();
+    let center = centers["preference_centers"][0]["preference_center_api_id"].as_str().unwrap().to_string();
+    let link = conn.send("GET", &format!("/preference_center/v1/{center}/url/ada"), shop, None).unwrap().json();
+    let url = link["preference_center_url"].as_str().unwrap().to_string();
+    let page_path = &url[url.find("/preferences/").unwrap()..];
+    assert_eq!(raw(&mut conn, "GET", page_path, "", "").status, 200);
+    let moved = conn.post("/_engage/clock", ADMIN, &json!({"advance_secs": 601})).unwrap();
+    assert_eq!(moved.status, 200, "{}", moved.json());
+    assert_eq!(raw(&mut conn, "GET", page_path, "", "").status, 403, "the link expired on the test clock");
+    // What is stamped with the time now follows the clock too.
+    let set = conn.post("/_engage/clock", ADMIN, &json!({"now": "2031-05-01T00:00:00Z"})).unwrap().json();
+    assert_eq!(set["now"], "2031-05-01T00:00:00.000Z");
+    let later = json!({"attributes": [{"external_id": "k2", "first_name": "Later"}]});
+    assert_eq!(conn.post("/users/track", KEY, &later).unwrap().status, 201);
+    let k2 = conn.post("/users/export/ids", KEY, &json!({"external_ids": ["k2"]})).unwrap().json();
+    let created = k2["users"][0]["created_at"].as_str().unwrap_or_default().to_string();
+    assert!(created.starts_with("2031-05-01T00:00"), "{k2}");
+
+    // The database was in a temporary directory, gone when the server stops.
+    let log = server.log_text();
+    let dir = log.split("ephemeral database in ").nth(1).and_then(|r| r.split(' ').next()).expect("the log names it");
+    assert!(Path::new(dir).exists());
+    stop(&mut server);
+    assert!(!Path::new(dir).exists(), "{dir} is left behind");
+    assert!(!server.log_text().contains('\u{1b}'), "no colour codes in a log file");
+}
+
+#[test]
+fn an_in_memory_database_is_a_throwaway_one_and_a_short_key_is_refused() {
+    let mut server = Server::start(Path::new(":memory:"), &["--api-key", KEY], &[]);
+    let mut conn = server.conn();
+    assert_eq!(conn.post("/users/track", KEY, &json!({"attributes": [{"external_id": "m"}]})).unwrap().status, 201);
+    stop(&mut server);
+    assert!(!Path::new(":memory:").exists() && !Path::new(":memory:-queue.lock").exists());
+    let (ok, _, err) = run(&["serve", "--ephemeral", "--api-key", "short-key", "--listen", "127.0.0.1:0"]);
+    assert!(!ok && err.contains("32"), "{err}");
+    let (ok, _, err) = run(&["serve", "--ephemeral", "--db", "other.db"]);
+    assert!(!ok && err.contains("leave out --db"), "{err}");
+}
+
+#[test]
+fn seed_and_reset_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("kit.db");
+    let db = db.to_str().unwrap();
+    let (ok, out, err) = run(&["seed", "--db", db, &example_seed()]);
+    assert!(ok && out.contains("loaded 8 entries") && err.contains("made a new database"), "{out}{err}");
+    let (ok, out, _) = run(&["seed", "--db", db, &example_seed()]);
+    assert!(ok && out.contains("already loaded"), "{out}");
+    assert_eq!(engage(&["keys", "list", "--db", db]).lines().count(), 2);
+
+    // A bad file: the path of the entry, nothing stored, no database made.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"{"workspaces": {"w": {"groups": [{"id": "g", "name": "G", "channel": "fax"}]}}}"#).unwrap();
+    let fresh = dir.path().join("fresh.db");
+    let (ok, _, err) = run(&["seed", "--db", fresh.to_str().unwrap(), bad.to_str().unwrap()]);
+    assert!(!ok && err.contains("workspaces.w.groups[0]: 'channel'"), "{err}");
+    assert!(!fresh.exists());
+
+    let (ok, out, _) = run(&["reset", "--db", db]);
+    assert!(ok && out.contains("removed"), "{out}");
+    assert_eq!(engage(&["keys", "list", "--db", db]).lines().count(), 2, "keys stay");
+    let (ok, out, _) = run(&["seed", "--db", db, &example_seed()]);
+    assert!(ok && out.contains("loaded 8 entries"), "after a reset the file loads again: {out}");
+    let (ok, _, _) = run(&["reset", "--db", db, "--keep", "none"]);
+    assert!(ok);
+    assert_eq!(engage(&["keys", "list", "--db", db]), "");
+    let (ok, _, err) = run(&["reset", "--db", db, "--keep", "some"]);
+    assert!(!ok && err.contains("--keep"), "{err}");
+
+    // With a server on the database, the commands point to its routes.
+    let mut server = Server::start(Path::new(db), &[], &[]);
+    let (ok, _, err) = run(&["reset", "--db", db]);
+    assert!(!ok && err.contains("POST /_engage/reset"), "{err}");
+    stop(&mut server);
+}
+
+#[test]
+fn mistakes_that_used_to_fail_silently_say_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("mistyped.db");
+    let missing = missing.to_str().unwrap();
+    for args in [
+        &["keys", "list", "--db", missing][..],
+        &["workspaces", "list", "--db", missing],
+        &["cdi", "list", "--db", missing],
+    ] {
+        let (ok, _, err) = run(args);
+        assert!(!ok && err.contains("no database at"), "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no database was made");
+
+    let (ok, _, err) = run(&["serve", "--listen", "8080", "--db", missing]);
+    assert!(!ok && err.contains("--listen 127.0.0.1:8080"), "{err}");
+
+    // A second server on a file another one serves is refused before it starts.
+    let db = dir.path().join("one.db");
+    let key = support::key(&db);
+    let server = Server::start(&db, &[], &[]);
+    let (ok, _, err) = run(&["serve", "--db", db.to_str().unwrap(), "--listen", "127.0.0.1:0"]);
+    assert!(!ok && err.contains("another engage server runs on"), "{err}");
+
+    // An unknown key: the log says which database this server serves.
+    let mut conn = server.conn();
+    assert_eq!(conn.post("/users/track", "not-a-key", &json!({})).unwrap().status, 401);
+    assert_eq!(conn.post("/users/track", &key, &json!({"attributes": [{"external_id": "x"}]})).unwrap().status, 201);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(server.log_text().contains(&format!("this server serves {}", db.display())), "{}", server.log_text());
+
+    // The landing page says how to build a playground that is not there.
+    let landing = raw(&mut conn, "GET", "/", "", "");
+    let html = String::from_utf8_lossy(&landing.body).into_owned();
+    assert!(html.contains("bash www/build.sh") && !html.contains("href=\"/playground/\""), "{html}");
+
+    // `engage backup` reads ENGAGE_DB as every other command does.
+    let out = Command::new(env!("CARGO_BIN_EXE_engage"))
+        .args(["backup", "--to", dir.path().join("copy.db").to_str().unwrap()])
+        .env("ENGAGE_DB", &db)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let _: Value = json!(null);
+}

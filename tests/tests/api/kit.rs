@@ -1,0 +1,176 @@
+//! The test kit under `/_engage/` (admin token): fixtures, a workspace's reset
+//! between two tests, the request journal, finding users, and the inspector's
+//! session. Every host has them; each test here works in workspaces of its own
+//! (the suite runs in parallel, so nothing here resets the whole deployment).
+
+use engage_tests::{admin, host, send, unique_workspace, Api, Reply};
+use serde_json::{json, Value};
+
+fn bearer(key: &str) -> String {
+    format!("Bearer {key}")
+}
+
+async fn export(key: &str, external_id: &str) -> Reply {
+    let body = json!({"external_ids": [external_id]}).to_string().into_bytes();
+    let auth = bearer(key);
+    send("POST", "/users/export/ids", &[("Authorization", &auth), ("Content-Type", "application/json")], Some(body))
+        .await
+}
+
+fn seed(ws: &str, key: &str) -> Value {
+    json!({"workspaces": {ws: {
+        "keys": [{"key": key, "permissions": "all"}],
+        "groups": [{"id": format!("{ws}-news"), "name": "News", "channel": "email"}],
+        "users": [{"attributes": [{"external_id": "seeded-1", "email": "seeded@example.com", "plan": "pro"}],
+                   "events": [{"external_id": "seeded-1", "name": "joined", "time": "2026-01-01T00:00:00Z"}]}],
+        "subscriptions": [{"subscription_groups": [{"subscription_group_id": format!("{ws}-news"),
+                           "subscription_state": "subscribed", "external_ids": ["seeded-1"]}]}],
+    }}})
+}
+
+#[tokio::test]
+async fn a_fixtures_file_loads_through_the_api_s_rules_once_and_a_bad_one_loads_nothing() {
+    let ws = unique_workspace();
+    let key = format!("{ws}-key-0123456789abcdef0123456789");
+    let r = admin("POST", "/_engage/seed", seed(&ws, &key)).await;
+    assert_eq!((r.status, &r.body["already_loaded"], &r.body["loaded"]), (200, &json!(false), &json!(4)), "{}", r.body);
+    let user = &export(&key, "seeded-1").await.body["users"][0];
+    assert_eq!(
+        (&user["custom_attributes"]["plan"], &user["custom_events"][0]["name"]),
+        (&json!("pro"), &json!("joined"))
+    );
+    assert_eq!(user["subscription_groups"][0]["id"], json!(format!("{ws}-news")), "{user}");
+    // The same file again: nothing changes (the event is not counted twice).
+    let again = admin("POST", "/_engage/seed", seed(&ws, &key)).await;
+    assert_eq!((again.status, &again.body["already_loaded"]), (200, &json!(true)));
+    assert_eq!(export(&key, "seeded-1").await.body["users"][0]["custom_events"][0]["count"], 1);
+
+    // A bad entry: a 400 naming its path, and nothing of the file is stored.
+    let other = unique_workspace();
+    let other_key = format!("{other}-key-0123456789abcdef0123456789");
+    let mut bad = seed(&other, &other_key);
+    bad["workspaces"][&other]["users"]
+        .as_array_mut()
+        .expect("users")
+        .push(json!({"attributes": [{"first_name": "nobody"}]}));
+    let r = admin("POST", "/_engage/seed", bad).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    let message = r.body["message"].as_str().expect("message");
+    assert!(message.starts_with(&format!("workspaces.{other}.users[1]: 400")), "{message}");
+    assert_eq!(export(&other_key, "seeded-1").await.status, 401, "the file's key was not made");
+    for (body, needle) in [
+        (json!({"users": []}), "unknown field 'users'"),
+        (json!({"workspaces": {"w": {"keys": [{"key": "short"}]}}}), "workspaces.w.keys[0]: an API key must be 32"),
+        (json!([]), "must be an object"),
+    ] {
+        let r = admin("POST", "/_engage/seed", body).await;
+        assert!(r.status == 400 && r.body["message"].as_str().is_some_and(|m| m.contains(needle)), "{}", r.body);
+    }
+}
+
+#[tokio::test]
+async fn a_workspace_reset_between_two_tests_keeps_its_keys_unless_asked() {
+    let api = Api::new().await;
+    assert_eq!(api.track(json!({"attributes": [{"external_id": "r1", "color": "red"}]})).await.status, 201);
+    let other = Api::new().await;
+    assert_eq!(other.track(json!({"attributes": [{"external_id": "r1", "color": "blue"}]})).await.status, 201);
+
+    // The acknowledged write is applied, then removed.
+    let r = admin("POST", &format!("/_engage/reset?workspace={}", api.workspace), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body["removed"].as_u64().is_some_and(|n| n >= 2), "{}", r.body);
+    let after = export(&api.key, "r1").await;
+    assert_eq!((after.status, &after.body["users"]), (200, &json!([])), "the key still works; the user is gone");
+    assert_eq!(export(&other.key, "r1").await.body["users"][0]["custom_attributes"]["color"], "blue", "others stay");
+    // The workspace is used again at once.
+    assert_eq!(api.track(json!({"attributes": [{"external_id": "r2"}]})).await.status, 201);
+    assert_eq!(api.user("r2").await["external_id"], "r2");
+
+    let r = admin("POST", &format!("/_engage/reset?workspace={}&keep=none", api.workspace), json!({})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(export(&api.key, "r2").await.status, 401, "keep=none takes the keys too");
+    for bad in ["keep=all", "workspace=a%20b", "colour=red"] {
+        assert_eq!(admin("POST", &format!("/_engage/reset?{bad}"), json!({})).await.status, 400, "{bad}");
+    }
+    let no_token = send("POST", "/_engage/reset", &[("Authorization", "Bearer nope")], None).await;
+    assert_eq!(no_token.status, 401);
+}
+
+#[tokio::test]
+async fn the_journal_shows_requests_by_route_and_finding_users_reads_them() {
+    let api = Api::new().await;
+    let r = api
+        .track(json!({"attributes": [{"external_id": "j-1", "email": "journal@example.com", "tier": "gold"}]}))
+        .await;
+    let id = r.header("x-request-id").expect("request id").to_string();
+    let journal = admin("GET", "/_engage/journal?limit=500", Value::Null).await;
+    assert_eq!(journal.status, 200);
+    let entry = journal.body["requests"]
+        .as_array()
+        .expect("requests")
+        .iter()
+        .find(|e| e["request_id"] == id.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("request {id} is not in the journal: {}", journal.body));
+    assert_eq!(
+        (&entry["method"], &entry["route"], &entry["status"]),
+        (&json!("POST"), &json!("/users/track"), &json!(201))
+    );
+    assert!(!journal.text().contains(&api.key), "no key in the journal");
+    assert!(
+        journal.body["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| !e["route"].as_str().unwrap().starts_with("/_engage")),
+        "the operator's own requests are not journaled"
+    );
+
+    // Found by any identifier, queued writes applied first.
+    let by = |q: &str| {
+        let path = format!("/_engage/workspaces/{}/users?{q}", api.workspace);
+        async move { admin("GET", &path, Value::Null).await }
+    };
+    for q in ["q=j-1", "q=journal%40example.com", "email=journal%40example.com", "external_id=j-1"] {
+        let r = by(q).await;
+        assert_eq!(r.body["users"][0]["custom_attributes"]["tier"], "gold", "{q}: {}", r.body);
+    }
+    assert_eq!(by("q=nobody").await.body["users"], json!([]));
+    assert_eq!(by("").await.status, 400);
+}
+
+#[tokio::test]
+async fn the_inspector_signs_in_with_the_admin_token_and_its_session_needs_a_header_to_write() {
+    let page = send("GET", "/_engage/inspector", &[], None).await;
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains("name=\"token\""), "a login form without a session");
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    let form = [("Content-Type", "application/x-www-form-urlencoded")];
+    let wrong = send("POST", "/_engage/inspector/login", &form, Some(b"token=nope".to_vec())).await;
+    assert_eq!(wrong.status, 401);
+    let token = format!("token={}", host().admin_token);
+    let signed = send("POST", "/_engage/inspector/login", &form, Some(token.into_bytes())).await;
+    assert_eq!((signed.status, signed.header("location")), (303, Some("/_engage/inspector")));
+    let set_cookie = signed.header("set-cookie").expect("a session cookie").to_string();
+    assert!(set_cookie.contains("HttpOnly") && set_cookie.contains("SameSite=Strict"), "{set_cookie}");
+    let cookie = set_cookie.split(';').next().expect("cookie").to_string();
+
+    let app = send("GET", "/_engage/inspector", &[("Cookie", &cookie)], None).await;
+    assert!(app.text().contains("Recent requests"));
+    assert_eq!(send("GET", "/_engage/journal", &[("Cookie", &cookie)], None).await.status, 200);
+    assert_eq!(send("GET", "/_engage/workspaces", &[("Cookie", &cookie)], None).await.status, 200);
+    let ws = unique_workspace();
+    let reset = format!("/_engage/reset?workspace={ws}");
+    assert_eq!(send("POST", &reset, &[("Cookie", &cookie)], None).await.status, 400, "a write without the header");
+    let with = [("Cookie", cookie.as_str()), ("X-Engage-Inspector", "1")];
+    assert_eq!(send("POST", &reset, &with, None).await.status, 200);
+    let forged = cookie.replace('.', ".0");
+    assert_eq!(send("GET", "/_engage/journal", &[("Cookie", &forged)], None).await.status, 401);
+}
+
+#[tokio::test]
+async fn the_clock_is_only_there_with_a_test_clock() {
+    // The suite's servers run without one: the route does not exist.
+    let r = admin("POST", "/_engage/clock", json!({"advance_secs": 60})).await;
+    assert_eq!(r.status, 404, "{}", r.body);
+}
