@@ -78,7 +78,7 @@ pub mod provision {
 /// The test kit for hosts: a known API key, fixtures, reset and the request journal
 /// (see the `kit` module's routes for the rest).
 pub mod testing {
-    pub use crate::engine::{check_seed, Loaded};
+    pub use crate::engine::kit::{check_seed, Loaded};
     pub use crate::kit::journal::Answered;
     pub use crate::kit::key::{ensure as ensure_key, Made};
     pub use crate::kit::reset::{Keep, Report as ResetReport, Scope as ResetScope};

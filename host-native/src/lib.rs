@@ -10,6 +10,7 @@ pub mod metrics;
 pub mod playground;
 pub mod priority;
 pub mod server;
+pub mod startup;
 pub mod store;
 
 use engage_core::{Ctx, Timestamp};

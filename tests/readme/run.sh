@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The README's walk-through, run as written: every ```sh block marked
 # `<!-- readme-tour -->` (Try it, preference centers, SCIM, warehouse syncs), in order,
-# in one shell, against a fresh server on a new database. Only two things differ from
-# a reader's terminal: the server listens on a free port (the blocks' 127.0.0.1:8080 is
-# rewritten to it) and the blocks run in a scratch directory (`cargo` is given the
-# workspace's manifest; `ENGAGE_DB` points every command at the scratch database).
+# in one shell, against a fresh server on a new database, started with the admin token
+# the test-kit block names (`dev-admin-token`). Only two things differ from a reader's
+# terminal: the server listens on a free port (the blocks' 127.0.0.1:8080 is rewritten
+# to it) and the blocks run in a scratch directory holding a copy of `docs/` (`cargo` is
+# given the workspace's manifest; `ENGAGE_DB` points every command at the scratch
+# database).
 #
 #   bash tests/readme/run.sh        (builds the release binary if needed)
 set -euo pipefail
@@ -31,8 +33,10 @@ PY
 
 PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 export ENGAGE_DB="$TMP/engage.db" ENGAGE_LISTEN="127.0.0.1:$PORT"
+cp -r "$ROOT/docs" "$TMP/docs"
 cargo build -q --release -p engage --manifest-path "$ROOT/Cargo.toml"
-cargo run -q --release -p engage --manifest-path "$ROOT/Cargo.toml" -- serve 2> "$TMP/server.log" &
+ENGAGE_ADMIN_TOKEN=dev-admin-token \
+    cargo run -q --release -p engage --manifest-path "$ROOT/Cargo.toml" -- serve 2> "$TMP/server.log" &
 SERVER_PID=$!
 for _ in $(seq 1 300); do
     python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 1)" 2>/dev/null && break
@@ -55,6 +59,9 @@ expect() {
 expect '{"attributes_processed":1,"events_processed":1,"message":"success"}'
 expect '"external_id":"user-1"'
 expect '"custom_attributes":{"visits":1}'
+expect '{"already_loaded":false,"loaded":8}'
+expect '"external_id":"ada","first_name":"Ada"'
+expect '"removed":'
 expect '"liquid_tag":"{{preference_center.${prefs}}}"'
 expect "\"preference_center_url\":\"http://127.0.0.1:$PORT/preferences/"
 expect '"userName":"ada@example.com"'

@@ -23,10 +23,8 @@ use crate::track::pressure::Pressure;
 use crate::track::queue::QueueRun;
 use crate::{cdi, export, identity, input, preference_center, scim, service, subscriptions, track};
 
-mod kit;
+pub(crate) mod kit;
 mod track_ack;
-
-pub use self::kit::{check_seed, Loaded};
 
 /// Engine settings.
 #[derive(Clone)]

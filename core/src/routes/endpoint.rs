@@ -254,8 +254,10 @@ impl Endpoint {
             Endpoint::Api(_) => true,
             // The page shows, and its form changes, subscription states.
             Endpoint::Public(Public::PreferencePage(_) | Public::PreferenceSubmit(_)) => true,
-            // The inspector shows profiles as the API would read them.
-            Endpoint::Kit(Kit::FindUsers(_)) => true,
+            // The inspector shows profiles as the API would read them; a reset and a
+            // fixtures file apply the queue first (a host that serializes the queue's
+            // turns, the edge, runs them in that turn).
+            Endpoint::Kit(Kit::FindUsers(_) | Kit::Reset | Kit::Seed) => true,
             Endpoint::Scim(_) | Endpoint::Operator(_) | Endpoint::Kit(_) | Endpoint::Public(_) => false,
         }
     }
