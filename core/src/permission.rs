@@ -75,6 +75,23 @@ pub fn parse_permission_list(text: &str) -> Result<Vec<Permission>, String> {
     Ok(out)
 }
 
+/// Permissions as JSON gives them: absent or `null` (all), `"all"` or a
+/// comma-separated string, or an array of names.
+pub fn parse_permission_value(v: Option<&serde_json::Value>) -> Result<Vec<Permission>, String> {
+    use serde_json::Value;
+    match v {
+        None | Some(Value::Null) => parse_permission_list("all"),
+        Some(Value::String(s)) => parse_permission_list(s),
+        Some(Value::Array(items)) => {
+            let names: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
+            names
+                .ok_or_else(|| "permissions must be strings".to_string())
+                .and_then(|n| parse_permission_list(&n.join(",")))
+        }
+        Some(_) => Err("'permissions' must be \"all\" or an array of strings".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,12 +4,12 @@
 // and write a screenshot (e2e/screenshot-inspector.png). Needs ENGAGE_BIN.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
+import { startEngage, stopEngage } from "./engage.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
@@ -34,28 +34,9 @@ after(async () => {
   await rm(tmp, { recursive: true, force: true });
 });
 
-async function startEngage(bin) {
-  const args = ["serve", "--ephemeral", "--listen", "127.0.0.1:0", "--admin-token", ADMIN, "--api-key", KEY,
-    "--journal-bodies", "--exit-on-stdin-eof"];
-  const child = spawn(bin, args, { stdio: ["pipe", "ignore", "pipe"] });
-  const base = await new Promise((resolve, reject) => {
-    let log = "";
-    const timer = setTimeout(() => reject(new Error(`engage did not start: ${log}`)), 30_000);
-    child.stderr.on("data", (chunk) => {
-      log += chunk;
-      const m = log.match(/listening on (http:\/\/[0-9.]+:\d+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`engage exited with ${code}: ${log}`)));
-  });
-  return { child, base };
-}
-
 test("the inspector: sign in, find the tracked user and its attribute, see the request in the journal", { skip: !process.env.ENGAGE_BIN && "ENGAGE_BIN is not set" }, async () => {
-  const { child, base } = await startEngage(process.env.ENGAGE_BIN);
+  const args = ["--ephemeral", "--admin-token", ADMIN, "--api-key", KEY, "--journal-bodies"];
+  const { child, base } = await startEngage(process.env.ENGAGE_BIN, args);
   const page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
@@ -107,7 +88,6 @@ test("the inspector: sign in, find the tracked user and its attribute, see the r
     assert.deepEqual(errors, []);
   } finally {
     await page.close();
-    child.stdin.end();
-    await new Promise((resolve) => (child.exitCode !== null ? resolve() : child.on("exit", resolve)));
+    await stopEngage(child);
   }
 });

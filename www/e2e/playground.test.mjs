@@ -7,7 +7,7 @@
 //    "Copy as curl" commands run against that real server.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { chromium } from "playwright-core";
 import { staticServer } from "../static-server.mjs";
+import { startEngage as startServer } from "./engage.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const dist = path.resolve(here, "../dist");
@@ -155,23 +156,7 @@ test("track, export, reload and reset in the static playground", async () => {
 const run = promisify(execFile);
 
 async function startEngage(bin, db) {
-  const child = spawn(bin, ["serve", "--db", db, "--listen", "127.0.0.1:0", "--playground-dir", dist, "--exit-on-stdin-eof"], {
-    stdio: ["pipe", "ignore", "pipe"],
-  });
-  const base = await new Promise((resolve, reject) => {
-    let log = "";
-    const timer = setTimeout(() => reject(new Error(`engage did not start: ${log}`)), 30_000);
-    child.stderr.on("data", (chunk) => {
-      log += chunk;
-      const m = log.match(/listening on (http:\/\/[0-9.]+:\d+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.on("exit", (code) => reject(new Error(`engage exited with ${code}: ${log}`)));
-  });
-  return { child, base };
+  return startServer(bin, ["--db", db, "--playground-dir", dist]);
 }
 
 test("engage serve hosts the playground, and its curl commands work against the server", { skip: !process.env.ENGAGE_BIN && "ENGAGE_BIN is not set" }, async () => {

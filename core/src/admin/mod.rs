@@ -16,7 +16,6 @@ use crate::error::ApiError;
 use crate::http::{Request, Response, Then};
 use crate::ids::WorkspaceName;
 use crate::input;
-use crate::permission::parse_permission_list;
 use crate::repo::codec::decode;
 use crate::routes::Operator;
 use crate::scim;
@@ -84,18 +83,7 @@ fn workspace_of(v: Option<&Value>) -> Result<WorkspaceName, ApiError> {
 async fn create_key<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Result<Response, ApiError> {
     let b = body(req)?;
     let ws = workspace_of(b.get("workspace"))?;
-    let perms = match b.get("permissions") {
-        None | Some(Value::Null) => parse_permission_list("all"),
-        Some(Value::String(s)) => parse_permission_list(s),
-        Some(Value::Array(items)) => {
-            let names: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
-            names
-                .ok_or_else(|| "permissions must be strings".to_string())
-                .and_then(|n| parse_permission_list(&n.join(",")))
-        }
-        Some(_) => Err("'permissions' must be \"all\" or an array of strings".into()),
-    }
-    .map_err(ApiError::bad)?;
+    let perms = crate::permission::parse_permission_value(b.get("permissions")).map_err(ApiError::bad)?;
     let key = workspace::create_key(store, &ws, perms, ctx).await?;
     Ok(Response::json(201, &json!({"key": key, "workspace": ws.as_str()})))
 }

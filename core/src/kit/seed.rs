@@ -26,7 +26,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::ids::WorkspaceName;
-use crate::permission::{parse_permission_list, Permission};
+use crate::permission::{parse_permission_value, Permission};
 use crate::subscriptions::groups::Channel;
 
 /// A seed file bigger than this is refused (it is loaded in memory, twice).
@@ -149,18 +149,7 @@ fn key(v: &Value, path: &str) -> Result<SeedKey, SeedError> {
     let m = object(v, path, &["key", "permissions"])?;
     let secret = text(m, "key", path)?.to_string();
     super::key::check(&secret).map_err(|e| bad(path, e.message()))?;
-    let permissions = match m.get("permissions") {
-        None => parse_permission_list("all"),
-        Some(Value::String(s)) => parse_permission_list(s),
-        Some(Value::Array(items)) => {
-            let names: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
-            names
-                .ok_or_else(|| "permissions must be strings".to_string())
-                .and_then(|n| parse_permission_list(&n.join(",")))
-        }
-        Some(_) => Err("'permissions' must be \"all\" or an array of strings".into()),
-    }
-    .map_err(|e| bad(path, e))?;
+    let permissions = parse_permission_value(m.get("permissions")).map_err(|e| bad(path, e))?;
     Ok(SeedKey { secret, permissions })
 }
 
