@@ -177,6 +177,13 @@ fn workspace(name: &str) -> Result<WorkspaceName, String> {
 /// fixtures file, a reset), when no server runs on it. `create`: make the database
 /// if there is none.
 fn offline_engine(db: &std::path::Path, create: bool) -> Result<engage_core::Engine<store::NativeStore>, String> {
+    // Servers on PostgreSQL hold no lock this command could see: it would change
+    // their data under them.
+    if store::postgres::is_postgres_url(&db.to_string_lossy()) {
+        return Err(
+            "on PostgreSQL, use a server's POST /_engage/seed and POST /_engage/reset (or engage serve --seed)".into(),
+        );
+    }
     if server::server_runs_on(db) {
         return Err(format!(
             "a server runs on {}: use its routes (POST /_engage/seed, POST /_engage/reset) with its admin token",

@@ -372,7 +372,7 @@ async fn handle(
     if response.status == 401 && !path.starts_with("/_engage") {
         // A key made for another database is the usual cause: say which one this is.
         let db = DATABASE.get().map(String::as_str).unwrap_or("?");
-        tracing::warn!(route, request_id = id, "refused a request's credentials; this server serves {db}");
+        tracing::info!(route, request_id = id, "refused a request's credentials; this server serves {db}");
     }
     if let Some(why) = &response.internal {
         tracing::error!(method = method.as_str(), route, status = response.status, request_id = id, "{why}");

@@ -10,20 +10,20 @@ use crate::error::ApiError;
 use crate::http::{Request, Response, Then};
 use crate::ids::WorkspaceName;
 use crate::kit::journal::{Answered, CAPACITY};
-use crate::kit::seed::{Seed, SeedError, SeedRequest};
+use crate::kit::seed::{Seed, SeedError, SeedRequest, SeedWorkspace};
 use crate::kit::{clock, inspect, page, reset, seed, session};
-use crate::repo::codec::{decode, encode};
+use crate::repo::codec::encode;
 use crate::routes::{Api, Kit};
 use crate::store::memory::MemoryStore;
 use crate::store::{ChangeSet, Expect, Op, Store, Table, MAX_SCAN};
 use crate::{preference_center, scim, track};
 
-/// What is remembered of a fixtures file loaded: when, and into which workspaces
-/// (a reset of one of them lets the file load again).
+/// What is remembered of a part of a fixtures file: when, and whether it is
+/// loaded or being loaded.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Marker {
     loaded_at: String,
-    workspaces: Vec<String>,
+    state: String,
 }
 
 /// What loading a fixtures file did.
@@ -43,7 +43,7 @@ impl<S: Store> Engine<S> {
         match kit {
             Kit::Inspector => Ok(page::show(req, admin, ctx.now)),
             Kit::Login => Ok(page::sign_in(req, admin, ctx.now)),
-            Kit::Logout => Ok(page::sign_out()),
+            Kit::Logout => Ok(page::sign_out(req)),
             Kit::Reset => {
                 authorized()?;
                 let scope = reset::Scope::from_query(req)?;
@@ -121,18 +121,16 @@ impl<S: Store> Engine<S> {
         track::queue::catch_up(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await?;
         let report = reset::reset(&self.store, scope).await?;
         drop(backlog);
-        // A file loaded before loads again after a reset of what it loaded into.
-        let mut markers = Vec::new();
-        for (key, entry) in self.store.scan(Table::Seed, "", MAX_SCAN).await? {
-            let loaded: Marker = decode(&entry.value).unwrap_or_default();
-            let touched = match &scope.workspace {
-                None => true,
-                Some(ws) => loaded.workspaces.iter().any(|w| w == ws.as_str()),
-            };
-            if touched {
-                markers.push(Op::Delete { table: Table::Seed, key, expect: Expect::Any });
-            }
-        }
+        // A file's part loaded before loads again after a reset of what it loaded into.
+        let suffix = scope.workspace.as_ref().map(|ws| format!("{}{}", crate::repo::keys::SEP, ws.as_str()));
+        let markers: Vec<Op> = self
+            .store
+            .scan(Table::Seed, "", MAX_SCAN)
+            .await?
+            .into_iter()
+            .filter(|(key, _)| suffix.as_ref().is_none_or(|s| key.ends_with(s.as_str())))
+            .map(|(key, _)| Op::Delete { table: Table::Seed, key, expect: Expect::Any })
+            .collect();
         if !markers.is_empty() {
             self.store.commit(ChangeSet { ops: markers, ack: None }).await?;
         }
@@ -154,81 +152,158 @@ impl<S: Store> Engine<S> {
 
     /// Loads a checked fixtures file: first on an empty in-memory store (a bad
     /// entry is refused, naming its path, before anything is stored here), then
-    /// here. The same file again changes nothing.
+    /// here, one part (a workspace, or the SCIM users) at a time. Each part is
+    /// claimed before it is loaded (a mark written only if absent), so the same
+    /// file loaded again, or by two requests or servers at once, loads each part
+    /// once; a reset of a workspace lets that part load again.
     pub async fn load_seed(&self, seed: &Seed, base: &str, ctx: Ctx) -> Result<Loaded, SeedError> {
-        let stored = |e: crate::store::StoreError| SeedError { path: String::new(), message: e.to_string() };
-        if self.store.get(Table::Seed, &seed.digest).await.map_err(stored)?.is_some() {
+        let failed = |message: String| SeedError { path: String::new(), message };
+        let _one_at_a_time = self.seeding.lock().await;
+        let mut pending = Vec::new();
+        for part in parts(seed) {
+            if self.store.get(Table::Seed, &part.key(&seed.digest)).await.map_err(|e| failed(e.to_string()))?.is_none()
+            {
+                pending.push(part);
+            }
+        }
+        if pending.is_empty() {
             return Ok(Loaded::Before);
         }
         check_seed(seed, base, ctx).await?;
-        let n = self.load_entries(seed, base, ctx, true).await?;
-        let marker = Marker {
-            loaded_at: ctx.now.to_rfc3339(),
-            workspaces: seed.workspaces.iter().map(|w| w.name.as_str().to_string()).collect(),
-        };
-        let value = encode(&marker).map_err(|e| SeedError { path: String::new(), message: format!("{e:?}") })?;
-        let mark = Op::Put { table: Table::Seed, key: seed.digest.clone(), value, expect: Expect::Any };
-        self.store
-            .commit(ChangeSet { ops: vec![mark], ack: None })
-            .await
-            .map_err(|e| SeedError { path: String::new(), message: format!("{e:?}") })?;
+        let mut n = 0;
+        for part in pending {
+            let key = part.key(&seed.digest);
+            let mark = |state: &str| -> Result<Vec<u8>, SeedError> {
+                encode(&Marker { loaded_at: ctx.now.to_rfc3339(), state: state.into() })
+                    .map_err(|e| failed(format!("{e:?}")))
+            };
+            let claim =
+                Op::Put { table: Table::Seed, key: key.clone(), value: mark("loading")?, expect: Expect::Absent };
+            match self.store.commit(ChangeSet { ops: vec![claim], ack: None }).await {
+                Ok(()) => {}
+                // Another request or server has this part.
+                Err(crate::store::CommitError::Conflict) => continue,
+                Err(crate::store::CommitError::Store(e)) => return Err(failed(e.to_string())),
+            }
+            let loaded = match part {
+                Part::Workspace(w) => self.load_workspace(w, ctx, true).await,
+                Part::Scim => self.load_scim(seed, base, ctx, true).await,
+            };
+            let (op, result) = match loaded {
+                Ok(count) => {
+                    n += count;
+                    (Op::Put { table: Table::Seed, key, value: mark("loaded")?, expect: Expect::Any }, Ok(()))
+                }
+                // Unclaimed, so that the part can be tried again once the cause is fixed.
+                Err(e) => (Op::Delete { table: Table::Seed, key, expect: Expect::Any }, Err(e)),
+            };
+            self.store.commit(ChangeSet { ops: vec![op], ack: None }).await.map_err(|e| failed(format!("{e:?}")))?;
+            result?;
+        }
         Ok(Loaded::Now(n))
     }
 
-    /// Runs every entry of the file through the endpoint that takes it. `tolerant`:
-    /// what exists already (a group id, a center's name, a SCIM user name) is left
-    /// as it is rather than refused, so a changed file loads over an earlier one.
+    /// Every part of a file, as the dry run loads it: `tolerant` as for
+    /// [`Engine::load_workspace`].
     async fn load_entries(&self, seed: &Seed, base: &str, ctx: Ctx, tolerant: bool) -> Result<usize, SeedError> {
         let mut n = 0;
+        for w in &seed.workspaces {
+            n += self.load_workspace(w, ctx, tolerant).await?;
+        }
+        Ok(n + self.load_scim(seed, base, ctx, tolerant).await?)
+    }
+
+    /// Runs a workspace's entries through the endpoints that take them. `tolerant`:
+    /// what exists already (a group id, a center's name) is left as it is rather
+    /// than refused, so a changed file loads over an earlier one.
+    async fn load_workspace(&self, w: &SeedWorkspace, ctx: Ctx, tolerant: bool) -> Result<usize, SeedError> {
+        let ws = w.name.as_str();
         let mut step = 0u32;
         let mut next_ctx = || {
             step += 1;
             derive(ctx, step)
         };
-        for w in &seed.workspaces {
-            for (i, key) in w.keys.iter().enumerate() {
-                let path = format!("workspaces.{}.keys[{i}]", w.name.as_str());
-                crate::kit::key::ensure(&self.store, &w.name, key.permissions.clone(), &key.secret, next_ctx())
-                    .await
-                    .map_err(|e| at(&path, &e))?;
-                n += 1;
-            }
-            for (i, g) in w.groups.iter().enumerate() {
-                let path = format!("workspaces.{}.groups[{i}]", w.name.as_str());
-                crate::subscriptions::groups::create_with_id(&self.store, &w.name, &g.id, &g.name, g.channel, ctx.now)
-                    .await
-                    .map_err(|e| at(&path, &e))?;
-                n += 1;
-            }
-            for r in &w.preference_centers {
-                let created = preference_center::write::create(&self.store, &w.name, &r.body, next_ctx()).await;
-                n += accept(created, r, |resp| tolerant && is_taken_name(resp))?;
-            }
-            for r in &w.users {
-                let queued = self.track(&w.name, &r.body, next_ctx(), false).await;
-                n += accept(queued, r, |_| false)?;
-            }
-            // The users' writes are applied before their subscription states are set.
-            self.apply_all(next_ctx()).await.map_err(|e| at("", &e))?;
-            for r in &w.subscriptions {
-                let c = next_ctx();
-                let set = self.dispatch(Api::SubscriptionSetV2, &request(r), &w.name, c, false).await;
-                n += accept(set, r, |_| false)?;
+        // The workspace exists (listed, its large profiles registered) even with no key.
+        let made = crate::admin::workspace::new_workspace(&self.store, &w.name, ctx.now.0).await;
+        let ops = made.map_err(|e| at(&format!("workspaces.{ws}"), &e))?;
+        if !ops.is_empty() {
+            let committed = self.store.commit(ChangeSet { ops, ack: None }).await;
+            // A conflict: it was made meanwhile.
+            if let Err(crate::store::CommitError::Store(e)) = committed {
+                return Err(at(&format!("workspaces.{ws}"), &ApiError::from(e)));
             }
         }
-        for r in &seed.scim_users {
-            let created = scim::write::create(&self.store, &r.body, None, base, next_ctx()).await;
-            let created = created.map_err(|e| match e {
-                scim::error::ScimError::Taken if tolerant => None,
-                e => Some(e.into_response()),
-            });
+        let mut n = 0;
+        for (i, key) in w.keys.iter().enumerate() {
+            crate::kit::key::ensure(&self.store, &w.name, key.permissions.clone(), &key.secret, next_ctx())
+                .await
+                .map_err(|e| at(&format!("workspaces.{ws}.keys[{i}]"), &e))?;
+            n += 1;
+        }
+        for (i, g) in w.groups.iter().enumerate() {
+            crate::subscriptions::groups::create_with_id(&self.store, &w.name, &g.id, &g.name, g.channel, ctx.now)
+                .await
+                .map_err(|e| at(&format!("workspaces.{ws}.groups[{i}]"), &e))?;
+            n += 1;
+        }
+        for r in &w.preference_centers {
+            let created = preference_center::write::create(&self.store, &w.name, &r.body, next_ctx()).await;
+            n += accept(created, r, |resp| tolerant && is_taken_name(resp))?;
+        }
+        for r in &w.users {
+            let queued = self.track(&w.name, &r.body, next_ctx(), false).await;
+            n += accept(queued, r, |_| false)?;
+        }
+        // The users' writes are applied before their subscription states are set.
+        self.apply_all(next_ctx()).await.map_err(|e| at(&format!("workspaces.{ws}"), &e))?;
+        for r in &w.subscriptions {
+            let c = next_ctx();
+            let set = self.dispatch(Api::SubscriptionSetV2, &request(r), &w.name, c, false).await;
+            n += accept(set, r, |_| false)?;
+        }
+        Ok(n)
+    }
+
+    /// Creates the file's SCIM users; `tolerant`: a user name taken is left as it is.
+    async fn load_scim(&self, seed: &Seed, base: &str, ctx: Ctx, tolerant: bool) -> Result<usize, SeedError> {
+        let mut n = 0;
+        for (i, r) in seed.scim_users.iter().enumerate() {
+            let created = scim::write::create(&self.store, &r.body, None, base, derive(ctx, 1 << 20 | i as u32)).await;
             match created {
-                Ok(_) | Err(None) => n += 1,
-                Err(Some(resp)) => return Err(refused(r, &resp)),
+                Ok(_) => n += 1,
+                Err(scim::error::ScimError::Taken) if tolerant => n += 1,
+                Err(e) => return Err(refused(r, &e.into_response())),
             }
         }
         Ok(n)
     }
+}
+
+/// A part of a fixtures file, loaded (and remembered) on its own.
+enum Part<'a> {
+    /// A workspace's entries.
+    Workspace(&'a SeedWorkspace),
+    /// The SCIM users (the deployment's).
+    Scim,
+}
+
+impl Part<'_> {
+    /// The key of its mark: the file's digest and the workspace (empty for SCIM).
+    fn key(&self, digest: &str) -> String {
+        let ws = match self {
+            Part::Workspace(w) => w.name.as_str(),
+            Part::Scim => "",
+        };
+        format!("{digest}{}{ws}", crate::repo::keys::SEP)
+    }
+}
+
+fn parts(seed: &Seed) -> Vec<Part<'_>> {
+    let mut out: Vec<Part<'_>> = seed.workspaces.iter().map(Part::Workspace).collect();
+    if !seed.scim_users.is_empty() {
+        out.push(Part::Scim);
+    }
+    out
 }
 
 /// Loads a fixtures file on an empty in-memory store: a bad entry is refused,
@@ -275,7 +350,9 @@ fn accept(
     tolerated: impl Fn(&Response) -> bool,
 ) -> Result<usize, SeedError> {
     let resp = answer.unwrap_or_else(ApiError::into_response);
-    if (200..300).contains(&resp.status) || tolerated(&resp) {
+    // A track body partly refused answers 2xx with `errors`: the file's entry is bad.
+    let partly = resp.json_body()["errors"].as_array().is_some_and(|e| !e.is_empty());
+    if ((200..300).contains(&resp.status) && !partly) || tolerated(&resp) {
         Ok(1)
     } else {
         Err(refused(r, &resp))

@@ -152,6 +152,8 @@ pub struct Engine<S: Store> {
     keys_noted: std::sync::Mutex<std::collections::HashMap<String, i64>>,
     /// The latest requests answered (the test kit's journal).
     journal: crate::kit::journal::Journal,
+    /// Held while a fixtures file loads: one at a time in this process.
+    seeding: futures_util::lock::Mutex<()>,
 }
 
 /// How finely a key's last use is kept: an hour.
@@ -211,7 +213,9 @@ impl<S: Store> Engine<S> {
         let limiter = RateLimiter::new(config.rate_limits);
         let admin_token_hash = config.admin_token.as_deref().filter(|t| !t.is_empty()).map(auth::key_hash);
         let journal = crate::kit::journal::Journal::new(config.journal_bodies);
-        Engine { store, config, limiter, admin_token_hash, gate: Gate::new(), keys_noted: Default::default(), journal }
+        let seeding = futures_util::lock::Mutex::new(());
+        let keys_noted = Default::default();
+        Engine { store, config, limiter, admin_token_hash, gate: Gate::new(), keys_noted, journal, seeding }
     }
 
     /// The store.

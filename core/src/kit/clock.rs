@@ -10,6 +10,9 @@ use crate::error::ApiError;
 use crate::input;
 use crate::time::Timestamp;
 
+/// The end of year 9999 (ms): the clock stays before it.
+const LAST_MS: i64 = 253_402_300_800_000;
+
 /// Most seconds one request may move the clock on: ten years.
 pub const MAX_ADVANCE_SECS: i64 = 10 * 365 * 86_400;
 
@@ -22,12 +25,14 @@ pub fn target(body: &[u8], now: Timestamp) -> Result<Timestamp, ApiError> {
     match (b.get("now"), b.get("advance_secs")) {
         (Some(_), Some(_)) => Err(ApiError::bad("send 'now' or 'advance_secs', not both")),
         (Some(Value::String(text)), None) => match Timestamp::parse(text) {
-            Some(t) if t.0 >= 0 && t.0 < 253_402_300_800_000 => Ok(t),
+            Some(t) if t.0 >= 0 && t.0 < LAST_MS => Ok(t),
             _ => Err(ApiError::bad(format!("'now' must be an RFC 3339 time from 1970 to 9999, not '{text}'"))),
         },
         (Some(_), None) => Err(ApiError::bad("'now' must be an RFC 3339 time such as 2026-01-01T00:00:00Z")),
         (None, Some(v)) => match v.as_i64() {
-            Some(secs) if (0..=MAX_ADVANCE_SECS).contains(&secs) => Ok(Timestamp(now.0 + secs * 1000)),
+            Some(secs) if (0..=MAX_ADVANCE_SECS).contains(&secs) && now.0 + secs * 1000 < LAST_MS => {
+                Ok(Timestamp(now.0 + secs * 1000))
+            }
             _ => Err(ApiError::bad(format!(
                 "'advance_secs' must be a whole number of seconds from 0 to {MAX_ADVANCE_SECS} (set 'now' to go back)"
             ))),

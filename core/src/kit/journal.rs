@@ -79,12 +79,38 @@ fn journaled(path: &str) -> bool {
         || matches!(path, "/" | "/healthz" | "/readyz" | "/metrics" | "/openapi.json" | "/favicon.ico"))
 }
 
-/// A body as an entry keeps it: text, truncated, with link tokens masked.
+/// Masks the values of `password` fields (SCIM users carry one) in a JSON body.
+fn without_passwords(body: &[u8]) -> Option<String> {
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m.iter_mut() {
+                    if k.eq_ignore_ascii_case("password") {
+                        *x = serde_json::Value::from("[not kept]");
+                    } else {
+                        walk(x);
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    let mut v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    walk(&mut v);
+    Some(v.to_string())
+}
+
+/// A body as an entry keeps it: text, truncated, with passwords and link tokens
+/// masked.
 fn kept(body: &[u8]) -> Option<String> {
     if body.is_empty() {
         return None;
     }
-    let text = String::from_utf8_lossy(body);
+    let text = match without_passwords(body) {
+        Some(json) => std::borrow::Cow::Owned(json),
+        None => String::from_utf8_lossy(body),
+    };
     let mut out = String::new();
     let mut rest: &str = &text;
     // `/preferences/<token>`: a link that opens a person's page.
@@ -187,12 +213,23 @@ mod tests {
     }
 
     #[test]
+    fn passwords_are_never_kept() {
+        let j = Journal::new(true);
+        j.record(answered(
+            "/scim/v2/Users",
+            br#"{"userName": "a@b.c", "password": "hunter2", "x": [{"Password": 1}]}"#,
+        ));
+        let body = j.recent(1)[0].request_body.clone().unwrap();
+        assert!(!body.contains("hunter2") && body.contains("[not kept]"), "{body}");
+    }
+
+    #[test]
     fn bodies_when_asked_with_link_tokens_masked_and_truncated() {
         let j = Journal::new(true);
         let big = vec![b'a'; MAX_BODY_CHARS + 10];
         j.record(answered("/users/track", &big));
         let e = &j.recent(1)[0];
         assert!(e.request_body.as_ref().unwrap().ends_with(&format!("… [{} bytes in all]", big.len())));
-        assert_eq!(e.response_body.as_deref(), Some(r#"{"url": "http://x/preferences/[token]"}"#));
+        assert_eq!(e.response_body.as_deref(), Some(r#"{"url":"http://x/preferences/[token]"}"#));
     }
 }

@@ -210,8 +210,13 @@ pub fn sign_in(req: &Request, admin_hash: &str, now: Timestamp) -> Response {
     }
 }
 
-/// POST /_engage/inspector/logout: the session cleared.
-pub fn sign_out() -> Response {
+/// POST /_engage/inspector/logout: the session cleared (asked with the inspector's
+/// header, or credentials, so that another site cannot sign a person out).
+pub fn sign_out(req: &Request) -> Response {
+    // A header a cross-site form cannot send: the inspector's, or credentials.
+    if req.header_value(CSRF_HEADER).is_none() && req.header_value("authorization").is_none() {
+        return crate::error::ApiError::bad(format!("signing out needs the {CSRF_HEADER} header")).into_response();
+    }
     Response::empty(303)
         .with_header("Location", "/_engage/inspector")
         .with_header("Set-Cookie", session::set_cookie(None))

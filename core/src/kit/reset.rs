@@ -80,8 +80,10 @@ impl Scope {
 }
 
 /// The tables of data (not setup) kept per workspace, under the workspace's prefix.
+/// Index entries go before the documents they name: a profile written meanwhile by
+/// a writer outside the queue's turn keeps its entries if its document stays.
 const DATA: [Table; 6] =
-    [Table::Profile, Table::Ident, Table::Address, Table::PreferenceCenter, Table::PreferenceCenterName, Table::CdiJob];
+    [Table::Ident, Table::Address, Table::PreferenceCenterName, Table::PreferenceCenter, Table::CdiJob, Table::Profile];
 
 /// Removes every document of `table` whose key starts with `prefix` and that `keep`
 /// (given its key and value) does not keep, [`CHUNK`] to a unit of work.
@@ -128,6 +130,16 @@ pub async fn reset<S: Store>(store: &S, scope: &Scope) -> Result<Report, ApiErro
     }
     match scope.keep {
         Keep::Nothing => {
+            // The on-demand run requests of the integrations removed, named before they go.
+            let mut removed_integrations = Vec::new();
+            for (key, entry) in store.scan(INTEGRATION_TABLE, "", MAX_SCAN).await? {
+                if in_scope(&decode::<Integration>(&entry.value)?.workspace) {
+                    removed_integrations.push(key);
+                }
+            }
+            report.removed +=
+                remove(store, Table::CdiRequest, "", |key, _| Ok(removed_integrations.iter().any(|k| k == key)))
+                    .await?;
             report.removed +=
                 remove(store, Table::ApiKey, "", |_, v| Ok(in_scope(&decode::<KeyRecord>(v)?.workspace))).await?;
             report.removed +=
@@ -138,7 +150,6 @@ pub async fn reset<S: Store>(store: &S, scope: &Scope) -> Result<Report, ApiErro
             }
             report.removed += remove(store, Table::Group, &prefix, all).await?;
             report.removed += remove(store, Table::LargeProfile, &prefix, all).await?;
-            report.removed += remove(store, Table::CdiRequest, "", all).await?;
             if scope.workspace.is_none() {
                 report.removed += remove(store, Table::ScimToken, "", all).await?;
             }

@@ -244,6 +244,11 @@ pub fn apply(ops: &[Operation], mut user: Value) -> Result<Value, ScimError> {
         let Target::Attr(attr, sub) = target else { continue };
         let key = key_of(map, attr);
         match (sub, value) {
+            // Replacing with null unassigns, as a remove does (and is refused where
+            // a remove is).
+            (None, Some(Value::Null)) if attr == "department" || attr == "active" => {
+                return Err(ScimError::value(format!("'{attr}' cannot be unassigned; give it a value")))
+            }
             (None, Some(v)) => put(map, &key, v.clone(), *op),
             // Every user has a department and is active or not: removing either
             // is refused rather than read as a default (it would reactivate a

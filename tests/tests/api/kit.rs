@@ -174,3 +174,29 @@ async fn the_clock_is_only_there_with_a_test_clock() {
     let r = admin("POST", "/_engage/clock", json!({"advance_secs": 60})).await;
     assert_eq!(r.status, 404, "{}", r.body);
 }
+
+#[tokio::test]
+async fn a_file_loaded_twice_at_once_or_after_one_workspace_s_reset_loads_each_part_once() {
+    let (a, b) = (unique_workspace(), unique_workspace());
+    let key = |ws: &str| format!("{ws}-key-0123456789abcdef0123456789");
+    let part = |ws: &str| {
+        json!({"keys": [{"key": key(ws)}],
+               "users": [{"events": [{"external_id": "twice", "name": "seeded", "time": "2026-01-01T00:00:00Z"}]}]})
+    };
+    let file = json!({"workspaces": {a.as_str(): part(&a), b.as_str(): part(&b)}});
+    let (one, two) =
+        tokio::join!(admin("POST", "/_engage/seed", file.clone()), admin("POST", "/_engage/seed", file.clone()));
+    assert_eq!((one.status, two.status), (200, 200), "{} {}", one.body, two.body);
+    let count = |ws: String| async move {
+        export(&format!("{ws}-key-0123456789abcdef0123456789"), "twice").await.body["users"][0]["custom_events"][0]
+            ["count"]
+            .clone()
+    };
+    assert_eq!((count(a.clone()).await, count(b.clone()).await), (json!(1), json!(1)), "each part loaded once");
+
+    // A reset of one workspace loads that part again, and only that part.
+    assert_eq!(admin("POST", &format!("/_engage/reset?workspace={a}"), json!({})).await.status, 200);
+    let again = admin("POST", "/_engage/seed", file).await;
+    assert_eq!((again.status, &again.body["already_loaded"]), (200, &json!(false)), "{}", again.body);
+    assert_eq!((count(a).await, count(b).await), (json!(1), json!(1)));
+}
