@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::{Engine, Waiting};
+use super::Engine;
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Request, Response, Then};
@@ -15,7 +15,7 @@ use crate::kit::{clock, inspect, page, reset, seed, session};
 use crate::repo::codec::encode;
 use crate::routes::{Api, Kit};
 use crate::store::memory::MemoryStore;
-use crate::store::{ChangeSet, Expect, Op, Store, Table, MAX_SCAN};
+use crate::store::{ChangeSet, Expect, Op, Store, Table};
 use crate::{preference_center, scim, track};
 
 /// What is remembered of a part of a fixtures file: when, and whether it is
@@ -115,25 +115,10 @@ impl<S: Store> Engine<S> {
     /// Applies everything queued, then removes what `scope` names, in the queue's
     /// turn: no queued job is applied during the reset or after it.
     pub async fn reset(&self, scope: &reset::Scope, ctx: Ctx) -> Result<reset::Report, ApiError> {
-        let waiting = Waiting::new(&self.gate.waiting);
-        let mut backlog = self.gate.backlog.lock().await;
-        drop(waiting);
+        let mut backlog = self.queue_turn().await;
         track::queue::catch_up(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await?;
         let report = reset::reset(&self.store, scope).await?;
         drop(backlog);
-        // A file's part loaded before loads again after a reset of what it loaded into.
-        let suffix = scope.workspace.as_ref().map(|ws| format!("{}{}", crate::repo::keys::SEP, ws.as_str()));
-        let markers: Vec<Op> = self
-            .store
-            .scan(Table::Seed, "", MAX_SCAN)
-            .await?
-            .into_iter()
-            .filter(|(key, _)| suffix.as_ref().is_none_or(|s| key.ends_with(s.as_str())))
-            .map(|(key, _)| Op::Delete { table: Table::Seed, key, expect: Expect::Any })
-            .collect();
-        if !markers.is_empty() {
-            self.store.commit(ChangeSet { ops: markers, ack: None }).await?;
-        }
         self.limiter.forget(scope.workspace.as_ref().map(WorkspaceName::as_str));
         if scope.workspace.is_none() {
             self.journal.clear();
@@ -143,9 +128,7 @@ impl<S: Store> Engine<S> {
 
     /// Applies everything queued, in the queue's turn.
     async fn apply_all(&self, ctx: Ctx) -> Result<(), ApiError> {
-        let waiting = Waiting::new(&self.gate.waiting);
-        let mut backlog = self.gate.backlog.lock().await;
-        drop(waiting);
+        let mut backlog = self.queue_turn().await;
         track::queue::catch_up(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await?;
         Ok(())
     }

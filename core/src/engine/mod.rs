@@ -471,9 +471,7 @@ impl<S: Store> Engine<S> {
     /// that concern the users `seeds` name (with a background applier, on a store of
     /// this process's own), or all of them (otherwise), in its turn at the gate.
     async fn catch_up(&self, ws: &WorkspaceName, seeds: Vec<Identifier>, ctx: Ctx) -> Result<QueueRun, ApiError> {
-        let waiting = Waiting::new(&self.gate.waiting);
-        let mut backlog = self.gate.backlog.lock().await;
-        drop(waiting);
+        let mut backlog = self.queue_turn().await;
         let run = if self.config.applies_in_background && !self.config.shared_store {
             track::queue::catch_up_for(&self.store, &mut backlog, ws, seeds, ctx.seed).await?
         } else {
@@ -482,6 +480,15 @@ impl<S: Store> Engine<S> {
             run
         };
         Ok(run)
+    }
+
+    /// Waits for the queue's turn as a request does (counted as waiting, so the
+    /// background applier lets it go first) and holds it while the guard lives.
+    async fn queue_turn(&self) -> futures_util::lock::MutexGuard<'_, Backlog> {
+        let waiting = Waiting::new(&self.gate.waiting);
+        let backlog = self.gate.backlog.lock().await;
+        drop(waiting);
+        backlog
     }
 
     /// Applies up to one batch of queued jobs. Hosts call this from a background task.
