@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of Engage on a fresh machine: installs what it needs first.
 # Usage: bash tests/run.sh            (everything)
-#        ENGAGE_SKIP_EDGE=1 ENGAGE_SKIP_WWW=1 bash tests/run.sh   (Rust only)
+#        ENGAGE_SKIP_EDGE=1 ENGAGE_SKIP_WWW=1 ENGAGE_SKIP_RELEASE=1 bash tests/run.sh   (Rust only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,6 +51,11 @@ cargo test --release -p engage --features reliability-tests --test reliability -
 
 step "README walk-through: its marked blocks run as written against a fresh server"
 bash tests/readme/run.sh
+
+if [ -z "${ENGAGE_SKIP_RELEASE:-}" ]; then
+  step "release artifacts: the static binary with the playground inside, its tarball, the container image"
+  bash tests/release/run.sh
+fi
 
 if [ -z "${ENGAGE_SKIP_WWW:-}" ] && [ -f www/test.sh ]; then
   step "playground: wasm bindings and browser end-to-end test"

@@ -5,6 +5,9 @@
 # Idempotent: tools already present at the right version are not reinstalled.
 # `--if-stale` (what serve.sh at the root uses) builds only when www/dist is missing or
 # was built from other sources: dist/.sources holds a hash of the inputs listed below.
+# `--check` builds nothing: exits 0 when www/dist is up to date, 1 when not.
+# The new build is made beside www/dist and put in its place at the end, so a server
+# serving www/dist never sees half of it.
 set -euo pipefail
 
 WWW="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -24,11 +27,19 @@ sources_hash() (
   find "${inputs[@]}" -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1
 )
 SOURCES="$(sources_hash)"
-if [ "${1:-}" = "--if-stale" ] && [ -f "$DIST/index.html" ] && [ -f "$DIST/pkg/engage_www_bg.wasm" ] &&
-  [ "$(cat "$DIST/.sources" 2>/dev/null)" = "$SOURCES" ]; then
-  echo "playground up to date in $DIST"
-  exit 0
-fi
+up_to_date() {
+  [ -f "$DIST/index.html" ] && [ -f "$DIST/pkg/engage_www_bg.wasm" ] &&
+    [ "$(cat "$DIST/.sources" 2>/dev/null)" = "$SOURCES" ]
+}
+case "${1:-}" in
+  --check) if up_to_date; then exit 0; else exit 1; fi ;;
+  --if-stale)
+    if up_to_date; then
+      echo "playground up to date in $DIST"
+      exit 0
+    fi
+    ;;
+esac
 
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
@@ -42,12 +53,15 @@ cd "$ROOT"
 cargo build -p engage-www --target wasm32-unknown-unknown --release
 # The target directory may be elsewhere (CARGO_TARGET_DIR, cargo config).
 TARGET_DIR="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
-rm -rf "$DIST"
-mkdir -p "$DIST"
-wasm-bindgen --target web --no-typescript --out-dir "$DIST/pkg" \
+NEW="$DIST.new"
+rm -rf "$NEW"
+mkdir -p "$NEW"
+wasm-bindgen --target web --no-typescript --out-dir "$NEW/pkg" \
   "${TARGET_DIR:-target}/wasm32-unknown-unknown/release/engage_www.wasm"
-cp "$WWW"/static/* "$DIST/"
-echo "$SOURCES" >"$DIST/.sources"
+cp "$WWW"/static/* "$NEW/"
+echo "$SOURCES" >"$NEW/.sources"
+rm -rf "$DIST"
+mv "$NEW" "$DIST"
 
 wasm="$DIST/pkg/engage_www_bg.wasm"
 echo "built $DIST: wasm $(wc -c <"$wasm") bytes raw, $(gzip -9 -c "$wasm" | wc -c) bytes gzip -9"

@@ -57,6 +57,7 @@ pub use engine::{BodyError, BodyPlan, Config, Engine};
 pub use error::ApiError;
 pub use http::{request_id, AssetPath, Method, Request, Response, Then};
 pub use preference_center::link::DEFAULT_LINK_TTL_SECS;
+pub use service::{Build, Playground};
 pub use store::Store;
 pub use time::Timestamp;
 pub use track::queue::QueueRun;

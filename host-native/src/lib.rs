@@ -6,6 +6,7 @@ pub mod cdi;
 pub mod conn;
 pub mod engine;
 pub mod framing;
+pub mod health;
 pub mod metrics;
 pub mod playground;
 pub mod priority;
@@ -13,7 +14,21 @@ pub mod server;
 pub mod startup;
 pub mod store;
 
-use engage_core::{Ctx, Timestamp};
+use engage_core::{Build, Ctx, Timestamp};
+
+/// The commit this binary was built from (build.rs), empty when unknown.
+const COMMIT: &str = env!("ENGAGE_COMMIT");
+
+/// `engage --version`: the version and, when known, the commit.
+pub const VERSION: &str = match COMMIT.len() {
+    0 => env!("CARGO_PKG_VERSION"),
+    _ => concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("ENGAGE_COMMIT"), ")"),
+};
+
+/// Which build answers, for the core (`/healthz`, the landing page).
+pub fn build() -> Build {
+    Build { commit: (!COMMIT.is_empty()).then(|| COMMIT.to_string()) }
+}
 
 /// Milliseconds added to the wall clock: moved only by a test clock
 /// (`engage serve --test-clock`, `POST /_engage/clock`).

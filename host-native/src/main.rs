@@ -12,7 +12,7 @@ use engage_core::provision::{self, parse_permission_list, Channel, WorkspaceName
 use engage_core::testing;
 
 #[derive(Parser)]
-#[command(name = "engage", version, about = "Engage: a self-hostable customer-engagement user-data API")]
+#[command(name = "engage", version = engage::VERSION, about = "Engage: a self-hostable customer-engagement user-data API")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -49,6 +49,9 @@ enum Command {
     },
     /// Copy the database (and its queued writes) while the server runs.
     Backup(engage::backup::BackupArgs),
+    /// Ask a running server whether it is ready (its `/readyz`): exit 0 if so, 1 if
+    /// not, saying why. A container's health check.
+    Health(engage::health::HealthArgs),
     /// Load a fixtures file (workspaces, keys, groups, users, subscription states,
     /// preference centers, SCIM users) into a database no server runs on; with a
     /// server, use `engage serve --seed` or `POST /_engage/seed`. The same file
@@ -282,6 +285,10 @@ fn run(cli: Cli) -> Result<(), String> {
         }
         Command::Cdi { command } => engage::cdi::cli::run(command),
         Command::Backup(args) => engage::backup::run(args),
+        Command::Health(args) => {
+            println!("{}", engage::health::run(&args)?);
+            Ok(())
+        }
         Command::Groups { command: GroupsCommand::List { db, workspace: ws } } => {
             let ws = workspace(&ws.workspace)?;
             let store = store::NativeStore::open_existing(&db.db)?;

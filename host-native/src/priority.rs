@@ -23,9 +23,13 @@ pub fn background() {
     {
         // On Linux the policy, the nice value and the I/O priority belong to the
         // thread (pid or who = 0: the caller).
-        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: sched_param is plain integers (musl's has more fields than
+        // glibc's); all zero is the priority SCHED_IDLE requires.
+        let param: libc::sched_param = unsafe { std::mem::zeroed() };
+        // The system call itself: musl's sched_setscheduler() is a stub that fails
+        // with ENOSYS (POSIX wants it per process, Linux does it per thread).
         // SAFETY: `param` lives across the call, which only reads it.
-        let idle = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+        let idle = unsafe { libc::syscall(libc::SYS_sched_setscheduler, 0, libc::SCHED_IDLE, &param as *const _) };
         // Where the idle class is refused (a restricted sandbox), the lowest nice
         // value is the next best. These calls only read their integer arguments.
         // SAFETY: no pointers are passed.

@@ -15,10 +15,14 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::conn::{AcceptBackoff, Guarded, Limits, Phase};
 use crate::ctx;
 use crate::metrics::METRICS;
+use crate::playground::Chosen;
 use crate::store::NativeStore;
 
 pub use crate::engine::SharedEngine;
@@ -28,7 +32,7 @@ pub use crate::startup::{server_runs_on, LogFormat, ServeArgs, APPLY_BATCH};
 /// Runs `engage serve` until SIGINT or SIGTERM.
 pub fn serve(args: ServeArgs) -> Result<(), String> {
     let logs = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_max_level(tracing::Level::TRACE)
         .with_writer(std::io::stderr)
         // Colour only for a person at a terminal: a file or a pipe gets plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
@@ -36,8 +40,8 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         // what failed (a full disk): a server must outlive its log.
         .log_internal_errors(false);
     match args.log_format {
-        LogFormat::Text => logs.init(),
-        LogFormat::Json => logs.json().flatten_event(true).init(),
+        LogFormat::Text => logs.finish().with(log_filter()).init(),
+        LogFormat::Json => logs.json().flatten_event(true).finish().with(log_filter()).init(),
     }
     let database = Database::of(&args)?;
     let db = database.path.clone();
@@ -53,8 +57,12 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
     }
     let playground = crate::playground::init(args.playground_dir.clone())?;
     match &playground {
-        Some(dir) => tracing::info!("serving the playground from {} at /playground/", dir.display()),
-        None => tracing::info!("no playground built (bash www/build.sh builds it): / says how"),
+        Chosen::Dir(dir) => tracing::info!("serving the playground from {} at /playground/", dir.display()),
+        Chosen::Building(dir) => {
+            tracing::info!("the playground is being built into {}: served when it is there", dir.display())
+        }
+        Chosen::Embedded => tracing::info!("serving the playground built into this binary at /playground/"),
+        Chosen::None => tracing::info!("no playground built (bash www/build.sh builds it): / says how"),
     }
     let known_key = match &args.api_key {
         Some(key) => Some((
@@ -109,9 +117,13 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             strict: args.strict,
             test_clock: args.test_clock,
             journal_bodies: args.journal_bodies,
-            playground: playground.is_some(),
+            playground: playground.state(),
+            build: crate::build(),
         };
         let engine: SharedEngine = Arc::new(Engine::new(store, config));
+        if let Chosen::Building(dir) = playground {
+            tokio::spawn(crate::playground::watch(engine.clone(), dir));
+        }
         prepare(&engine, known_key, seed.as_ref(), &format!("http://{bound}")).await?;
         let _ = DATABASE.set(described);
         let exit_on_stdin_eof = args.exit_on_stdin_eof;
@@ -124,6 +136,20 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         })
         .await
     })
+}
+
+/// Which log lines are written: `RUST_LOG` as a list of `target=level` and a bare
+/// default level (`info,engage=debug`), else `info`. A `RUST_LOG` that does not
+/// parse is reported and `info` used.
+fn log_filter() -> Targets {
+    let default = || Targets::new().with_default(tracing::Level::INFO);
+    match std::env::var("RUST_LOG") {
+        Ok(given) if !given.trim().is_empty() => given.parse().unwrap_or_else(|e| {
+            eprintln!("engage: RUST_LOG={given:?} is not a list of target=level: {e}; logging at info");
+            default()
+        }),
+        _ => default(),
+    }
 }
 
 /// Connections the kernel queues for accepting: a burst (or a full descriptor

@@ -1,10 +1,12 @@
 // The newcomer test's runner (started by tests/newcomer/run.sh, which clones the
 // repository and reads the README's run command):
-//   node newcomer.mjs CLONE COMMAND TIMEOUT_SECS
-// Runs COMMAND with bash in CLONE (its own process group; its output is shown with
+//   node newcomer.mjs DIR COMMAND TIMEOUT_SECS [now]
+// Runs COMMAND with bash in DIR (its own process group; its output is shown with
 // "  | " in front), waits for the server's "listening on http://..." line, then in
-// Debian's chromium (playwright-core from www/node_modules): `/` is the landing page,
-// its playground link leads to /playground/, which loads the wasm engine and answers a
+// Debian's chromium (playwright-core from www/node_modules): `/` is the landing page
+// (while it says the playground is being built, the API must answer and the page is
+// reloaded until it links the playground; `now`: it must link it at once), its
+// playground link leads to /playground/, which loads the wasm engine and answers a
 // request in the page; no API request goes to the server. Then SIGTERM to the group,
 // and the server must stop. Exits non-zero on any failure.
 import assert from "node:assert/strict";
@@ -16,7 +18,9 @@ import { fileURLToPath } from "node:url";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { chromium } = createRequire(path.join(root, "www/package.json"))("playwright-core");
-const [clone, command, timeoutArg] = process.argv.slice(2);
+const [clone, command, timeoutArg, expectArg] = process.argv.slice(2);
+// "now": the playground must be served from the start (a release binary has it inside).
+const expectPlayground = expectArg || "eventually";
 const timeoutSecs = Number(timeoutArg || 2400);
 const started = Date.now();
 const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1)} s`;
@@ -74,13 +78,32 @@ async function inBrowser(base) {
     assert.match(landing.headers()["content-type"], /^text\/html/);
     assert.equal(await page.title(), "Engage");
     assert.equal((await page.textContent("h1")).trim(), "Engage");
+    const health = await (await fetch(`${base}/healthz`)).json();
+    assert.equal(health.status, "ok", JSON.stringify(health));
+    assert.match((await page.textContent("footer")).trim(), new RegExp(`^Engage ${health.version.replaceAll(".", "\\.")}`));
+    if (await page.locator("#playground-building").count()) {
+      // API first: the server answers while the playground is built beside it.
+      assert.notEqual(expectPlayground, "now", "the playground must be there at once");
+      const api = await fetch(`${base}/users/export/ids`, { method: "POST", body: "{}", headers: { "Content-Type": "application/json" } });
+      assert.equal(api.status, 401, "the API answers (no key: 401) while the playground is being built");
+      assert.equal((await fetch(`${base}/playground/`)).status, 503, "/playground/ says it is being built");
+      console.log(`the API answers while the playground is being built (${elapsed()} after the command started)`);
+      const deadline = Date.now() + timeoutSecs * 1000;
+      while ((await page.locator('a[href="/playground/"]').count()) === 0) {
+        assert.equal(await page.getByText("its build failed").count(), 0, "the playground's build failed");
+        assert.ok(Date.now() < deadline, `the playground was not built within ${timeoutSecs} s`);
+        await new Promise((r) => setTimeout(r, 5000));
+        await page.reload();
+      }
+      console.log(`the playground is built, ${elapsed()} after the command started`);
+    }
     const link = page.locator('a[href="/playground/"]');
     assert.equal(await link.count(), 1, "the landing page links to /playground/");
     for (const href of ["/openapi.json", "/healthz"]) {
       assert.equal(await page.locator(`a[href="${href}"]`).count(), 1, `the landing page links to ${href}`);
       assert.equal((await fetch(`${base}${href}`)).status, 200, `GET ${href}`);
     }
-    console.log(`landing page at ${base}/ with its links: ok`);
+    console.log(`landing page at ${base}/ (Engage ${health.version}, commit ${health.commit ?? "unknown"}) with its links: ok`);
 
     // Its link to the playground, which must come up and answer in the page.
     const t0 = Date.now();

@@ -4,7 +4,12 @@
 # `<!-- run-command -->` and `<!-- /run-command -->` markers, so this test follows the
 # README), wait for the server, then in Chromium open `/`, follow its link to
 # /playground/, send a request through the in-page wasm engine and see the response;
-# then stop the server (SIGTERM to its process group).
+# then stop the server (SIGTERM to its process group). The run command starts the
+# API first: while the landing page says the playground is being built, the API must
+# answer, and the page is reloaded until the playground is there.
+# Then the second way in: the release binary (scripts/release.sh's tarball) alone in
+# an empty directory, `./engage serve`, and the same walk in Chromium, with the
+# playground there at once (it is inside the binary).
 #
 # What is cloned: `git clone` of this repository, i.e. its committed HEAD, which is what
 # a newcomer gets. ENGAGE_NEWCOMER_WORKTREE=1 copies this working tree's uncommitted
@@ -40,6 +45,7 @@ source "$ROOT/tests/lib/browser.sh"
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/engage-newcomer.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 CLONE="$TMP/engage"
+ARTIFACTS="${ENGAGE_RELEASE_OUT:-$ROOT/target/artifacts}"
 
 step "git clone $ROOT"
 git clone -q "$ROOT" "$CLONE"
@@ -92,3 +98,18 @@ TIMEOUT="${ENGAGE_NEWCOMER_TIMEOUT_SECS:-2400}"
 for v in $(compgen -e | grep '^ENGAGE_' || true); do unset "$v"; done
 ENGAGE_LISTEN=127.0.0.1:0 CARGO_TARGET_DIR="$TARGET" \
   node "$HERE/newcomer.mjs" "$CLONE" "$COMMAND" "$TIMEOUT"
+
+step "the release binary alone, in an empty directory: ./engage serve"
+# The tarball scripts/release.sh made (tests/release/run.sh runs before this in
+# tests/run.sh); made here without the image when it is not there.
+VERSION="$(awk -F'"' '/^\[workspace.package\]/ { on = 1 } on && /^version *=/ { print $2; exit }' "$ROOT/Cargo.toml")"
+TARBALL="$ARTIFACTS/engage-$VERSION-x86_64-linux-musl.tar.gz"
+if [ ! -f "$TARBALL" ]; then
+  ENGAGE_RELEASE_NO_IMAGE=1 bash "$ROOT/scripts/release.sh" "$ARTIFACTS" >/dev/null
+fi
+EMPTY="$TMP/empty"
+mkdir -p "$EMPTY"
+tar -xzf "$TARBALL" -C "$TMP" --strip-components=1 --wildcards '*/engage'
+mv "$TMP/engage" "$EMPTY/engage"
+echo "$(ls -A "$EMPTY" | tr '\n' ' ')in $EMPTY (no www/dist anywhere above it)"
+ENGAGE_LISTEN=127.0.0.1:0 node "$HERE/newcomer.mjs" "$EMPTY" "./engage serve" 60 now

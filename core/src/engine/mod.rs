@@ -3,7 +3,7 @@
 //! catch up with the queue → the endpoint's family. Dispatch is an exhaustive
 //! `match` over the route table's endpoint enums.
 
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU8, AtomicUsize, Ordering};
 
 use crate::admin;
 use crate::auth::{self, KeyRecord};
@@ -23,97 +23,11 @@ use crate::track::pressure::Pressure;
 use crate::track::queue::QueueRun;
 use crate::{cdi, export, identity, input, preference_center, scim, service, subscriptions, track};
 
+mod config;
 pub(crate) mod kit;
 mod track_ack;
 
-/// Engine settings.
-#[derive(Clone)]
-pub struct Config {
-    /// Largest request body accepted; larger bodies get 413. The platform documents 4 MB.
-    pub max_body_bytes: usize,
-    /// Enforce the spec's rate limits.
-    pub rate_limits: bool,
-    /// Queued jobs applied per commit.
-    pub apply_batch: usize,
-    /// Operator token enabling the `/_engage/` routes; `None` hides them.
-    pub admin_token: Option<String>,
-    /// The server's public address, the base of preference-center links; `None`:
-    /// the origin the request arrived at.
-    pub public_url: Option<String>,
-    /// How long a preference-center link stays valid, in seconds.
-    pub link_ttl_secs: u64,
-    /// Whether this host runs warehouse syncs (the native server does; the edge and
-    /// the playground only answer the status endpoints).
-    pub runs_syncs: bool,
-    /// Most seconds of applying the queue may hold (jobs waiting over the rate they
-    /// were applied at): past it `/users/track` answers 503 with `Retry-After`
-    /// before acknowledging anything. `None`: unbounded.
-    pub max_backlog_secs: Option<u64>,
-    /// Whether the host applies the queue in the background all the time (the native
-    /// server). Then a request applies ahead of the queue only the queued jobs that
-    /// concern the users it names; otherwise it applies everything queued before it.
-    pub applies_in_background: bool,
-    /// Whether other processes write the same store (several servers on one
-    /// PostgreSQL database). Then nothing is applied ahead of the queue: another
-    /// server's applier may take the same job at once, and what makes an applier
-    /// skip a job applied early is known to the process that applied it only. A
-    /// request that needs read-your-writes applies everything queued before it, in
-    /// order, as appliers do (two of them racing simply retry).
-    pub shared_store: bool,
-    /// Refuse what the hosted platform refuses where Engage is lenient: a body
-    /// whose `Content-Type` is not JSON (415).
-    pub strict: bool,
-    /// Offer `POST /_engage/clock` (the host keeps a settable clock).
-    pub test_clock: bool,
-    /// Keep request and response bodies in the request journal.
-    pub journal_bodies: bool,
-    /// Whether the host serves the built playground (the landing page links it, or
-    /// says how to build it).
-    pub playground: bool,
-}
-
-impl std::fmt::Debug for Config {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The admin token is a secret: never print it.
-        f.debug_struct("Config")
-            .field("max_body_bytes", &self.max_body_bytes)
-            .field("rate_limits", &self.rate_limits)
-            .field("apply_batch", &self.apply_batch)
-            .field("admin_token", &self.admin_token.as_ref().map(|_| "<set>"))
-            .field("public_url", &self.public_url)
-            .field("link_ttl_secs", &self.link_ttl_secs)
-            .field("runs_syncs", &self.runs_syncs)
-            .field("max_backlog_secs", &self.max_backlog_secs)
-            .field("applies_in_background", &self.applies_in_background)
-            .field("shared_store", &self.shared_store)
-            .field("strict", &self.strict)
-            .field("test_clock", &self.test_clock)
-            .field("journal_bodies", &self.journal_bodies)
-            .field("playground", &self.playground)
-            .finish()
-    }
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            max_body_bytes: input::DEFAULT_MAX_BODY_BYTES,
-            rate_limits: true,
-            apply_batch: track::queue::DEFAULT_BATCH,
-            admin_token: None,
-            public_url: None,
-            link_ttl_secs: preference_center::link::DEFAULT_LINK_TTL_SECS,
-            runs_syncs: false,
-            max_backlog_secs: None,
-            applies_in_background: false,
-            shared_store: false,
-            strict: false,
-            test_clock: false,
-            journal_bodies: false,
-            playground: true,
-        }
-    }
-}
+pub use config::Config;
 
 /// What a host does with a request's body, decided from its headers before reading it.
 #[derive(Debug, PartialEq, Eq)]
@@ -154,6 +68,9 @@ pub struct Engine<S: Store> {
     journal: crate::kit::journal::Journal,
     /// Held while a fixtures file loads: one at a time in this process.
     seeding: futures_util::lock::Mutex<()>,
+    /// The playground's state now ([`service::Playground`]): a host moves it on
+    /// while the server runs (built, or its build failed).
+    playground: AtomicU8,
 }
 
 /// How finely a key's last use is kept: an hour.
@@ -215,7 +132,18 @@ impl<S: Store> Engine<S> {
         let journal = crate::kit::journal::Journal::new(config.journal_bodies);
         let seeding = futures_util::lock::Mutex::new(());
         let keys_noted = Default::default();
-        Engine { store, config, limiter, admin_token_hash, gate: Gate::new(), keys_noted, journal, seeding }
+        let playground = AtomicU8::new(config.playground.to_u8());
+        Engine { store, config, limiter, admin_token_hash, gate: Gate::new(), keys_noted, journal, seeding, playground }
+    }
+
+    /// Tells the engine what the host has of the playground now (its build finished
+    /// or failed while the server ran).
+    pub fn set_playground(&self, playground: service::Playground) {
+        self.playground.store(playground.to_u8(), Ordering::SeqCst);
+    }
+
+    fn playground(&self) -> service::Playground {
+        service::Playground::from_u8(self.playground.load(Ordering::SeqCst))
     }
 
     /// The store.
@@ -360,9 +288,9 @@ impl<S: Store> Engine<S> {
             Public::PreferencePage(token) => self.page(&token, PageOp::Show, req, ctx).await,
             Public::PreferenceSubmit(token) => self.page(&token, PageOp::Submit, req, ctx).await,
             Public::PlaygroundRoot => playground_root(),
-            Public::PlaygroundFile(raw) => playground_file(&raw),
-            Public::Landing => service::landing(self.config.playground),
-            Public::Health => service::health(),
+            Public::PlaygroundFile(raw) => playground_file(&raw, self.playground()),
+            Public::Landing => service::landing(self.playground(), &self.config.build),
+            Public::Health => service::health(&self.config.build),
             Public::Ready => service::ready(&self.store, self.gate.progress_at.load(Ordering::SeqCst), ctx).await,
             Public::OpenApi => Response::json(200, &crate::openapi::document()),
             Public::Metrics => {
@@ -554,9 +482,13 @@ fn playground_root() -> Response {
     Response::empty(301).with_header("Location", "/playground/")
 }
 
-/// A playground file: the host serves it, the core checks the path.
-fn playground_file(raw: &str) -> Response {
-    let not_found = ApiError::RouteNotFound.into_response();
+/// A playground file: the host serves it, the core checks the path. While the
+/// playground is being built, its page is a "being built" page instead of a 404.
+fn playground_file(raw: &str, playground: service::Playground) -> Response {
+    let not_found = match playground {
+        service::Playground::Building if raw.is_empty() || raw == "index.html" => service::playground_building(),
+        _ => ApiError::RouteNotFound.into_response(),
+    };
     match crate::http::AssetPath::parse(raw) {
         Some(path) => not_found.then(Then::ServeAsset(path)),
         None => not_found,

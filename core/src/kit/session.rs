@@ -23,7 +23,7 @@ pub const CSRF_HEADER: &str = "X-Engage-Inspector";
 
 fn mac(admin_hash: &str) -> Hmac<Sha256> {
     // HMAC accepts a key of any length.
-    <Hmac<Sha256> as Mac>::new_from_slice(admin_hash.as_bytes()).unwrap_or_else(|_| unreachable!())
+    <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(admin_hash.as_bytes()).unwrap_or_else(|_| unreachable!())
 }
 
 fn sign(admin_hash: &str, expires: i64) -> String {

@@ -17,8 +17,19 @@ pub fn describe(endpoint: &Public) -> Op {
         Public::PreferenceSubmit(_) => preference_center::schema::submit(),
         Public::Landing => Op::new("A short HTML page: what this server is, with links to the playground, this description, health and readiness.")
             .reply_in(200, "The page.", HTML, string("HTML.")),
-        Public::Health => Op::new("Liveness: the process is up and answering. It reads nothing.")
-            .reply(200, "Alive.", object("", &[("status", values(&["ok"], "`ok`."))], &["status"])),
+        Public::Health => Op::new("Liveness: the process is up and answering, and which build it runs. It reads nothing.").reply(
+            200,
+            "Alive.",
+            object(
+                "",
+                &[
+                    ("status", values(&["ok"], "`ok`.")),
+                    ("version", string("Engage's version, e.g. `0.1.0`.")),
+                    ("commit", string("The commit the server was built from, when its build knew it.")),
+                ],
+                &["status", "version"],
+            ),
+        ),
         Public::Ready => {
             let minute = STUCK_AFTER_MS / 1000;
             let status = |s: &str| object("", &[("status", values(&[s], "")), ("message", string("Why not."))], &["status"]);
@@ -46,6 +57,8 @@ pub fn describe(endpoint: &Public) -> Op {
         )
         .path("path", "The file's path under the playground's directory (may contain `/`; `..` is refused).")
         .reply_in(200, "The file, with its media type.", "application/octet-stream", string("The file."))
-        .reply(404, "No such file, or no playground here.", refer("Error")),
+        .reply(404, "No such file, or no playground here.", refer("Error"))
+        .reply_in(503, "`/playground/` while the playground is being built: a page that reloads itself.", "text/html", string("An HTML page."))
+        .with_header("Retry-After", "Seconds to wait before asking again."),
     }
 }

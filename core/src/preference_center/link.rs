@@ -84,7 +84,7 @@ const SEP: char = '\u{1f}';
 
 fn mac(key: &str) -> Hmac<Sha256> {
     // HMAC takes keys of any length: this cannot fail.
-    <Hmac<Sha256> as Mac>::new_from_slice(key.as_bytes()).unwrap_or_else(|_| unreachable!())
+    <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(key.as_bytes()).unwrap_or_else(|_| unreachable!())
 }
 
 fn sign(key: &str, claims: &Claims) -> String {

@@ -15,8 +15,20 @@ async fn the_landing_page_health_and_readiness_need_no_key() {
     }
     // The playground's link where the host serves it, else how to build it.
     assert!(page.contains("href=\"/playground/\"") || page.contains("bash www/build.sh"), "{page}");
+    // Which build answers: the version on the page and in /healthz, with the commit
+    // where the host's build knew it (native: from git; the edge: none).
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(page.contains(&format!("<footer>Engage {version}")), "{page}");
     let r = send("GET", "/healthz", &[], None).await;
-    assert_eq!((r.status, r.body), (200, json!({"status": "ok"})));
+    assert_eq!((r.status, &r.body["status"], &r.body["version"]), (200, &json!("ok"), &json!(version)), "{}", r.body);
+    match r.body.get("commit") {
+        None => assert_eq!(r.body.as_object().map(|o| o.len()), Some(2), "{}", r.body),
+        Some(commit) => {
+            let commit = commit.as_str().unwrap_or_default();
+            assert!(commit.len() == 12 && commit.bytes().all(|b| b.is_ascii_hexdigit()), "{}", r.body);
+            assert!(page.contains(&format!("<footer>Engage {version} (commit {commit})</footer>")), "{page}");
+        }
+    }
     let r = send("GET", "/readyz", &[], None).await;
     assert_eq!((r.status, r.body), (200, json!({"status": "ready"})));
 }
