@@ -109,7 +109,6 @@ if [ ! -f "$TARBALL" ]; then
 fi
 EMPTY="$TMP/empty"
 mkdir -p "$EMPTY"
-tar -xzf "$TARBALL" -C "$TMP" --strip-components=1 --wildcards '*/engage'
-mv "$TMP/engage" "$EMPTY/engage"
+tar -xzf "$TARBALL" -C "$EMPTY" --strip-components=1 --wildcards '*/engage'
 echo "$(ls -A "$EMPTY" | tr '\n' ' ')in $EMPTY (no www/dist anywhere above it)"
 ENGAGE_LISTEN=127.0.0.1:0 node "$HERE/newcomer.mjs" "$EMPTY" "./engage serve" 60 now
