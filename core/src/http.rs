@@ -322,6 +322,21 @@ impl Response {
         }
     }
 
+    /// The answer to a HEAD: the headers of the GET, its body's length announced
+    /// and the body left out. A file the host serves in its place
+    /// ([`Then::ServeAsset`]) is read and answered the same way by the host.
+    pub fn without_body(mut self) -> Response {
+        if self.body.is_empty() {
+            return self;
+        }
+        if self.header_value("Content-Length").is_none() {
+            let len = self.body.len().to_string();
+            self = self.with_header("Content-Length", len);
+        }
+        self.body.clear();
+        self
+    }
+
     /// Sets the body.
     pub fn with_body(mut self, body: Vec<u8>) -> Response {
         self.body = body;

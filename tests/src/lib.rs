@@ -402,3 +402,14 @@ impl Api {
         }
     }
 }
+
+/// Waits for the next minute of the clock when fewer than `secs` seconds of this
+/// one are left. Rate-limit windows are whole minutes of the clock: a test that fills
+/// one starts with time to spare, so its requests fall in one window.
+pub async fn wait_for_minute_with_secs_left(secs: u64) {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs();
+    let left = 60 - now % 60;
+    if left < secs {
+        tokio::time::sleep(Duration::from_secs(left + 1)).await;
+    }
+}

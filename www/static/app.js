@@ -206,7 +206,7 @@ function renderResponse(res, ms) {
 let pageLink = null;
 
 // Shows a page the in-page core rendered, and sends its form back to the core as a
-// browser would (urlencoded), showing the answer (the confirmation page).
+// browser would (urlencoded), following its redirect (303) to the confirmation page.
 function showPage(path, res) {
   $("page-view").hidden = false;
   $("page-status").textContent = `${res.status}`;
@@ -218,8 +218,13 @@ function showPage(path, res) {
       form.addEventListener("submit", (e) => {
         e.preventDefault();
         const body = new URLSearchParams(new FormData(form)).toString();
-        const answer = pg.send("POST", path, "", "Content-Type: application/x-www-form-urlencoded", body);
+        let answer = pg.send("POST", path, "", "Content-Type: application/x-www-form-urlencoded", body);
         persist();
+        const location = answer.status === 303 && (answer.headers || []).find(([k]) => k.toLowerCase() === "location");
+        if (location) {
+          const next = new URL(location[1], pageLink || "http://localhost/");
+          answer = pg.send("GET", next.pathname, next.search.replace(/^\?/, ""), "", "");
+        }
         showPage(path, answer);
       });
     }

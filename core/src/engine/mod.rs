@@ -71,6 +71,8 @@ pub struct Engine<S: Store> {
     /// The playground's state now ([`service::Playground`]): a host moves it on
     /// while the server runs (built, or its build failed).
     playground: AtomicU8,
+    /// Preference-center templates parsed at earlier page views.
+    templates: preference_center::cache::Templates,
 }
 
 /// How finely a key's last use is kept: an hour.
@@ -133,7 +135,9 @@ impl<S: Store> Engine<S> {
         let seeding = futures_util::lock::Mutex::new(());
         let keys_noted = Default::default();
         let playground = AtomicU8::new(config.playground.to_u8());
-        Engine { store, config, limiter, admin_token_hash, gate: Gate::new(), keys_noted, journal, seeding, playground }
+        let gate = Gate::new();
+        let templates = Default::default();
+        Engine { store, config, limiter, admin_token_hash, gate, keys_noted, journal, seeding, playground, templates }
     }
 
     /// Tells the engine what the host has of the playground now (its build finished
@@ -222,10 +226,12 @@ impl<S: Store> Engine<S> {
     async fn handle_as(&self, req: Request, ctx: Ctx, caught_up: bool) -> Response {
         let scim_path = scim::owns(&req.path);
         let id = crate::http::request_id(&req.headers, ctx.seed);
+        let head = req.method == Method::Head;
         let resp = match self.route(req, ctx, caught_up).await {
             Ok(resp) => resp,
             Err(e) => shaped(scim_path, e),
         };
+        let resp = if head { resp.without_body() } else { resp };
         resp.with_header("X-Request-Id", id)
     }
 
@@ -315,7 +321,7 @@ impl<S: Store> Engine<S> {
             }
         }
         let links = self.links(req);
-        let visit = Visit { token, op, req, links: &links, ctx };
+        let visit = Visit { token, op, req, links: &links, templates: &self.templates, ctx };
         preference_center::page::page(&self.store, &self.limiter, &visit).await
     }
 

@@ -10,6 +10,7 @@
 //!   states, its form applied through the subscription state model.
 //! - `liquid/`: the template engine; `center.rs`: the stored center and its options.
 
+pub mod cache;
 pub mod center;
 pub mod link;
 pub mod liquid;

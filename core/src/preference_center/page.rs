@@ -1,10 +1,13 @@
 //! The hosted page: `GET /preferences/{token}` shows a center's page for the user
 //! the token names; `POST` (an ordinary urlencoded form) applies the choices through
-//! the subscription state model and shows the confirmation page. Every answer is an
-//! HTML page, failures included.
+//! the subscription state model and answers `303 See Other` to
+//! `/preferences/{token}?saved=1`, the confirmation page (post/redirect/get: a
+//! reload shows the confirmation again instead of sending the form again). Every
+//! answer is an HTML page, failures included.
 
 use serde_json::Value as Json;
 
+use super::cache::Templates;
 use super::center::{self, Center, CenterState, Options};
 use super::link::{self, LinkConfig, TokenError};
 use super::liquid::{escape_html, Attr, Data, FieldRef, Template, Value, Var};
@@ -69,18 +72,48 @@ pub struct Visit<'a> {
     pub req: &'a Request,
     /// Where links point.
     pub links: &'a LinkConfig,
+    /// Templates parsed at earlier views.
+    pub templates: &'a Templates,
     /// Time and randomness.
     pub ctx: Ctx,
 }
 
+/// What a page request is answered with when it succeeds.
+enum Answer {
+    /// A page.
+    Page(String),
+    /// A form saved: see its confirmation at this address.
+    Saved(String),
+}
+
+/// The query that makes `GET /preferences/{token}` the confirmation page.
+const SAVED_QUERY: &str = "saved=1";
+
 /// Answers a page request; never anything but an HTML page.
 pub async fn page<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) -> Response {
     match serve(store, limiter, visit).await {
-        Ok(html) => html_response(200, html),
-        Err(r) => {
+        Ok(Answer::Page(html)) => html_response(200, html),
+        Ok(Answer::Saved(location)) => {
             let body = format!(
-                "<!doctype html><html><head><meta charset=\"utf-8\"><title>{t}</title></head>\
-                 <body><h1>{t}</h1><p>{d}</p></body></html>",
+                "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Saved</title></head>\
+                 <body><p>Your preferences are saved. <a href=\"{0}\">Continue</a>.</p></body></html>",
+                escape_html(&location)
+            );
+            html_response(303, body).with_header("Location", location)
+        }
+        Err(r) => {
+            // A way back to the form where the link still leads to one.
+            let back = match r.status {
+                400 | 415 | 429 => format!(
+                    r#"<p><a href="{}">Back to your preferences</a></p>"#,
+                    escape_html(&visit.links.url(visit.token))
+                ),
+                _ => String::new(),
+            };
+            let body = format!(
+                "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+                 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{t}</title>\
+                 <style>{SYSTEM_STYLE}</style></head><body><main><h1>{t}</h1><p>{d}</p>{back}</main></body></html>",
                 t = escape_html(r.title),
                 d = escape_html(&r.detail)
             );
@@ -93,6 +126,13 @@ pub async fn page<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>)
     }
 }
 
+/// The look of the pages Engage shows itself (a bad or expired link, a form that
+/// could not be saved): readable on a phone, nothing loaded from elsewhere.
+const SYSTEM_STYLE: &str =
+    "body{margin:0;font:17px/1.5 system-ui,-apple-system,'Segoe UI',sans-serif;color:#1f2328;background:#f6f8fa}\
+main{max-width:32rem;margin:12vh auto 0;padding:1.5rem;background:#fff;border:1px solid #d0d7de;border-radius:8px}\
+h1{font-size:1.35rem;margin:0 0 .5rem}p{margin:.5rem 0}a{color:#0969da}";
+
 fn html_response(status: u16, body: String) -> Response {
     Response::empty(status)
         .with_header("Content-Type", "text/html; charset=utf-8")
@@ -100,11 +140,15 @@ fn html_response(status: u16, body: String) -> Response {
         // The URL is the user's credential: never send it on to linked sites.
         .with_header("Referrer-Policy", "no-referrer")
         .with_header("X-Content-Type-Options", "nosniff")
+        // Not to be framed by another site (clickjacking a subscription choice). Only
+        // framing is restricted: the marketer's own scripts and styles keep working.
+        .with_header("X-Frame-Options", "DENY")
+        .with_header("Content-Security-Policy", "frame-ancestors 'none'")
         .with_body(body.into_bytes())
 }
 
-async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) -> Result<String, Refusal> {
-    let Visit { token, op, req, links, ctx } = *visit;
+async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) -> Result<Answer, Refusal> {
+    let Visit { token, op, req, links, templates, ctx } = *visit;
     let claims = match link::verify(store, token, ctx.now).await? {
         Ok(c) => c,
         Err(TokenError::Invalid) => {
@@ -120,7 +164,7 @@ async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) ->
         Some(c) if c.state == CenterState::Active => c,
         _ => return Err(unavailable()),
     };
-    let page = parse_stored(&center.page_html)?;
+    let page = parse_stored(templates, &center.page_html)?;
     let submit_url = links.url(token);
     let user = Identifier::External(claims.external_id.clone());
     let no_user = || refuse(404, "This page is not available", "This user no longer exists.");
@@ -129,7 +173,9 @@ async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) ->
             let mut tx = Tx::new(store, claims.ws.clone());
             let id = tx.resolve_one(&user).await?.ok_or_else(no_user)?;
             let profile = tx.profile(&id).await?.ok_or_else(no_user)?.clone();
-            Ok(finish(&center, &page, &profile, &submit_url))
+            let saved = req.query.split('&').any(|pair| pair == SAVED_QUERY);
+            let shown = if saved { parse_stored(templates, &center.confirmation_html)? } else { page };
+            Ok(Answer::Page(finish(&center, &shown, &profile, &submit_url)))
         }
         PageOp::Submit => {
             let form_type = req.header_value("Content-Type").unwrap_or("");
@@ -140,8 +186,15 @@ async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) ->
                     "Send the form as application/x-www-form-urlencoded.",
                 ));
             }
-            // Per token, after it is known good: forged tokens cannot fill the table.
-            let limit_key = format!("\u{1f}link\u{1f}{token}");
+            // Per user and center, whichever link of theirs is used (a new link does
+            // not start a new count), after the token is known good: forged tokens
+            // cannot fill the table.
+            let limit_key = format!(
+                "\u{1f}prefs\u{1f}{}\u{1f}{}\u{1f}{}",
+                claims.ws.as_str(),
+                claims.center,
+                claims.external_id.as_str()
+            );
             if let Decision::Limited { retry_after } =
                 limiter.check(store, &limit_key, Bucket::PreferenceSubmit, ctx.now).await
             {
@@ -149,7 +202,7 @@ async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) ->
                 r.retry_after = Some(retry_after);
                 return Err(r);
             }
-            let profile = transact(store, &claims.ws, ctx.seed, async |tx, _| {
+            transact(store, &claims.ws, ctx.seed, async |tx, _| {
                 let id = tx
                     .resolve_one(&user)
                     .await?
@@ -160,23 +213,28 @@ async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) ->
                 // lacks is an unticked checkbox.
                 let shown = page.render(&PageData { profile, submit_url: &submit_url }).fields;
                 let choices = read_form(&req.body, &shown).map_err(ApiError::BadRequest)?;
-                apply(tx, &id, choices, ctx).await?;
-                tx.profile(&id).await?.cloned().ok_or_else(|| ApiError::NotFound("This user no longer exists.".into()))
+                apply(tx, &id, choices, ctx).await
             })
             .await
             .map_err(|e| match e {
-                ApiError::BadRequest(m) => refuse(400, "The form could not be saved", m),
+                // The reader of this page did not write the form: say what to do,
+                // not which field name was wrong.
+                ApiError::BadRequest(_) => refuse(
+                    400,
+                    "The form could not be saved",
+                    "Some of your choices could not be read. Please reload the page and try again.",
+                ),
                 other => other.into(),
             })?;
-            Ok(finish(&center, &parse_stored(&center.confirmation_html)?, &profile, &submit_url))
+            Ok(Answer::Saved(format!("{submit_url}?{SAVED_QUERY}")))
         }
     }
 }
 
-fn parse_stored(src: &str) -> Result<Template, Refusal> {
+fn parse_stored(templates: &Templates, src: &str) -> Result<std::sync::Arc<Template>, Refusal> {
     // Stored templates were checked when written; one that no longer parses (a
     // template stored by another version) is not served half-rendered.
-    Template::parse(src).map_err(|e| Refusal::from(ApiError::NotFound(format!("This page cannot be shown ({e})."))))
+    templates.get(src).map_err(|e| Refusal::from(ApiError::NotFound(format!("This page cannot be shown ({e})."))))
 }
 
 fn finish(center: &Center, t: &Template, profile: &Profile, submit_url: &str) -> String {
@@ -200,8 +258,14 @@ fn read_form(body: &[u8], shown: &[FieldRef]) -> Result<Vec<Choice>, String> {
     for pair in text.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let (k, v) = (percent_decode(k), percent_decode(v));
-        let i = shown.iter().position(|f| f.name() == k).ok_or_else(|| format!("Unknown form field '{k}'."))?;
-        values[i] = Some(v);
+        match shown.iter().position(|f| f.name() == k) {
+            Some(i) => values[i] = Some(v),
+            // A form shown before its page changed (a group taken out of the
+            // template): the field is ignored so the rest, an opt-out perhaps, is
+            // still saved. A name no page could have shown is refused.
+            None if stale_field(&k) => {}
+            None => return Err(format!("Unknown form field '{k}'.")),
+        }
     }
     shown
         .iter()
@@ -220,17 +284,25 @@ fn read_form(body: &[u8], shown: &[FieldRef]) -> Result<Vec<Choice>, String> {
         .collect()
 }
 
+/// Whether `name` is a field a page may have shown and no longer shows: a
+/// subscription group's, with an id of the shape ids have.
+fn stale_field(name: &str) -> bool {
+    name.strip_prefix("subscription_group_").is_some_and(|id| {
+        !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    })
+}
+
 /// Applies the choices as the API would: to every user sharing the address, the
-/// hard-bounce flag kept.
+/// hard-bounce flag kept. A group deleted since the page was shown is passed over:
+/// the rest of the form still applies.
 async fn apply<S: Store>(tx: &mut Tx<'_, S>, id: &ServiceId, choices: Vec<Choice>, ctx: Ctx) -> Result<(), ApiError> {
     for c in choices {
         match c {
             Choice::Global(s) => state::set_global_for(tx, id, s, ctx.now).await?,
             Choice::Group(g, s) => {
-                let group = groups::get(tx.store(), tx.workspace(), &g)
-                    .await?
-                    .ok_or_else(|| ApiError::BadRequest(format!("The subscription group '{g}' no longer exists.")))?;
-                state::set_group_for(tx, id, &g, group.channel, s, ctx.now).await?;
+                if let Some(group) = groups::get(tx.store(), tx.workspace(), &g).await? {
+                    state::set_group_for(tx, id, &g, group.channel, s, ctx.now).await?;
+                }
             }
         }
     }

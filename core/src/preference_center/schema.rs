@@ -154,8 +154,9 @@ fn page_errors(op: Op) -> Op {
 
 /// GET /preferences/{token}.
 pub fn page() -> Op {
-    page_errors(Op::new("The preference page of the user the token names: the center's template rendered with the user's states. The token (from the user's link) is the only credential. Always HTML, errors included; not cached, no referrer sent on.")
+    page_errors(Op::new("The preference page of the user the token names: the center's template rendered with the user's states. The token (from the user's link) is the only credential. Always HTML, errors included; not cached, no referrer sent on, not to be framed (`X-Frame-Options: DENY`, `frame-ancestors 'none'`). With `?saved=1`: the confirmation page, where a saved form leads.")
         .path("token", "The signed token of the user's link.")
+        .query("saved", false, "`1`: show the confirmation page (where a saved form redirects).", values(&["1"], ""))
         .reply_in(200, "The page.", HTML, string("HTML.")))
 }
 
@@ -163,13 +164,14 @@ pub fn page() -> Op {
 pub fn submit() -> Op {
     let (n, _) = Bucket::PreferenceSubmit.limit();
     let form = with(object("The page's form fields: `email_global_state` (`opted_in`, `subscribed` or `unsubscribed`) and `subscription_group_<id>` (`subscribed` or `unsubscribed`); a field the page showed that is left out (an unticked checkbox) is `unsubscribed`.", &[], &[]), "additionalProperties", json!({"type": "string"}));
-    page_errors(Op::new(format!("Applies the page's form as the API would (to every user sharing the address) and answers the confirmation page. At most {n} submissions a minute per link."))
+    page_errors(Op::new(format!("Applies the page's form as the API would (to every user sharing the address), then redirects to the confirmation page (post/redirect/get: a reload does not send the form again). A field for a group the page no longer shows is passed over. At most {n} submissions a minute per user and center, whichever of their links is used."))
         .path("token", "The signed token of the user's link.")
         .body_in(&["application/x-www-form-urlencoded"], form, true)
-        .reply_in(200, "The confirmation page.", HTML, string("HTML."))
-        .reply_in(400, "A field or value the page did not offer.", HTML, string("An HTML page saying so."))
+        .reply_in(303, "Saved: the confirmation page is at `Location`.", HTML, string("A short HTML page linking it."))
+        .with_header("Location", "`<public URL>/preferences/<token>?saved=1`.")
+        .reply_in(400, "A malformed field name or a value the page did not offer: nothing saved.", HTML, string("An HTML page saying so."))
         .reply_in(415, "The form is not `application/x-www-form-urlencoded`.", HTML, string("An HTML page saying so."))
-        .reply_in(429, "Too many submissions from this link.", HTML, string("An HTML page saying so."))
+        .reply_in(429, "Too many submissions for this user and center.", HTML, string("An HTML page saying so."))
         .with_header("X-Ratelimit-Retry-After", "Seconds until the form may be sent again.")
-        .limited(Bucket::PreferenceSubmit, "per link"))
+        .limited(Bucket::PreferenceSubmit, "per user and center"))
 }

@@ -71,8 +71,13 @@ fn a_user_opens_the_link_unticks_a_group_and_the_api_reads_the_change() {
 
     // The group's checkbox is left unticked; the global one says opted_in.
     let done = submit(&kit, &path, "email_global_state=opted_in");
-    assert_eq!(done.status, 200, "{}", text(&done));
-    assert_eq!(text(&done), "<title>Email Preferences</title><p>Saved, opted_in</p>");
+    assert_eq!(done.status, 303, "{}", text(&done));
+    // Post/redirect/get: the confirmation is a page of its own, a reload shows it again.
+    let location = done.header_value("Location").expect("a Location").to_string();
+    let confirmation = location.split_once("/preferences/").map(|(_, t)| format!("/preferences/{t}")).expect("a page");
+    assert_eq!(confirmation, format!("{path}?saved=1"));
+    let shown = open(&kit, &confirmation);
+    assert_eq!((shown.status, text(&shown).as_str()), (200, "<title>Email Preferences</title><p>Saved, opted_in</p>"));
     for user in ["u1", "u2"] {
         let u = kit.user(user);
         assert_eq!(u["email_subscribe"], "opted_in", "{user}: shared address follows");
@@ -96,10 +101,13 @@ fn a_bad_form_changes_nothing() {
         ("email_global_state=unsubscribed&extra=1", 400),
         ("email_global_state=maybe", 400),
         (&format!("subscription_group_{group}=opted_in") as &str, 400),
+        ("email_global_state=unsubscribed&subscription_group_../x=subscribed", 400),
     ] {
         let r = submit(&kit, &path, form);
         assert_eq!(r.status, status, "{form}: {}", text(&r));
-        assert!(text(&r).contains("The form could not be saved"));
+        let page = text(&r);
+        assert!(page.contains("The form could not be saved") && page.contains("Back to your preferences"), "{page}");
+        assert!(!page.contains("subscription_group") && !page.contains("email_global_state"), "no field names: {page}");
     }
     let req = Request::new(Method::Post, &path).header("Content-Type", "application/json").body(b"{}".to_vec());
     assert_eq!(pollster::block_on(kit.engine().handle(req, kit.ctx())).status, 415);
@@ -133,4 +141,51 @@ fn tampered_expired_and_draft_links_are_refused() {
     let (status, _) = kit.call(Method::Put, &format!("/preference_center/v1/{center}"), update);
     assert_eq!(status, 200);
     assert_eq!(open(&kit, &path).status, 404);
+}
+
+#[test]
+fn a_form_from_before_the_page_changed_still_saves_what_it_can() {
+    let kit = Kit::new();
+    let group = kit.group(Channel::Email);
+    kit.track_attributes(json!([{"external_id": "u1", "email": "a@x.test", "email_subscribe": "subscribed",
+        "subscription_groups": [{"subscription_group_id": group, "subscription_state": "subscribed"}]}]));
+    let center = create(&kit, &group);
+    let path = link(&kit, &center, "u1");
+    // The page no longer shows the group; a form rendered before still names it.
+    let update = json!({"preference_center_page_html": "<form>{% form_field_name :email_global_state %}</form>",
+        "confirmation_page_html": "<p>Saved</p>"});
+    let (status, _) = kit.call(Method::Put, &format!("/preference_center/v1/{center}"), update);
+    assert_eq!(status, 200);
+    let form = format!(
+        "email_global_state=unsubscribed&subscription_group_{group}=unsubscribed&subscription_group_gone-1=subscribed"
+    );
+    let r = submit(&kit, &path, &form);
+    assert_eq!(r.status, 303, "{}", text(&r));
+    assert_eq!(kit.user("u1")["email_subscribe"], "unsubscribed", "the opt-out is not lost");
+    let (_, status) = kit.call(
+        Method::Get,
+        &format!("/subscription/status/get?subscription_group_id={group}&external_id=u1"),
+        Value::Null,
+    );
+    assert_eq!(status["status"]["u1"], "Subscribed", "a group the page no longer shows is left as it was");
+}
+
+#[test]
+fn pages_refuse_framing_and_answer_head() {
+    let kit = Kit::new();
+    let group = kit.group(Channel::Email);
+    kit.track_attributes(json!([{"external_id": "u1"}]));
+    let center = create(&kit, &group);
+    let path = link(&kit, &center, "u1");
+    let get = open(&kit, &path);
+    for bad in [path.as_str(), "/preferences/nonsense"] {
+        let r = open(&kit, bad);
+        assert_eq!(r.header_value("X-Frame-Options"), Some("DENY"), "{bad}");
+        assert_eq!(r.header_value("Content-Security-Policy"), Some("frame-ancestors 'none'"), "{bad}");
+    }
+    let head = pollster::block_on(kit.engine().handle(Request::new(Method::Head, &path), kit.ctx()));
+    assert_eq!(head.status, 200);
+    assert!(head.body.is_empty());
+    assert_eq!(head.header_value("Content-Length"), Some(get.body.len().to_string().as_str()));
+    assert_eq!(head.header_value("Content-Type"), get.header_value("Content-Type"));
 }

@@ -294,6 +294,25 @@ fn match_pattern(pattern: &str, path: &str) -> Option<Params> {
 /// Finds the route of a request: 404 when no pattern matches the path, 405 when
 /// patterns match but none with this method.
 pub fn find(method: Method, path: &str) -> Result<(&'static Route, Endpoint), ApiError> {
+    match find_exact(method, path) {
+        // HEAD is GET without the body (RFC 9110 §9.3.2): a route that has no HEAD
+        // of its own answers it as its GET; the engine leaves the body out.
+        Err(ApiError::MethodNotAllowed { allowed }) if method == Method::Head && allowed.contains(&Method::Get) => {
+            find_exact(Method::Get, path)
+        }
+        Err(ApiError::MethodNotAllowed { mut allowed }) => {
+            if let (Some(get), false) =
+                (allowed.iter().position(|m| *m == Method::Get), allowed.contains(&Method::Head))
+            {
+                allowed.insert(get + 1, Method::Head);
+            }
+            Err(ApiError::MethodNotAllowed { allowed })
+        }
+        found => found,
+    }
+}
+
+fn find_exact(method: Method, path: &str) -> Result<(&'static Route, Endpoint), ApiError> {
     let mut allowed: Vec<&Route> = Vec::new();
     for route in ROUTES {
         if let Some(params) = match_pattern(route.pattern, path) {
@@ -345,9 +364,19 @@ mod tests {
         assert_eq!(err(Method::Get, "/users/track"), ApiError::MethodNotAllowed { allowed: vec![Method::Post] });
         assert_eq!(
             err(Method::Delete, "/preference_center/v1/list"),
-            ApiError::MethodNotAllowed { allowed: vec![Method::Get] }
+            ApiError::MethodNotAllowed { allowed: vec![Method::Get, Method::Head] }
         );
+        assert_eq!(err(Method::Head, "/users/track"), ApiError::MethodNotAllowed { allowed: vec![Method::Post] });
         assert!(find(Method::Post, "/users/track/").is_ok());
+    }
+
+    #[test]
+    fn head_is_answered_by_the_get_route() {
+        for path in ["/healthz", "/preference_center/v1/list", "/preferences/tok", "/scim/v2/Users"] {
+            let (get, _) = find(Method::Get, path).expect(path);
+            let (head, _) = find(Method::Head, path).expect(path);
+            assert!(std::ptr::eq(get, head), "{path}");
+        }
     }
 
     #[test]

@@ -140,3 +140,26 @@ async fn metrics_count_requests_and_show_the_queue() {
     // Raw paths never become labels: only route patterns.
     assert!(!text.contains("m0") && !text.contains(&api.key));
 }
+
+#[tokio::test]
+async fn head_is_answered_as_get_without_the_body() {
+    let get = send("GET", "/healthz", &[], None).await;
+    let head = send("HEAD", "/healthz", &[], None).await;
+    assert_eq!((head.status, head.header("content-type")), (200, get.header("content-type")));
+    assert!(head.raw.is_empty(), "{}", head.text());
+    let page = send("HEAD", "/", &[], None).await;
+    assert_eq!((page.status, page.header("content-type")), (200, Some("text/html; charset=utf-8")));
+    assert!(page.raw.is_empty());
+    // An API route: credentials and permissions as for its GET.
+    let api = Api::new().await;
+    let auth = format!("Bearer {}", api.key);
+    let listed = send("HEAD", "/preference_center/v1/list", &[("Authorization", &auth)], None).await;
+    assert_eq!(listed.status, 200);
+    assert!(listed.raw.is_empty());
+    assert_eq!(send("HEAD", "/preference_center/v1/list", &[], None).await.status, 401);
+    // A path that takes no GET takes no HEAD; where GET is allowed, so is HEAD.
+    let track = send("HEAD", "/users/track", &[], None).await;
+    assert_eq!((track.status, track.header("allow")), (405, Some("POST")));
+    let wrong = send("DELETE", "/healthz", &[], None).await;
+    assert_eq!((wrong.status, wrong.header("allow")), (405, Some("GET, HEAD")));
+}

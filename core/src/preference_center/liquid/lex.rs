@@ -9,8 +9,9 @@ use super::{Pos, TemplateError};
 pub(super) enum Segment {
     /// Literal text (markup written by the page's author).
     Text(String),
-    /// The inside of `{{ ... }}`.
-    Output(Pos, String),
+    /// The inside of `{{ ... }}`: where the `{{` is, where the inside starts, and
+    /// the inside.
+    Output(Pos, Pos, String),
     /// The inside of `{% ... %}`: the tag name and the rest.
     Tag(Pos, String, String),
 }
@@ -19,19 +20,59 @@ pub(super) enum Segment {
 pub(super) struct Lines<'a> {
     src: &'a str,
     starts: Vec<usize>,
+    /// The last offset asked, its line and column: offsets are asked in order, so
+    /// the next column counts on from there instead of from the line's start (a
+    /// template on one long line would otherwise cost the square of its length).
+    last: std::cell::Cell<(usize, usize, usize)>,
 }
 
 impl<'a> Lines<'a> {
     pub(super) fn new(src: &'a str) -> Lines<'a> {
         let starts = std::iter::once(0).chain(src.match_indices('\n').map(|(i, _)| i + 1)).collect();
-        Lines { src, starts }
+        Lines { src, starts, last: std::cell::Cell::new((0, 1, 1)) }
     }
 
     pub(super) fn pos(&self, offset: usize) -> Pos {
         let line = self.starts.partition_point(|&s| s <= offset).max(1);
-        let start = self.starts[line - 1];
-        let column = self.src.get(start..offset).map_or(1, |s| s.chars().count() + 1);
+        let (last_offset, last_line, last_column) = self.last.get();
+        let (from, base) = if line == last_line && offset >= last_offset {
+            (last_offset, last_column)
+        } else {
+            (self.starts[line - 1], 1)
+        };
+        let column = self.src.get(from..offset).map_or(base, |s| base + s.chars().count());
+        self.last.set((offset, line, column));
         Pos { line: line as u32, column: column as u32 }
+    }
+}
+
+/// The next occurrence of a delimiter at or after a position that only moves
+/// forward: found once and kept until passed, so finding every `{{` and `{%` of a
+/// source reads it once (searching both from each position was quadratic when one
+/// of them is rare).
+struct Next {
+    delimiter: &'static str,
+    /// Where it was found (absolute), or `None` once there is none further on.
+    found: Option<usize>,
+    /// The position the last search started from.
+    searched_from: usize,
+}
+
+impl Next {
+    fn new(delimiter: &'static str) -> Next {
+        Next { delimiter, found: None, searched_from: usize::MAX }
+    }
+
+    fn at_or_after(&mut self, src: &str, from: usize) -> Option<usize> {
+        let stale = match self.found {
+            Some(at) => at < from,
+            None => self.searched_from == usize::MAX || self.searched_from > from,
+        };
+        if stale {
+            self.found = src[from..].find(self.delimiter).map(|i| from + i);
+            self.searched_from = from;
+        }
+        self.found
     }
 }
 
@@ -67,11 +108,11 @@ pub(super) fn segments(src: &str, lines: &Lines<'_>) -> Result<Vec<Segment>, Tem
     let mut rest = 0;
     // A `-}}` or `-%}` strips the whitespace at the start of the next text.
     let mut trim_next = false;
+    let (mut next_output, mut next_tag) = (Next::new("{{"), Next::new("{%"));
     while rest < src.len() {
-        let open = match (src[rest..].find("{{"), src[rest..].find("{%")) {
-            (Some(a), Some(b)) => rest + a.min(b),
-            (Some(a), None) => rest + a,
-            (None, Some(b)) => rest + b,
+        let open = match (next_output.at_or_after(src, rest), next_tag.at_or_after(src, rest)) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
             (None, None) => src.len(),
         };
         let mut text = &src[rest..open];
@@ -101,7 +142,8 @@ pub(super) fn segments(src: &str, lines: &Lines<'_>) -> Result<Vec<Segment>, Tem
         let pos = lines.pos(open);
         rest = end;
         if is_output {
-            out.push(Segment::Output(pos, inner.to_string()));
+            let leading = src[inner_start..inner_end].len() - src[inner_start..inner_end].trim_start().len();
+            out.push(Segment::Output(pos, lines.pos(inner_start + leading), inner.to_string()));
             continue;
         }
         let (name, args) = match inner.find(char::is_whitespace) {
@@ -166,14 +208,26 @@ pub(super) enum Tok {
 /// Cuts the inside of a segment into tokens. `at` is where the segment starts, for
 /// error positions.
 pub(super) fn tokens(text: &str, at: Pos) -> Result<Vec<Tok>, TemplateError> {
+    Ok(tokens_at(text, at)?.0)
+}
+
+/// [`tokens`], and the byte offset in `text` where each starts.
+pub(super) fn tokens_at(text: &str, at: Pos) -> Result<(Vec<Tok>, Vec<usize>), TemplateError> {
     let fail = |m: String| TemplateError { pos: at, message: m };
     let mut out = Vec::new();
+    let mut starts = Vec::new();
+    // Each pass past the whitespace reads one token, which starts where it began.
+    let mut token_start = 0;
     let mut chars = text.char_indices().peekable();
     while let Some(&(i, c)) = chars.peek() {
+        if out.len() > starts.len() {
+            starts.push(token_start);
+        }
         if c.is_whitespace() {
             chars.next();
             continue;
         }
+        token_start = i;
         if c == '"' || c == '\'' {
             let end = text[i + 1..].find(c).ok_or_else(|| fail(format!("a string starting with {c} is not closed")))?;
             out.push(Tok::Str(text[i + 1..i + 1 + end].to_string()));
@@ -229,5 +283,20 @@ pub(super) fn tokens(text: &str, at: Pos) -> Result<Vec<Tok>, TemplateError> {
         }
         return Err(fail(format!("unexpected character '{c}'")));
     }
-    Ok(out)
+    if out.len() > starts.len() {
+        starts.push(token_start);
+    }
+    Ok((out, starts))
+}
+
+/// Where the byte `offset` of a segment's inside is, the inside starting at `at`.
+pub(super) fn pos_within(text: &str, at: Pos, offset: usize) -> Pos {
+    let before = text.get(..offset).unwrap_or(text);
+    match before.rfind('\n') {
+        None => Pos { line: at.line, column: at.column + before.chars().count() as u32 },
+        Some(nl) => Pos {
+            line: at.line + before.matches('\n').count() as u32,
+            column: before[nl + 1..].chars().count() as u32 + 1,
+        },
+    }
 }

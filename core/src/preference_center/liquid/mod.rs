@@ -183,7 +183,13 @@ impl Template {
         let (nodes, groups) = parse::parse(src)?;
         let cost = render::cost(&nodes);
         if cost > MAX_OUTPUT_BYTES {
-            let message = format!("the page could render more than {MAX_OUTPUT_BYTES} bytes (captures grow too much)");
+            let why = if parse::sets_variables(&nodes) {
+                "counting every output at its longest (a value from user data at 1 KiB, escaped), \
+                 and captures and assigns as often as they are used"
+            } else {
+                "its text with every output at its longest (a value from user data at 1 KiB, escaped)"
+            };
+            let message = format!("the page could render more than {MAX_OUTPUT_BYTES} bytes: {why}");
             return Err(TemplateError { pos: Pos { line: 1, column: 1 }, message });
         }
         Ok(Template { nodes, groups })

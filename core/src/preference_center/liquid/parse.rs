@@ -115,9 +115,10 @@ impl Parser {
             self.at += 1;
             match segment {
                 Segment::Text(t) => nodes.push(Node::Text(t)),
-                Segment::Output(pos, inner) => {
-                    let toks = lex::tokens(&inner, pos)?;
-                    let mut c = Cursor { toks: &toks, at: 0, pos };
+                Segment::Output(pos, inner_at, inner) => {
+                    let (toks, starts) = lex::tokens_at(&inner, pos)?;
+                    let places = Places { text: &inner, at: inner_at, starts: &starts };
+                    let mut c = Cursor { toks: &toks, at: 0, pos, places: Some(places) };
                     let expr = self.expr(&mut c)?;
                     c.done("output")?;
                     nodes.push(Node::Output(expr));
@@ -191,7 +192,7 @@ impl Parser {
                     args.split_once('=').ok_or_else(|| fail(pos, "write '{% assign name = value %}'"))?;
                 let var = local_name(pos, var)?;
                 let toks = lex::tokens(value, pos)?;
-                let mut c = Cursor { toks: &toks, at: 0, pos };
+                let mut c = Cursor { toks: &toks, at: 0, pos, places: None };
                 let expr = self.expr(&mut c)?;
                 c.done("assign")?;
                 Ok(Node::Assign(var, expr))
@@ -225,7 +226,7 @@ impl Parser {
         if toks.is_empty() {
             return Err(fail(pos, "a condition is missing"));
         }
-        let mut c = Cursor { toks: &toks, at: 0, pos };
+        let mut c = Cursor { toks: &toks, at: 0, pos, places: None };
         let cond = self.cond(&mut c)?;
         c.done("condition")?;
         Ok(cond)
@@ -269,9 +270,11 @@ impl Parser {
         let base = self.operand(c)?;
         let mut filters = Vec::new();
         while c.eat("|") {
+            // Errors about a filter point at its name.
+            let name_pos = c.place();
             let name = match c.next() {
                 Some(Tok::Ident(n)) => n.clone(),
-                _ => return Err(fail(c.pos, "a filter name must follow '|'")),
+                _ => return Err(fail(name_pos, "a filter name must follow '|'")),
             };
             let mut args = Vec::new();
             if c.eat(":") {
@@ -280,7 +283,7 @@ impl Parser {
                     args.push(self.operand(c)?);
                 }
             }
-            filters.push(filter(c.pos, &name, args)?);
+            filters.push(filter(name_pos, &name, args)?);
         }
         Ok(Expr { base, filters })
     }
@@ -289,7 +292,9 @@ impl Parser {
         let pos = c.pos;
         let tok = c.next().cloned().ok_or_else(|| fail(pos, "a value is missing"))?;
         match tok {
-            Tok::Str(s) => Ok(Operand::Lit(Value::Text(s))),
+            // The page's author wrote it: output as written (only values from user
+            // data are escaped).
+            Tok::Str(s) => Ok(Operand::Lit(Value::Markup(s))),
             Tok::Num(n) => Ok(Operand::Lit(Value::Num(n))),
             Tok::Dollar(name) => Attr::parse(&name)
                 .map(|a| Operand::Var(Var::Attr(a)))
@@ -321,6 +326,17 @@ impl Parser {
             },
         }
     }
+}
+
+/// Whether the nodes set a variable (`capture`, `assign`) anywhere.
+pub(super) fn sets_variables(nodes: &[Node]) -> bool {
+    nodes.iter().any(|n| match n {
+        Node::Capture(..) | Node::Assign(..) => true,
+        Node::If(branches, otherwise) => {
+            branches.iter().any(|(_, body)| sets_variables(body)) || sets_variables(otherwise)
+        }
+        _ => false,
+    })
 }
 
 fn is_closing(name: &str) -> bool {
@@ -363,10 +379,29 @@ fn filter(pos: Pos, name: &str, mut args: Vec<Operand>) -> Result<Filter, Templa
 struct Cursor<'t> {
     toks: &'t [Tok],
     at: usize,
+    /// Where the segment starts: errors about it as a whole point there.
     pos: Pos,
+    /// Where each token is, when known (an output's).
+    places: Option<Places<'t>>,
+}
+
+/// Where the tokens of an output are: its inside, where that starts, and the byte
+/// offset of each token in it.
+struct Places<'t> {
+    text: &'t str,
+    at: Pos,
+    starts: &'t [usize],
 }
 
 impl<'t> Cursor<'t> {
+    /// Where the next token is (the segment's start when unknown).
+    fn place(&self) -> Pos {
+        match &self.places {
+            Some(p) => p.starts.get(self.at).map_or(self.pos, |&o| lex::pos_within(p.text, p.at, o)),
+            None => self.pos,
+        }
+    }
+
     fn peek(&self) -> Option<&'t Tok> {
         self.toks.get(self.at)
     }

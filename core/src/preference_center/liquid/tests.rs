@@ -83,6 +83,9 @@ fn conditions_compare_join_and_branch() {
 #[test]
 fn filters_captures_comments_and_whitespace_control() {
     assert_eq!(render("Hi {{ ${last_name} | default: 'there' }}!"), "Hi there!");
+    // What the page's author wrote is output as written; user data is escaped.
+    assert_eq!(render("{{ ${last_name} | default: '<b>friend</b>' }}"), "<b>friend</b>");
+    assert_eq!(render_with("{{ ${first_name} | append: '<br>' }}", "<i>"), "&lt;i&gt;<br>");
     assert_eq!(render("{{ ${first_name} | default: 'x' | upcase | append: '!' | prepend: '¡' }}"), "¡ANN!");
     assert_eq!(render("{{ '  MiXed ' | strip | downcase | capitalize }} {{ 'abc' | size }}"), "Mixed 3");
     assert_eq!(render("{% capture g %}Hello {{${first_name}}}{% endcapture %}[{{g}}]"), "[Hello Ann]");
@@ -96,7 +99,13 @@ fn filters_captures_comments_and_whitespace_control() {
 #[test]
 fn bad_templates_are_errors_with_line_and_column() {
     assert_eq!(error("ok\n  {% frobnicate %}"), "line 2, column 3: unknown tag 'frobnicate'");
-    assert_eq!(error("{{ ${first_name} | shout }}"), "line 1, column 1: unknown filter 'shout'");
+    // A filter's error points at the filter.
+    assert_eq!(error("{{ ${first_name} | shout }}"), "line 1, column 20: unknown filter 'shout'");
+    assert_eq!(
+        error("é\n  {{- ${first_name} |\n  upcase: 1 }}"),
+        "line 3, column 3: the filter 'upcase' takes 0 argument(s)"
+    );
+    assert_eq!(error("{{ ${first_name} | }}"), "line 1, column 1: a filter name must follow '|'");
     assert_eq!(error("x {{ nobody }}"), "line 1, column 3: unknown variable 'nobody'");
     assert_eq!(error("{{${shoe_size}}}"), "line 1, column 1: unknown attribute '${shoe_size}'");
     assert_eq!(error("\n\n {% if true %}x"), "line 3, column 2: '{% if %}' is not closed");
@@ -128,6 +137,11 @@ fn nesting_and_output_size_are_bounded() {
     }
     doubling.push_str("{{v29}}");
     assert!(error(&doubling).contains("could render more than"));
+    assert!(error(&doubling).contains("captures and assigns"), "{}", error(&doubling));
+    // Without captures, the message says what is counted, not captures.
+    let wide = "{{ ${first_name} | upcase | escape }}".repeat(600);
+    let message = error(&wide);
+    assert!(message.contains("its text with every output at its longest"), "{message}");
 }
 
 /// Pieces of well-formed templates that use user values every way the engine allows.

@@ -113,7 +113,14 @@ async fn the_page_renders_every_tag_and_option_for_a_user_with_mixed_states() {
     assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
     assert_eq!(page.header("referrer-policy"), Some("no-referrer"));
     assert_eq!(page.header("cache-control"), Some("no-store"));
+    // Not to be framed by another site.
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    assert_eq!(page.header("content-security-policy"), Some("frame-ancestors 'none'"));
     insta::assert_snapshot!("realistic_page", w.redact(&page.text(), &path));
+    // HEAD: the page's headers, no body.
+    let head = engage_tests::send("HEAD", &path, &[], None).await;
+    assert_eq!((head.status, head.header("content-type")), (200, Some("text/html; charset=utf-8")));
+    assert!(head.text().is_empty(), "{}", head.text());
 }
 
 #[tokio::test]
@@ -127,8 +134,14 @@ async fn a_submitted_form_changes_the_states_and_shows_the_confirmation() {
         w.offers
     );
     let done = submit_form(&path, &form).await;
-    assert_eq!(done.status, 200, "{}", done.text());
-    insta::assert_snapshot!("realistic_confirmation", w.redact(&done.text(), &path));
+    // Post/redirect/get: a 303 to the confirmation page, which a reload shows again
+    // without sending the form again.
+    assert_eq!(done.status, 303, "{}", done.text());
+    let location = engage_tests::link_path(done.header("location").expect("a Location"));
+    assert_eq!(location, format!("{path}?saved=1"));
+    let confirmation = open_page(&location).await;
+    assert_eq!(confirmation.status, 200);
+    insta::assert_snapshot!("realistic_confirmation", w.redact(&confirmation.text(), &path));
 
     assert_eq!(
         w.group_statuses("zoe").await,
@@ -156,7 +169,7 @@ async fn a_bad_form_is_a_400_page_and_changes_nothing() {
         "email_global_state=opted_in&hacker=1".to_string(),
         "email_global_state=sometimes".to_string(),
         format!("{news}=opted_in"),
-        format!("subscription_group_{}=subscribed", "not-on-the-page"),
+        format!("subscription_group_{}=subscribed", "not/a/group"),
     ] {
         let r = submit_form(&path, &form).await;
         assert_eq!(r.status, 400, "{form}: {}", r.text());
@@ -236,18 +249,38 @@ async fn a_draft_center_or_a_deleted_user_is_not_served() {
 }
 
 #[tokio::test]
-async fn submissions_are_limited_per_link() {
+async fn submissions_are_limited_per_user_and_center_whichever_link() {
     let w = world().await;
+    engage_tests::wait_for_minute_with_secs_left(20).await;
     let path = link(&w.api, &w.center, "zoe").await;
-    let other = link(&w.api, &w.center, "zoe-work").await;
+    let other_user = link(&w.api, &w.center, "zoe-work").await;
     let form = "email_global_state=opted_in";
     let mut statuses = Vec::new();
-    for _ in 0..21 {
+    for _ in 0..20 {
         statuses.push(submit_form(&path, form).await.status);
     }
-    assert!(statuses[..20].iter().all(|s| *s == 200), "{statuses:?}");
+    assert!(statuses.iter().all(|s| *s == 303), "{statuses:?}");
     let limited = submit_form(&path, form).await;
     assert_eq!(limited.status, 429, "{statuses:?}");
     assert!(limited.header("x-ratelimit-retry-after").is_some());
-    assert_eq!(submit_form(&other, form).await.status, 200, "another link has its own limit");
+    // A new link for the same user and center starts no new count.
+    let r = w.api.get(&format!("/preference_center/v1/{}/url/zoe?expires_in=3600", w.center)).await;
+    let fresh = engage_tests::link_path(r.body["preference_center_url"].as_str().expect("url"));
+    assert_ne!(fresh, path);
+    assert_eq!(submit_form(&fresh, form).await.status, 429, "a new link shares the limit");
+    assert_eq!(submit_form(&other_user, form).await.status, 303, "another user has their own limit");
+}
+
+#[tokio::test]
+async fn a_form_shown_before_the_page_changed_keeps_its_opt_out() {
+    let w = world().await;
+    let path = link(&w.api, &w.center, "zoe").await;
+    let old_form = format!("email_global_state=unsubscribed&subscription_group_{}=subscribed", w.news);
+    // The page changes while the form is open: the News group is taken out of it.
+    let update = json!({"preference_center_page_html": "<form>{% form_field_name :email_global_state %}</form>",
+        "confirmation_page_html": "<p>Saved</p>"});
+    assert_eq!(w.api.put(&format!("/preference_center/v1/{}", w.center), update).await.status, 200);
+    let done = submit_form(&path, &old_form).await;
+    assert_eq!(done.status, 303, "{}", done.text());
+    assert_eq!(w.api.user("zoe").await["email_subscribe"], "unsubscribed", "the opt-out is saved");
 }
