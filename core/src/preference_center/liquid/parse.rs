@@ -45,6 +45,12 @@ pub(super) enum Filter {
     Strip,
     Escape,
     Size,
+    /// At most this many characters, the last ones the ellipsis (default `...`).
+    Truncate(Operand, Option<Operand>),
+    /// Every occurrence of the first replaced by the second (`remove`: by nothing).
+    Replace(Operand, Operand),
+    /// The first occurrence of the first replaced by the second (`remove_first`).
+    ReplaceFirst(Operand, Operand),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -355,6 +361,31 @@ fn local_name(pos: Pos, text: &str) -> Result<String, TemplateError> {
 }
 
 fn filter(pos: Pos, name: &str, mut args: Vec<Operand>) -> Result<Filter, TemplateError> {
+    let nothing = || Operand::Lit(Value::Markup(String::new()));
+    let two = |args: &mut Vec<Operand>| {
+        let second = args.pop().unwrap_or_else(nothing);
+        (args.pop().unwrap_or_else(nothing), second)
+    };
+    match (name, args.len()) {
+        ("truncate", 1 | 2) => {
+            let ellipsis = if args.len() == 2 { args.pop() } else { None };
+            return Ok(Filter::Truncate(args.pop().unwrap_or_else(nothing), ellipsis));
+        }
+        ("truncate", _) => return Err(fail(pos, "the filter 'truncate' takes 1 or 2 arguments")),
+        ("replace", 2) => {
+            let (from, to) = two(&mut args);
+            return Ok(Filter::Replace(from, to));
+        }
+        ("replace_first", 2) => {
+            let (from, to) = two(&mut args);
+            return Ok(Filter::ReplaceFirst(from, to));
+        }
+        ("remove", 1) => return Ok(Filter::Replace(args.pop().unwrap_or_else(nothing), nothing())),
+        ("remove_first", 1) => return Ok(Filter::ReplaceFirst(args.pop().unwrap_or_else(nothing), nothing())),
+        ("replace" | "replace_first", _) => return Err(fail(pos, format!("the filter '{name}' takes 2 argument(s)"))),
+        ("remove" | "remove_first", _) => return Err(fail(pos, format!("the filter '{name}' takes 1 argument(s)"))),
+        _ => {}
+    }
     let arity = match name {
         "default" | "append" | "prepend" => 1,
         "upcase" | "downcase" | "capitalize" | "strip" | "escape" | "size" => 0,

@@ -82,6 +82,19 @@ impl Run<'_> {
                     other => Value::Text(plain(&other)),
                 },
                 Filter::Size => Value::Num(plain(&v).chars().count() as f64),
+                Filter::Truncate(length, ellipsis) => {
+                    let length = number(&self.operand(length)).clamp(0.0, 1e9) as usize;
+                    let ellipsis = ellipsis.as_ref().map_or_else(|| "...".to_string(), |e| plain(&self.operand(e)));
+                    map_text(v, |s| truncate(s, length, &ellipsis))
+                }
+                Filter::Replace(from, to) => {
+                    let (from, to) = (plain(&self.operand(from)), plain(&self.operand(to)));
+                    map_text(v, |s| s.replace(&from, &to))
+                }
+                Filter::ReplaceFirst(from, to) => {
+                    let (from, to) = (plain(&self.operand(from)), plain(&self.operand(to)));
+                    map_text(v, |s| s.replacen(&from, &to, 1))
+                }
             };
         }
         v
@@ -180,6 +193,25 @@ fn map_text(v: Value, f: impl Fn(&str) -> String) -> Value {
     }
 }
 
+/// Liquid's `truncate`: text longer than `length` characters is cut so that, with
+/// the ellipsis, it is `length` long (the ellipsis alone when it is longer).
+fn truncate(s: &str, length: usize, ellipsis: &str) -> String {
+    if s.chars().count() <= length {
+        return s.to_string();
+    }
+    let keep = length.saturating_sub(ellipsis.chars().count());
+    s.chars().take(keep).collect::<String>() + ellipsis
+}
+
+/// A value as a number (Liquid reads numeric text), 0 when it is none.
+fn number(v: &Value) -> f64 {
+    match v {
+        Value::Num(n) => *n,
+        Value::Text(s) | Value::Markup(s) => s.trim().parse().unwrap_or(0.0),
+        _ => 0.0,
+    }
+}
+
 fn capitalize(s: &str) -> String {
     let mut chars = s.chars();
     match chars.next() {
@@ -249,6 +281,14 @@ fn cost_expr(e: &Expr, env: &HashMap<String, u64>) -> u64 {
             Filter::Escape => c.saturating_mul(ESCAPED),
             Filter::Strip => c,
             Filter::Size => 20,
+            // Cutting never lengthens, but the ellipsis may be added.
+            Filter::Truncate(_, ellipsis) => c.saturating_add(ellipsis.as_ref().map_or(3, |e| cost_operand(e, env))),
+            // At worst every character is replaced (an empty pattern inserts between
+            // every two).
+            Filter::Replace(_, to) => {
+                c.saturating_mul(cost_operand(to, env).saturating_add(1)).saturating_add(cost_operand(to, env))
+            }
+            Filter::ReplaceFirst(_, to) => c.saturating_add(cost_operand(to, env)),
         };
     }
     c

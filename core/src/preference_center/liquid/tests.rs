@@ -94,6 +94,16 @@ fn filters_captures_comments_and_whitespace_control() {
     assert_eq!(render("{% raw %}{{ kept }}{% endraw %}"), "{{ kept }}");
     assert_eq!(render("a  {{- 'b' -}}  c {%- if true -%} d {%- endif %}"), "abcd");
     assert_eq!(render("{{ custom_attribute.${plan} | default: 'free' }}"), "free");
+    // Shopify's truncate, replace and remove.
+    assert_eq!(render("{{ 'Ground control to Major Tom.' | truncate: 20 }}"), "Ground control to...");
+    assert_eq!(
+        render("{{ 'Ground control' | truncate: 11, ', etc.' }}|{{ 'short' | truncate: 5 }}"),
+        "Groun, etc.|short"
+    );
+    assert_eq!(render("{{ 'abc' | truncate: 2, '...' }}"), "...");
+    assert_eq!(render("{{ 'a-b-c' | replace: '-', '+' }} {{ 'a-b-c' | replace_first: '-', '' }}"), "a+b+c ab-c");
+    assert_eq!(render("{{ 'a-b-c' | remove: '-' }} {{ 'a-b-c' | remove_first: '-' }}"), "abc ab-c");
+    assert_eq!(render_with("{{ ${first_name} | replace: 'x', '<b>' }}", "<x>"), "&lt;&lt;b&gt;&gt;");
 }
 
 #[test]
@@ -106,6 +116,8 @@ fn bad_templates_are_errors_with_line_and_column() {
         "line 3, column 3: the filter 'upcase' takes 0 argument(s)"
     );
     assert_eq!(error("{{ ${first_name} | }}"), "line 1, column 1: a filter name must follow '|'");
+    assert_eq!(error("{{ 'a' | truncate }}"), "line 1, column 10: the filter 'truncate' takes 1 or 2 arguments");
+    assert_eq!(error("{{ 'a' | replace: 'a' }}"), "line 1, column 10: the filter 'replace' takes 2 argument(s)");
     assert_eq!(error("x {{ nobody }}"), "line 1, column 3: unknown variable 'nobody'");
     assert_eq!(error("{{${shoe_size}}}"), "line 1, column 1: unknown attribute '${shoe_size}'");
     assert_eq!(error("\n\n {% if true %}x"), "line 3, column 2: '{% if %}' is not closed");
