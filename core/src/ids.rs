@@ -259,6 +259,16 @@ impl IdGen {
         format!("{}-{}-4{}-a{}-{}", &h[0..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
     }
 
+    /// `n` fresh random bytes.
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(n + 8);
+        while out.len() < n {
+            out.extend_from_slice(&self.next_u64().to_be_bytes());
+        }
+        out.truncate(n);
+        out
+    }
+
     /// A fresh opaque token of `bytes` random bytes, hex encoded.
     pub fn token(&mut self, bytes: usize) -> String {
         let mut s = String::with_capacity(bytes * 2);

@@ -1,18 +1,32 @@
 //! Per-user links: `GET /preference_center/v1/{id}/url/{external_id}` and the signed
 //! token the link carries.
 //!
-//! A token names the workspace, the center, the user (external id) and an expiry,
-//! and is signed with HMAC-SHA-256 under the workspace's own secret, which the store
-//! keeps ([`Table::LinkSecret`]: made on first use, never returned by any API). So
-//! a link cannot be made for another user, center or workspace, nor kept past its
-//! expiry, without the secret.
+//! A token names the workspace, the center, the user (external id) and an expiry.
+//! Links are mailed and pasted, and external ids are often email addresses or
+//! customer numbers, so a token must be unreadable as well as tamper-proof:
+//!
+//! - **v2** (made now): the claims sealed with XChaCha20-Poly1305 (authenticated
+//!   encryption) under the deployment's link key, with a random 24-byte nonce:
+//!   `base64url(0x02 ‖ nonce ‖ ciphertext ‖ tag)`. Nothing in it can be read or
+//!   changed without the key. The claims also carry a fingerprint of the
+//!   workspace's own secret, so resetting a workspace (which removes its secret)
+//!   still voids its links and only its links.
+//! - **v1** (made before): the claims in base64, a dot, and their HMAC-SHA-256 under
+//!   the workspace's secret. Still accepted until they expire (at most the link
+//!   lifetime), so links already sent keep working; never made any more.
+//!
+//! Both keys live in the store ([`Table::LinkSecret`]: the workspace's under its
+//! name, the deployment's under the empty name, which no workspace has), are made
+//! on first use and are never returned by any API.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine as _;
+use chacha20poly1305::aead::{Aead, KeyInit};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
 
 use super::center;
 use super::write::NOT_FOUND;
@@ -84,9 +98,11 @@ const SEP: char = '\u{1f}';
 
 fn mac(key: &str) -> Hmac<Sha256> {
     // HMAC takes keys of any length: this cannot fail.
-    <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(key.as_bytes()).unwrap_or_else(|_| unreachable!())
+    <Hmac<Sha256> as KeyInit>::new_from_slice(key.as_bytes()).unwrap_or_else(|_| unreachable!())
 }
 
+/// A v1 token (kept for the tests of v1 links still in mail).
+#[cfg(test)]
 fn sign(key: &str, claims: &Claims) -> String {
     let payload = format!(
         "v1{SEP}{}{SEP}{}{SEP}{}{SEP}{}",
@@ -101,8 +117,8 @@ fn sign(key: &str, claims: &Claims) -> String {
     format!("{}.{}", B64.encode(payload), B64.encode(sig))
 }
 
-/// Reads a token's claims without checking them (to find the workspace whose
-/// secret checks it).
+/// The claims of a v1 token, read without checking them (to find the workspace
+/// whose secret checks it).
 fn unverified(token: &str) -> Option<(Claims, Vec<u8>, Vec<u8>)> {
     let (payload, sig) = token.split_once('.')?;
     let payload = B64.decode(payload).ok()?;
@@ -122,30 +138,105 @@ fn unverified(token: &str) -> Option<(Claims, Vec<u8>, Vec<u8>)> {
     Some((claims, payload, sig))
 }
 
-async fn secret<S: Store>(store: &S, ws: &WorkspaceName) -> Result<Option<String>, StoreError> {
-    match store.get(Table::LinkSecret, ws.as_str()).await? {
+/// The first byte of a v2 token.
+const V2: u8 = 2;
+
+/// Where the deployment's link key is kept in [`Table::LinkSecret`]: the empty
+/// name, which [`WorkspaceName::parse`] never yields.
+const DEPLOYMENT_KEY: &str = "";
+
+/// The cipher of a stored key (hex text, hashed to the cipher's 32 bytes).
+fn cipher(key: &str) -> XChaCha20Poly1305 {
+    let bytes: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+    XChaCha20Poly1305::new(&bytes.into())
+}
+
+/// A short fingerprint of a workspace's secret, sealed into its v2 links: a new
+/// secret (after a reset) voids the links made under the old one.
+fn fingerprint(ws_secret: &str) -> String {
+    let d = Sha256::digest([b"engage link fingerprint\0".as_slice(), ws_secret.as_bytes()].concat());
+    d[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Seals `claims` into a v2 token.
+fn seal(key: &str, ws_secret: &str, claims: &Claims, nonce: [u8; 24]) -> String {
+    let plain = format!(
+        "v2{SEP}{}{SEP}{}{SEP}{}{SEP}{}{SEP}{}",
+        claims.ws.as_str(),
+        claims.center,
+        claims.external_id.as_str(),
+        claims.expires,
+        fingerprint(ws_secret)
+    );
+    // Encrypting into a Vec cannot fail (the message is far below the cipher's bound).
+    let sealed = cipher(key).encrypt(&XNonce::from(nonce), plain.as_bytes()).unwrap_or_default();
+    let mut out = Vec::with_capacity(1 + 24 + sealed.len());
+    out.push(V2);
+    out.extend_from_slice(&nonce);
+    out.extend_from_slice(&sealed);
+    B64.encode(out)
+}
+
+/// Opens a v2 token: its claims and the fingerprint of the workspace secret it
+/// was made under, or `None` when it was not sealed under `key` as it stands.
+fn unseal(key: &str, token: &str) -> Option<(Claims, String)> {
+    let bytes = B64.decode(token).ok()?;
+    let (&version, rest) = bytes.split_first()?;
+    if version != V2 || rest.len() < 24 {
+        return None;
+    }
+    let (nonce, sealed) = rest.split_at(24);
+    let plain = cipher(key).decrypt(&XNonce::try_from(nonce).ok()?, sealed).ok()?;
+    let text = String::from_utf8(plain).ok()?;
+    let parts: Vec<&str> = text.split(SEP).collect();
+    let [version, ws, center, external_id, expires, print] = parts.as_slice() else { return None };
+    if *version != "v2" {
+        return None;
+    }
+    let claims = Claims {
+        ws: WorkspaceName::parse(ws)?,
+        center: center.to_string(),
+        external_id: ExternalId::parse(external_id)?,
+        expires: expires.parse().ok()?,
+    };
+    Some((claims, print.to_string()))
+}
+
+async fn secret<S: Store>(store: &S, name: &str) -> Result<Option<String>, StoreError> {
+    match store.get(Table::LinkSecret, name).await? {
         Some(e) => Ok(Some(crate::repo::codec::decode::<Secret>(&e.value)?.key)),
         None => Ok(None),
     }
 }
 
-/// Checks a token: well formed, signed under its workspace's secret, not expired.
+/// Checks a token: well formed, sealed (v2) or signed (v1) under the right keys,
+/// not expired.
 pub async fn verify<S: Store>(
     store: &S,
     token: &str,
     now: Timestamp,
 ) -> Result<Result<Claims, TokenError>, StoreError> {
-    let Some((claims, payload, sig)) = unverified(token) else { return Ok(Err(TokenError::Invalid)) };
-    let Some(key) = secret(store, &claims.ws).await? else { return Ok(Err(TokenError::Invalid)) };
+    let claims = if token.contains('.') { verify_v1(store, token).await? } else { verify_v2(store, token).await? };
+    Ok(match claims {
+        None => Err(TokenError::Invalid),
+        Some(c) if now.seconds() >= c.expires => Err(TokenError::Expired),
+        Some(c) => Ok(c),
+    })
+}
+
+async fn verify_v1<S: Store>(store: &S, token: &str) -> Result<Option<Claims>, StoreError> {
+    let Some((claims, payload, sig)) = unverified(token) else { return Ok(None) };
+    let Some(key) = secret(store, claims.ws.as_str()).await? else { return Ok(None) };
     let mut m = mac(&key);
     m.update(&payload);
-    if m.verify_slice(&sig).is_err() {
-        return Ok(Err(TokenError::Invalid));
-    }
-    if now.seconds() >= claims.expires {
-        return Ok(Err(TokenError::Expired));
-    }
-    Ok(Ok(claims))
+    Ok(m.verify_slice(&sig).is_ok().then_some(claims))
+}
+
+async fn verify_v2<S: Store>(store: &S, token: &str) -> Result<Option<Claims>, StoreError> {
+    let Some(key) = secret(store, DEPLOYMENT_KEY).await? else { return Ok(None) };
+    let Some((claims, print)) = unseal(&key, token) else { return Ok(None) };
+    let Some(ws_secret) = secret(store, claims.ws.as_str()).await? else { return Ok(None) };
+    Ok((fingerprint(&ws_secret) == print).then_some(claims))
 }
 
 /// The link's lifetime: the configured one, or a shorter `expires_in` (seconds; an
@@ -179,24 +270,33 @@ pub async fn user_url<S: Store>(
     }
     let no_user = || ApiError::NotFound(format!("User not found: no user has the external_id '{user}'"));
     let external_id = ExternalId::parse(user).ok_or_else(no_user)?;
-    let key = transact(store, ws, ctx.seed, async |tx, _| {
+    let (key, ws_secret) = transact(store, ws, ctx.seed, async |tx, _| {
         if tx.resolve_one(&Identifier::External(external_id.clone())).await?.is_none() {
             return Err(no_user());
         }
-        if let Some(s) = tx.doc::<Secret>(Table::LinkSecret, ws.as_str()).await? {
-            return Ok(s.key);
-        }
-        // The first link of the workspace makes its secret (32 bytes from the host's
-        // randomness, hashed apart from the request's ids); a concurrent first link
-        // conflicts, retries and uses the one that won.
-        let s = Secret { key: IdGen::derive(ctx.seed, "link-secret", 0).token(32) };
-        tx.put_doc(Table::LinkSecret, ws.as_str(), &s)?;
-        Ok(s.key)
+        // The first link of the deployment, and of the workspace, makes its key (32
+        // bytes from the host's randomness, hashed apart from the request's ids); a
+        // concurrent first link conflicts, retries and uses the one that won.
+        let mut made = 0;
+        let mut key_of = async |tx: &mut crate::repo::Tx<'_, S>, name: &str| {
+            if let Some(s) = tx.doc::<Secret>(Table::LinkSecret, name).await? {
+                return Ok::<String, ApiError>(s.key);
+            }
+            made += 1;
+            let s = Secret { key: IdGen::derive(ctx.seed, "link-secret", made).token(32) };
+            tx.put_doc(Table::LinkSecret, name, &s)?;
+            Ok(s.key)
+        };
+        let key = key_of(tx, DEPLOYMENT_KEY).await?;
+        let ws_secret = key_of(tx, ws.as_str()).await?;
+        Ok((key, ws_secret))
     })
     .await?;
     let expires = ctx.now.seconds().saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX));
     let claims = Claims { ws: ws.clone(), center: center_id.to_string(), external_id, expires };
-    Ok(Response::json(200, &json!({"preference_center_url": links.url(&sign(&key, &claims))})))
+    let nonce: [u8; 24] = IdGen::derive(ctx.seed, "link-nonce", 0).bytes(24).try_into().unwrap_or([0; 24]);
+    let token = seal(&key, &ws_secret, &claims, nonce);
+    Ok(Response::json(200, &json!({"preference_center_url": links.url(&token)})))
 }
 
 #[cfg(test)]
@@ -231,5 +331,66 @@ mod tests {
             });
             assert!(!ok, "{bad}");
         }
+    }
+
+    #[test]
+    fn a_sealed_token_reads_back_under_its_key_only_and_shows_nothing() {
+        let c = Claims {
+            ws: WorkspaceName::parse("acme-prod").unwrap(),
+            center: "3f6c0a52-cd6e-4a3c-9a47-2b8e3b0c1d11".into(),
+            external_id: ExternalId::parse("zoe@example.com").unwrap(),
+            expires: 1_900_000_000,
+        };
+        let t = seal("k", "ws secret", &c, [7; 24]);
+        assert_eq!(unseal("k", &t), Some((c.clone(), fingerprint("ws secret"))));
+        assert_eq!(unseal("other key", &t), None);
+        // Neither the token nor its bytes show the workspace, center, user or expiry.
+        let bytes = B64.decode(&t).unwrap();
+        for part in ["acme-prod", "3f6c0a52", "zoe@example.com", "zoe", "1900000000"] {
+            assert!(!t.contains(part), "{part} in {t}");
+            assert!(!bytes.windows(part.len()).any(|w| w == part.as_bytes()), "{part} in the bytes");
+        }
+        // Any change to any byte (version, nonce, ciphertext or tag) breaks it.
+        for at in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[at] ^= 0x01;
+            assert_eq!(unseal("k", &B64.encode(&b)), None, "byte {at}");
+        }
+        for bad in ["", "A", &t[..t.len() - 1], &format!("{t}A"), &B64.encode([2u8; 40])] {
+            assert_eq!(unseal("k", bad), None, "{bad}");
+        }
+        // A fresh nonce each time: two links for one user differ.
+        assert_ne!(seal("k", "ws secret", &c, [8; 24]), t);
+    }
+
+    #[test]
+    fn links_of_both_formats_verify_and_a_new_workspace_secret_voids_v2_links() {
+        use crate::store::memory::MemoryStore;
+        use crate::store::{ChangeSet, Expect, Op};
+        let store = MemoryStore::default();
+        let put = |name: &str, key: &str| Op::Put {
+            table: Table::LinkSecret,
+            key: name.into(),
+            value: crate::repo::codec::encode(&Secret { key: key.into() }).unwrap(),
+            expect: Expect::Any,
+        };
+        let commit = |ops| pollster::block_on(store.commit(ChangeSet { ops, ack: None })).unwrap();
+        commit(vec![put(DEPLOYMENT_KEY, "deployment"), put("w", "workspace")]);
+        let now = Timestamp(50_000);
+        let check = |t: &str| pollster::block_on(verify(&store, t, now)).unwrap();
+        let v1 = sign("workspace", &claims());
+        let v2 = seal("deployment", "workspace", &claims(), [1; 24]);
+        assert_eq!(check(&v1), Ok(claims()));
+        assert_eq!(check(&v2), Ok(claims()));
+        assert_eq!(
+            check(&seal("deployment", "workspace", &Claims { expires: 50, ..claims() }, [1; 24])),
+            Err(TokenError::Expired)
+        );
+        assert_eq!(check(&sign("workspace", &Claims { expires: 50, ..claims() })), Err(TokenError::Expired));
+        assert_eq!(check(&seal("another deployment", "workspace", &claims(), [1; 24])), Err(TokenError::Invalid));
+        // The workspace was reset: its secret is new, and its old links are void.
+        commit(vec![put("w", "new workspace secret")]);
+        assert_eq!(check(&v2), Err(TokenError::Invalid));
+        assert_eq!(check(&v1), Err(TokenError::Invalid));
     }
 }

@@ -181,10 +181,28 @@ async fn a_bad_form_is_a_400_page_and_changes_nothing() {
     assert_eq!((w.group_statuses("zoe").await, w.api.user("zoe").await["email_subscribe"].clone()), before);
 }
 
-fn forge(token: &str, edit: impl Fn(&str) -> String) -> String {
-    let (payload, sig) = token.split_once('.').expect("a token");
-    let text = String::from_utf8(B64.decode(payload).expect("base64")).expect("utf-8");
-    format!("{}.{sig}", B64.encode(edit(&text)))
+/// `token` with its character at `at` replaced by another base64url character.
+fn flip(token: &str, at: usize) -> String {
+    let mut chars: Vec<char> = token.chars().collect();
+    chars[at] = if chars[at] == 'A' { 'B' } else { 'A' };
+    chars.into_iter().collect()
+}
+
+#[tokio::test]
+async fn a_link_shows_nothing_of_who_it_is_for() {
+    let w = world().await;
+    let path = link(&w.api, &w.center, "zoe").await;
+    let token = path.strip_prefix("/preferences/").expect("token");
+    let bytes = B64.decode(token).expect("base64url");
+    for part in [w.api.workspace.as_str(), w.center.as_str(), "zoe"] {
+        assert!(!token.contains(part), "{part} shows in {token}");
+        assert!(!bytes.windows(part.len()).any(|b| b == part.as_bytes()), "{part} shows in the decoded token");
+    }
+    // Two links for the same user differ (a fresh nonce each), and both work.
+    let again = link(&w.api, &w.center, "zoe").await;
+    assert_ne!(again, path);
+    assert_eq!(open_page(&path).await.status, 200);
+    assert_eq!(open_page(&again).await.status, 200);
 }
 
 #[tokio::test]
@@ -195,17 +213,26 @@ async fn tampered_foreign_and_expired_links_get_a_403_page_and_change_nothing() 
     let other = Api::new().await;
     other.track(json!({"attributes": [{"external_id": "zoe"}]})).await;
     let theirs = create(&other, super::body("theirs")).await;
-    link(&other, &theirs, "zoe").await; // the other workspace has a secret too
+    let their_path = link(&other, &theirs, "zoe").await;
+    let their_token = their_path.strip_prefix("/preferences/").expect("token");
 
+    let n = token.len();
     let forged = [
-        forge(token, |t| t.replace(&w.api.workspace, &other.workspace)),
-        forge(token, |t| t.replace(&w.center, &theirs)),
-        forge(token, |t| t.replace("zoe", "zoe-work")),
-        forge(token, |t| {
-            let (head, _) = t.rsplit_once('\u{1f}').expect("expiry");
-            format!("{head}\u{1f}99999999999")
-        }),
-        format!("{token}x"),
+        flip(token, 0),
+        flip(token, 1),
+        flip(token, n / 2),
+        flip(token, n - 2),
+        token[..n - 4].to_string(),
+        format!("{token}AAAA"),
+        // Our token's head on their token's tail, and the other way round.
+        format!("{}{}", &token[..n / 2], &their_token[n / 2..]),
+        format!("{}{}", &their_token[..n / 2], &token[n / 2..]),
+        // Made-up tokens of the old (signed) format.
+        format!(
+            "{}.{}",
+            B64.encode(format!("v1\u{1f}{}\u{1f}{}\u{1f}zoe\u{1f}99999999999", w.api.workspace, w.center)),
+            B64.encode([0u8; 32])
+        ),
         "not-a-token".to_string(),
     ];
     for f in &forged {
