@@ -318,6 +318,40 @@ test("a person manages their subscriptions on the page engage serve hosts", { sk
     assert.deepEqual(groups, { News: "Unsubscribed", Offers: "Subscribed" });
     const exported = await api("POST", "/users/export/ids", { external_ids: ["ana"] });
     assert.equal(exported.body.users[0].email_subscribe, "opted_in", JSON.stringify(exported.body));
+
+    // A page left open while the marketer takes Offers out of it: its form still
+    // saves what the page shows now (News), and the stale Offers box changes nothing.
+    await page.goto(url.body.preference_center_url);
+    await page.locator("text=Hi Ana").waitFor();
+    const updated = await api("PUT", `/preference_center/v1/${created.body.preference_center_api_id}`, {
+      preference_center_page_html: `<html><body><h1>Hi {{\${first_name}}}</h1><form method="post" action="{{preference_center_submit_url}}">
+        ${box(news, "News")}<button type="submit">Save</button></form></body></html>`,
+      confirmation_page_html: "<html><body><p id=done>Saved again</p></body></html>",
+    });
+    assert.equal(updated.status, 200, JSON.stringify(updated.body));
+    await page.check(`input[name="subscription_group_${news}"]`);
+    await page.uncheck(`input[name="subscription_group_${offers}"]`);
+    await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+    assert.equal(await page.textContent("#done"), "Saved again");
+    const after = await api("GET", "/subscription/user/status?external_id=ana");
+    const now = Object.fromEntries(after.body.users[0].subscription_groups.map((g) => [g.name, g.status]));
+    assert.deepEqual(now, { News: "Subscribed", Offers: "Subscribed" });
+
+    // System pages on a phone, in the reader's language: readable without zooming.
+    await page.setViewportSize({ width: 375, height: 667 });
+    await page.setExtraHTTPHeaders({ "Accept-Language": "de-DE,de;q=0.9" });
+    const refused = await page.goto(`${base}/preferences/not-a-token`);
+    assert.equal(refused.status(), 403);
+    const look = await page.evaluate(() => ({
+      lang: document.documentElement.lang,
+      h1: document.querySelector("h1").textContent,
+      viewport: document.querySelector('meta[name="viewport"]')?.content,
+      font: parseFloat(getComputedStyle(document.body).fontSize),
+      overflow: document.documentElement.scrollWidth > window.innerWidth,
+    }));
+    assert.deepEqual(look, { lang: "de", h1: "Dieser Link ist ungültig", viewport: "width=device-width, initial-scale=1",
+      font: 17, overflow: false });
+    await page.screenshot({ path: path.join(here, "screenshot-preference-invalid-phone.png") });
   } finally {
     await page.close();
     child.stdin.end();

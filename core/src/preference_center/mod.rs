@@ -5,9 +5,11 @@
 //!   stored (unknown tags, filters, variables and subscription groups are 400s with
 //!   a line and column), so a stored center always renders.
 //! - `read.rs`: list and detail.
-//! - `link.rs`: a user's link, carrying a token signed under the workspace's secret.
+//! - `link.rs`: a user's link, carrying a sealed token (unreadable, tamper-proof).
 //! - `page.rs`: the page itself (`/preferences/{token}`): shown with the user's
 //!   states, its form applied through the subscription state model.
+//! - `system.rs`: the pages Engage shows itself (a bad link, a form not saved), in
+//!   the center's language.
 //! - `liquid/`: the template engine; `center.rs`: the stored center and its options.
 
 pub mod cache;
@@ -17,6 +19,7 @@ pub mod liquid;
 pub mod page;
 pub mod read;
 pub mod schema;
+pub mod system;
 pub mod write;
 
 use crate::ctx::Ctx;

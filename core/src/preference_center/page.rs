@@ -11,6 +11,7 @@ use super::cache::Templates;
 use super::center::{self, Center, CenterState, Options};
 use super::link::{self, LinkConfig, TokenError};
 use super::liquid::{escape_html, Attr, Data, FieldRef, Template, Value, Var};
+use super::system::{self, Lang, Message};
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{percent_decode, Request, Response};
@@ -36,23 +37,26 @@ pub enum PageOp {
 /// A failure, shown as a page.
 struct Refusal {
     status: u16,
-    title: &'static str,
-    detail: String,
+    message: Message,
     retry_after: Option<u64>,
+    /// The center's language, once the center is known.
+    lang: Option<Lang>,
 }
 
-fn refuse(status: u16, title: &'static str, detail: impl Into<String>) -> Refusal {
-    Refusal { status, title, detail: detail.into(), retry_after: None }
+fn refuse(status: u16, message: Message) -> Refusal {
+    Refusal { status, message, retry_after: None, lang: None }
 }
 
 impl From<ApiError> for Refusal {
     fn from(e: ApiError) -> Refusal {
         let status = e.status();
-        let detail = match &e {
-            ApiError::BadRequest(m) | ApiError::NotFound(m) => m.clone(),
-            _ => "Please try again in a moment.".into(),
+        // The reader did not make the request: say what to do, never what went wrong inside.
+        let message = match status {
+            400 => Message::BadForm,
+            404 => Message::NotPublished,
+            _ => Message::TryLater,
         };
-        Refusal { status, title: "This page is not available", detail, retry_after: None }
+        refuse(status, message)
     }
 }
 
@@ -83,7 +87,7 @@ enum Answer {
     /// A page.
     Page(String),
     /// A form saved: see its confirmation at this address.
-    Saved(String),
+    Saved(String, Lang),
 }
 
 /// The query that makes `GET /preferences/{token}` the confirmation page.
@@ -93,31 +97,18 @@ const SAVED_QUERY: &str = "saved=1";
 pub async fn page<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) -> Response {
     match serve(store, limiter, visit).await {
         Ok(Answer::Page(html)) => html_response(200, html),
-        Ok(Answer::Saved(location)) => {
-            let body = format!(
-                "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Saved</title></head>\
-                 <body><p>Your preferences are saved. <a href=\"{0}\">Continue</a>.</p></body></html>",
-                escape_html(&location)
-            );
-            html_response(303, body).with_header("Location", location)
+        Ok(Answer::Saved(location, lang)) => {
+            html_response(303, system::saved_page(lang, &location)).with_header("Location", location)
         }
         Err(r) => {
+            let lang = r
+                .lang
+                .or_else(|| visit.req.header_value("Accept-Language").and_then(Lang::from_accept))
+                .unwrap_or(Lang::En);
             // A way back to the form where the link still leads to one.
-            let back = match r.status {
-                400 | 415 | 429 => format!(
-                    r#"<p><a href="{}">Back to your preferences</a></p>"#,
-                    escape_html(&visit.links.url(visit.token))
-                ),
-                _ => String::new(),
-            };
-            let body = format!(
-                "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-                 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{t}</title>\
-                 <style>{SYSTEM_STYLE}</style></head><body><main><h1>{t}</h1><p>{d}</p>{back}</main></body></html>",
-                t = escape_html(r.title),
-                d = escape_html(&r.detail)
-            );
-            let mut resp = html_response(r.status, body);
+            let form = visit.links.url(visit.token);
+            let back = matches!(r.status, 400 | 415 | 429).then_some(form.as_str());
+            let mut resp = html_response(r.status, system::message_page(r.message, lang, back));
             if let Some(s) = r.retry_after {
                 resp = resp.with_header("X-Ratelimit-Retry-After", s.to_string());
             }
@@ -125,13 +116,6 @@ pub async fn page<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>)
         }
     }
 }
-
-/// The look of the pages Engage shows itself (a bad or expired link, a form that
-/// could not be saved): readable on a phone, nothing loaded from elsewhere.
-const SYSTEM_STYLE: &str =
-    "body{margin:0;font:17px/1.5 system-ui,-apple-system,'Segoe UI',sans-serif;color:#1f2328;background:#f6f8fa}\
-main{max-width:32rem;margin:12vh auto 0;padding:1.5rem;background:#fff;border:1px solid #d0d7de;border-radius:8px}\
-h1{font-size:1.35rem;margin:0 0 .5rem}p{margin:.5rem 0}a{color:#0969da}";
 
 fn html_response(status: u16, body: String) -> Response {
     Response::empty(status)
@@ -148,26 +132,39 @@ fn html_response(status: u16, body: String) -> Response {
 }
 
 async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) -> Result<Answer, Refusal> {
-    let Visit { token, op, req, links, templates, ctx } = *visit;
+    let Visit { token, ctx, .. } = *visit;
     let claims = match link::verify(store, token, ctx.now).await? {
         Ok(c) => c,
-        Err(TokenError::Invalid) => {
-            return Err(refuse(403, "This link is not valid", "Please use the link from your latest email."))
-        }
-        Err(TokenError::Expired) => {
-            return Err(refuse(403, "This link has expired", "Please use the link from your latest email."))
-        }
+        Err(TokenError::Invalid) => return Err(refuse(403, Message::InvalidLink)),
+        Err(TokenError::Expired) => return Err(refuse(403, Message::ExpiredLink)),
     };
-    let unavailable =
-        || refuse(404, "This page is not available", "This preference center does not exist or is not published.");
-    let center = match center::get(store, &claims.ws, &claims.center).await? {
-        Some(c) if c.state == CenterState::Active => c,
-        _ => return Err(unavailable()),
+    let Some(center) = center::get(store, &claims.ws, &claims.center).await? else {
+        return Err(refuse(404, Message::NotPublished));
     };
+    // From here on, pages are in the center's language.
+    let lang = Lang::of_html(&center.page_html);
+    if center.state != CenterState::Active {
+        return Err(Refusal { lang, ..refuse(404, Message::NotPublished) });
+    }
+    serve_center(store, limiter, visit, &claims, &center).await.map_err(|mut r| {
+        r.lang = r.lang.or(lang);
+        r
+    })
+}
+
+/// [`serve`] once the link and its center are known good.
+async fn serve_center<S: Store>(
+    store: &S,
+    limiter: &RateLimiter,
+    visit: &Visit<'_>,
+    claims: &link::Claims,
+    center: &Center,
+) -> Result<Answer, Refusal> {
+    let Visit { token, op, req, links, templates, ctx } = *visit;
     let page = parse_stored(templates, &center.page_html)?;
     let submit_url = links.url(token);
     let user = Identifier::External(claims.external_id.clone());
-    let no_user = || refuse(404, "This page is not available", "This user no longer exists.");
+    let no_user = || refuse(404, Message::UserGone);
     match op {
         PageOp::Show => {
             let mut tx = Tx::new(store, claims.ws.clone());
@@ -175,16 +172,12 @@ async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) ->
             let profile = tx.profile(&id).await?.ok_or_else(no_user)?.clone();
             let saved = req.query.split('&').any(|pair| pair == SAVED_QUERY);
             let shown = if saved { parse_stored(templates, &center.confirmation_html)? } else { page };
-            Ok(Answer::Page(finish(&center, &shown, &profile, &submit_url)))
+            Ok(Answer::Page(finish(center, &shown, &profile, &submit_url)))
         }
         PageOp::Submit => {
             let form_type = req.header_value("Content-Type").unwrap_or("");
             if !form_type.to_ascii_lowercase().starts_with("application/x-www-form-urlencoded") {
-                return Err(refuse(
-                    415,
-                    "The form could not be saved",
-                    "Send the form as application/x-www-form-urlencoded.",
-                ));
+                return Err(refuse(415, Message::NotAForm));
             }
             // Per user and center, whichever link of theirs is used (a new link does
             // not start a new count), after the token is known good: forged tokens
@@ -198,7 +191,7 @@ async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) ->
             if let Decision::Limited { retry_after } =
                 limiter.check(store, &limit_key, Bucket::PreferenceSubmit, ctx.now).await
             {
-                let mut r = refuse(429, "Too many submissions", "Please wait a minute and try again.");
+                let mut r = refuse(429, Message::TooMany);
                 r.retry_after = Some(retry_after);
                 return Err(r);
             }
@@ -219,14 +212,12 @@ async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) ->
             .map_err(|e| match e {
                 // The reader of this page did not write the form: say what to do,
                 // not which field name was wrong.
-                ApiError::BadRequest(_) => refuse(
-                    400,
-                    "The form could not be saved",
-                    "Some of your choices could not be read. Please reload the page and try again.",
-                ),
+                ApiError::BadRequest(_) => refuse(400, Message::BadForm),
+                ApiError::NotFound(_) => refuse(404, Message::UserGone),
                 other => other.into(),
             })?;
-            Ok(Answer::Saved(format!("{submit_url}?{SAVED_QUERY}")))
+            let lang = Lang::of_html(&center.page_html).unwrap_or(Lang::En);
+            Ok(Answer::Saved(format!("{submit_url}?{SAVED_QUERY}"), lang))
         }
     }
 }
@@ -234,7 +225,7 @@ async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) ->
 fn parse_stored(templates: &Templates, src: &str) -> Result<std::sync::Arc<Template>, Refusal> {
     // Stored templates were checked when written; one that no longer parses (a
     // template stored by another version) is not served half-rendered.
-    templates.get(src).map_err(|e| Refusal::from(ApiError::NotFound(format!("This page cannot be shown ({e})."))))
+    templates.get(src).map_err(|_| refuse(404, Message::CannotShow))
 }
 
 fn finish(center: &Center, t: &Template, profile: &Profile, submit_url: &str) -> String {
@@ -255,41 +246,60 @@ enum Choice {
 fn read_form(body: &[u8], shown: &[FieldRef]) -> Result<Vec<Choice>, String> {
     let text = std::str::from_utf8(body).map_err(|_| "The form is not valid UTF-8.".to_string())?;
     let mut values: Vec<Option<String>> = vec![None; shown.len()];
+    let mut stale_opt_outs = Vec::new();
     for pair in text.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let (k, v) = (percent_decode(k), percent_decode(v));
-        match shown.iter().position(|f| f.name() == k) {
-            Some(i) => values[i] = Some(v),
-            // A form shown before its page changed (a group taken out of the
-            // template): the field is ignored so the rest, an opt-out perhaps, is
-            // still saved. A name no page could have shown is refused.
-            None if stale_field(&k) => {}
-            None => return Err(format!("Unknown form field '{k}'.")),
+        if let Some(i) = shown.iter().position(|f| f.name() == k) {
+            values[i] = Some(v);
+            continue;
+        }
+        // A form shown before its page changed (a field taken out of the template):
+        // an opt-out in it is still saved, any other choice is passed over (the page
+        // no longer offers it), and the rest of the form applies. A name no page
+        // could have shown, or a bad value, is refused.
+        let field = stale_field(&k).ok_or_else(|| format!("Unknown form field '{k}'."))?;
+        let c = choice(&field, &v)?;
+        if c.is_opt_out() {
+            stale_opt_outs.push(c);
         }
     }
-    shown
+    let mut out: Vec<Choice> = shown
         .iter()
         .zip(values)
-        .map(|(f, v)| {
-            let v = v.unwrap_or_else(|| "unsubscribed".into());
-            match f {
-                FieldRef::EmailGlobal => GlobalState::parse(&v).map(Choice::Global).ok_or_else(|| {
-                    format!("'{v}' is not an email subscription state (opted_in, subscribed or unsubscribed).")
-                }),
-                FieldRef::Group(id) => GroupState::parse(&v)
-                    .map(|s| Choice::Group(id.clone(), s))
-                    .ok_or_else(|| format!("'{v}' is not a subscription group state (subscribed or unsubscribed).")),
-            }
-        })
-        .collect()
+        .map(|(f, v)| choice(f, &v.unwrap_or_else(|| "unsubscribed".into())))
+        .collect::<Result<_, _>>()?;
+    out.extend(stale_opt_outs);
+    Ok(out)
 }
 
-/// Whether `name` is a field a page may have shown and no longer shows: a
-/// subscription group's, with an id of the shape ids have.
-fn stale_field(name: &str) -> bool {
-    name.strip_prefix("subscription_group_").is_some_and(|id| {
-        !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-    })
+/// A field's value as a choice.
+fn choice(f: &FieldRef, v: &str) -> Result<Choice, String> {
+    match f {
+        FieldRef::EmailGlobal => GlobalState::parse(v)
+            .map(Choice::Global)
+            .ok_or_else(|| format!("'{v}' is not an email subscription state (opted_in, subscribed or unsubscribed).")),
+        FieldRef::Group(id) => GroupState::parse(v)
+            .map(|s| Choice::Group(id.clone(), s))
+            .ok_or_else(|| format!("'{v}' is not a subscription group state (subscribed or unsubscribed).")),
+    }
+}
+
+impl Choice {
+    fn is_opt_out(&self) -> bool {
+        matches!(self, Choice::Global(GlobalState::Unsubscribed) | Choice::Group(_, GroupState::Unsubscribed))
+    }
+}
+
+/// The field `name` stands for when a page may have shown it and no longer does:
+/// the global state's, or a subscription group's with an id of the shape ids have.
+fn stale_field(name: &str) -> Option<FieldRef> {
+    if name == "email_global_state" {
+        return Some(FieldRef::EmailGlobal);
+    }
+    let id = name.strip_prefix("subscription_group_")?;
+    let shaped = !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    shaped.then(|| FieldRef::Group(id.to_string()))
 }
 
 /// Applies the choices as the API would: to every user sharing the address, the

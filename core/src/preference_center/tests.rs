@@ -157,7 +157,7 @@ fn a_form_from_before_the_page_changed_still_saves_what_it_can() {
     let (status, _) = kit.call(Method::Put, &format!("/preference_center/v1/{center}"), update);
     assert_eq!(status, 200);
     let form = format!(
-        "email_global_state=unsubscribed&subscription_group_{group}=unsubscribed&subscription_group_gone-1=subscribed"
+        "email_global_state=unsubscribed&subscription_group_{group}=subscribed&subscription_group_gone-1=unsubscribed"
     );
     let r = submit(&kit, &path, &form);
     assert_eq!(r.status, 303, "{}", text(&r));
@@ -167,7 +167,16 @@ fn a_form_from_before_the_page_changed_still_saves_what_it_can() {
         &format!("/subscription/status/get?subscription_group_id={group}&external_id=u1"),
         Value::Null,
     );
-    assert_eq!(status["status"]["u1"], "Subscribed", "a group the page no longer shows is left as it was");
+    assert_eq!(status["status"]["u1"], "Subscribed", "an opt-in the page no longer offers is passed over");
+    // An opt-out for a group the page no longer shows is saved.
+    let r = submit(&kit, &path, &format!("email_global_state=subscribed&subscription_group_{group}=unsubscribed"));
+    assert_eq!(r.status, 303, "{}", text(&r));
+    let (_, status) = kit.call(
+        Method::Get,
+        &format!("/subscription/status/get?subscription_group_id={group}&external_id=u1"),
+        Value::Null,
+    );
+    assert_eq!(status["status"]["u1"], "Unsubscribed", "the stale opt-out is saved");
 }
 
 #[test]

@@ -311,3 +311,85 @@ async fn a_form_shown_before_the_page_changed_keeps_its_opt_out() {
     assert_eq!(done.status, 303, "{}", done.text());
     assert_eq!(w.api.user("zoe").await["email_subscribe"], "unsubscribed", "the opt-out is saved");
 }
+
+#[tokio::test]
+async fn opt_outs_in_fields_the_page_no_longer_shows_are_saved_and_other_choices_passed_over() {
+    let w = world().await;
+    let path = link(&w.api, &w.center, "zoe").await;
+    // The page now shows only the Tips group: the open form still has the global
+    // state, News (subscribed now) and Offers (unsubscribed now).
+    let update = json!({"preference_center_page_html": format!("<form>{{% form_field_name :subscription_group {} %}}</form>", w.tips),
+        "confirmation_page_html": "<p>Saved</p>"});
+    assert_eq!(w.api.put(&format!("/preference_center/v1/{}", w.center), update).await.status, 200);
+    let bad = format!("email_global_state=maybe&subscription_group_{}=subscribed", w.tips);
+    assert_eq!(submit_form(&path, &bad).await.status, 400, "a bad value in a stale field is still refused");
+    let bad = format!("subscription_group_{}=maybe&subscription_group_{}=subscribed", w.news, w.tips);
+    assert_eq!(submit_form(&path, &bad).await.status, 400);
+    assert_eq!(w.group_statuses("zoe").await["News"], "Subscribed", "a refused form changes nothing");
+
+    let form = format!(
+        "email_global_state=unsubscribed&subscription_group_{}=unsubscribed&subscription_group_{}=subscribed&subscription_group_{}=subscribed",
+        w.news, w.offers, w.tips
+    );
+    let done = submit_form(&path, &form).await;
+    assert_eq!(done.status, 303, "{}", done.text());
+    assert_eq!(w.api.user("zoe").await["email_subscribe"], "unsubscribed", "the stale global opt-out is saved");
+    let groups = w.group_statuses("zoe").await;
+    assert_eq!(groups["News"], "Unsubscribed", "the stale group opt-out is saved: {groups}");
+    assert_eq!(groups["Offers"], "Unsubscribed", "a stale opt-in is passed over: {groups}");
+    assert_eq!(groups["Tips"], "Subscribed", "the shown field is saved: {groups}");
+}
+
+#[tokio::test]
+async fn system_pages_speak_the_center_s_language_or_else_the_browser_s() {
+    let w = world().await;
+    let german = [("Accept-Language", "de-DE,de;q=0.9,en;q=0.5")];
+    // No center is known for a bad link: the browser's language.
+    let r = engage_tests::send("GET", "/preferences/not-a-token", &german, None).await;
+    assert_eq!(r.status, 403);
+    assert!(r.text().contains("<html lang=\"de\">"), "{}", r.text());
+    assert!(r.text().contains("Dieser Link ist ungültig"), "{}", r.text());
+    assert!(r.text().contains("name=\"viewport\""));
+    let r = open_page("/preferences/not-a-token").await;
+    assert!(r.text().contains("<html lang=\"en\">") && r.text().contains("This link is not valid"), "{}", r.text());
+
+    // A center whose page is in French: its system pages are French, whatever the browser says.
+    let french = create(
+        &w.api,
+        json!({
+            "name": "francais",
+            "preference_center_page_html": format!(
+                "<!doctype html><html lang=\"fr-CA\"><body><form method=post action=\"{{{{preference_center_submit_url}}}}\">\
+                 <input type=checkbox name=\"{{% form_field_name :subscription_group {} %}}\" value=subscribed></form></body></html>",
+                w.news
+            ),
+            "confirmation_page_html": "<html lang=fr><p>Merci</p></html>",
+        }),
+    )
+    .await;
+    let path = link(&w.api, &french, "zoe").await;
+    let headers = [("Accept-Language", "de"), ("Content-Type", "application/x-www-form-urlencoded")];
+    let bad = format!("subscription_group_{}=maybe", w.news);
+    let r = engage_tests::send("POST", &path, &headers, Some(bad.into_bytes())).await;
+    assert_eq!(r.status, 400);
+    assert!(r.text().contains("<html lang=\"fr\">"), "{}", r.text());
+    assert!(r.text().contains("Le formulaire n’a pas pu être enregistré"), "{}", r.text());
+    assert!(r.text().contains("Retour à vos préférences"), "a way back: {}", r.text());
+    assert!(!r.text().contains("subscription_group"), "no field names: {}", r.text());
+    let r = engage_tests::send("POST", &path, &[("Accept-Language", "de")], Some(b"a=b".to_vec())).await;
+    assert_eq!(r.status, 415);
+    assert!(r.text().contains("<html lang=\"fr\">"), "{}", r.text());
+    // The saved form's redirect carries a French page too.
+    let form = format!("subscription_group_{}=subscribed", w.news);
+    let r = engage_tests::send("POST", &path, &headers, Some(form.into_bytes())).await;
+    assert_eq!(r.status, 303);
+    assert!(r.text().contains("Vos préférences sont enregistrées."), "{}", r.text());
+    // A draft center is not served, in its own language.
+    let draft = json!({"state": "draft", "preference_center_page_html": "<html lang=fr><p>x</p></html>",
+                       "confirmation_page_html": "<p>y</p>"});
+    assert_eq!(w.api.put(&format!("/preference_center/v1/{french}"), draft).await.status, 200);
+    let r = engage_tests::send("GET", &path, &german, None).await;
+    assert_eq!(r.status, 404);
+    assert!(r.text().contains("<html lang=\"fr\">"), "{}", r.text());
+    assert!(r.text().contains("Cette page n’est pas disponible"), "{}", r.text());
+}
