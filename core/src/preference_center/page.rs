@@ -23,6 +23,7 @@ use crate::store::Store;
 use crate::subscriptions::groups;
 use crate::subscriptions::state::{self, Status};
 use crate::subscriptions::values::{GlobalState, GroupState};
+use crate::time::Timestamp;
 use crate::users::profile::Profile;
 
 /// Show the page, or submit its form.
@@ -172,7 +173,7 @@ async fn serve_center<S: Store>(
             let profile = tx.profile(&id).await?.ok_or_else(no_user)?.clone();
             let saved = req.query.split('&').any(|pair| pair == SAVED_QUERY);
             let shown = if saved { parse_stored(templates, &center.confirmation_html)? } else { page };
-            Ok(Answer::Page(finish(center, &shown, &profile, &submit_url)))
+            Ok(Answer::Page(finish(center, &shown, &profile, &submit_url, ctx.now)))
         }
         PageOp::Submit => {
             let form_type = req.header_value("Content-Type").unwrap_or("");
@@ -204,7 +205,7 @@ async fn serve_center<S: Store>(
                     tx.profile(&id).await?.ok_or_else(|| ApiError::NotFound("This user no longer exists.".into()))?;
                 // The fields the page shows this user now: one it showed and the form
                 // lacks is an unticked checkbox.
-                let shown = page.render(&PageData { profile, submit_url: &submit_url }).fields;
+                let shown = page.render(&PageData { profile, submit_url: &submit_url, now: ctx.now }).fields;
                 let choices = read_form(&req.body, &shown).map_err(ApiError::BadRequest)?;
                 apply(tx, &id, choices, ctx).await
             })
@@ -228,8 +229,8 @@ fn parse_stored(templates: &Templates, src: &str) -> Result<std::sync::Arc<Templ
     templates.get(src).map_err(|_| refuse(404, Message::CannotShow))
 }
 
-fn finish(center: &Center, t: &Template, profile: &Profile, submit_url: &str) -> String {
-    let html = t.render(&PageData { profile, submit_url }).html;
+fn finish(center: &Center, t: &Template, profile: &Profile, submit_url: &str, now: Timestamp) -> String {
+    let html = t.render(&PageData { profile, submit_url, now }).html;
     with_head(&html, center.title(), &center.options)
 }
 
@@ -323,6 +324,8 @@ async fn apply<S: Store>(tx: &mut Tx<'_, S>, id: &ServiceId, choices: Vec<Choice
 struct PageData<'a> {
     profile: &'a Profile,
     submit_url: &'a str,
+    /// Now (`'now' | date: ...`), in UTC.
+    now: Timestamp,
 }
 
 fn json_value(v: Option<&Json>) -> Value {
@@ -335,6 +338,10 @@ fn json_value(v: Option<&Json>) -> Value {
 }
 
 impl Data for PageData<'_> {
+    fn now(&self) -> i64 {
+        self.now.seconds()
+    }
+
     fn get(&self, var: &Var) -> Value {
         let p = self.profile;
         let text = |s: Option<&str>| s.map_or(Value::Nil, |s| Value::Text(s.to_string()));

@@ -201,7 +201,7 @@ pub(super) enum Tok {
     Str(String),
     /// A number.
     Num(f64),
-    /// `.`, `|`, `:`, `,`, `=`, or a comparison operator.
+    /// `.`, `..`, `|`, `:`, `,`, `=`, `(`, `)`, or a comparison operator.
     Punct(&'static str),
 }
 
@@ -244,13 +244,13 @@ pub(super) fn tokens_at(text: &str, at: Pos) -> Result<(Vec<Tok>, Vec<usize>), T
             continue;
         }
         let two = text.get(i..i + 2).unwrap_or("");
-        if let Some(op) = ["==", "!=", "<>", "<=", ">="].into_iter().find(|op| *op == two) {
+        if let Some(op) = ["==", "!=", "<>", "<=", ">=", ".."].into_iter().find(|op| *op == two) {
             out.push(Tok::Punct(if op == "<>" { "!=" } else { op }));
             chars.next();
             chars.next();
             continue;
         }
-        if let Some(p) = [".", "|", ":", ",", "=", "<", ">"].into_iter().find(|p| p.starts_with(c)) {
+        if let Some(p) = [".", "|", ":", ",", "=", "<", ">", "(", ")"].into_iter().find(|p| p.starts_with(c)) {
             out.push(Tok::Punct(p));
             chars.next();
             continue;
@@ -258,7 +258,8 @@ pub(super) fn tokens_at(text: &str, at: Pos) -> Result<(Vec<Tok>, Vec<usize>), T
         if c.is_ascii_digit() || (c == '-' && text[i + 1..].starts_with(|d: char| d.is_ascii_digit())) {
             let mut end = i + c.len_utf8();
             while let Some(&(j, d)) = chars.peek() {
-                if j > i && !(d.is_ascii_digit() || d == '.') {
+                // `1..3` is a range: its `..` ends the number.
+                if j > i && !(d.is_ascii_digit() || d == '.') || text[j..].starts_with("..") {
                     break;
                 }
                 end = j + d.len_utf8();

@@ -3,19 +3,28 @@
 //! Liquid syntax a general engine parses, and validation needs the syntax tree).
 //!
 //! What it understands: text; `{{ expression | filter: arg }}`; the tags `if` /
-//! `elsif` / `else` / `endif`, `unless`, `capture`, `assign`, `comment`, `raw`,
-//! `{% # inline comments %}`, and the platform's `form_field_name`; comparisons
-//! (`==`, `!=`, `<>`, `<`, `>`, `<=`, `>=`, `contains`) joined by `and` / `or`;
-//! the filters `default`, `append`, `prepend`, `upcase`, `downcase`, `capitalize`,
-//! `strip`, `escape`, `size`; whitespace control (`{{-`, `-%}`).
+//! `elsif` / `else` / `endif`, `unless`, `case` / `when` / `else` / `endcase`,
+//! `for` / `else` / `endfor` (over a range `(1..n)` or a list, with `limit:`,
+//! `offset:`, `reversed`, `forloop.*`, `break` and `continue`), `capture`,
+//! `assign`, `comment`, `raw`, `{% # inline comments %}`, and the platform's
+//! `form_field_name`; comparisons (`==`, `!=`, `<>`, `<`, `>`, `<=`, `>=`,
+//! `contains`) joined by `and` / `or`; the filters `default`, `append`, `prepend`,
+//! `upcase`, `downcase`, `capitalize`, `strip`, `escape`, `size`, `truncate`,
+//! `replace`, `replace_first`, `remove`, `remove_first`, `split`, `join`, `first`,
+//! `last` and `date`; whitespace control (`{{-`, `-%}`). Semantics are Shopify
+//! Liquid's, which the platform uses.
 //!
 //! Everything a page can name is checked when the template is parsed (unknown tags,
 //! filters, variables and attributes are errors with a line and column), so a
 //! stored template always renders. Every value from user data is HTML-escaped on
 //! output; only what `capture` rendered (already escaped) is output as markup. The
-//! size of any rendering is bounded when the template is parsed ([`MAX_OUTPUT_BYTES`]),
-//! since `capture` can double a value each time.
+//! size of any rendering, and the work it takes, are bounded when the template is
+//! parsed ([`MAX_OUTPUT_BYTES`], [`MAX_STEPS`]), since `capture` can double a value
+//! each time and loops multiply what they hold.
 
+mod ast;
+mod cost;
+mod filter;
 mod lex;
 mod parse;
 mod render;
@@ -28,6 +37,11 @@ use std::fmt;
 pub const MAX_DEPTH: usize = 32;
 /// Largest page a template may render, whatever the user's data.
 pub const MAX_OUTPUT_BYTES: u64 = 8 << 20;
+/// Most steps (a node rendered, a loop's pass) a rendering may take.
+pub const MAX_STEPS: u64 = 1_000_000;
+/// Most passes of one `for` loop (a list split from user data has at most
+/// [`USER_VALUE_BYTES`] + 1 items).
+pub const MAX_ITERATIONS: u64 = 2_000;
 /// Most bytes a value from user data has (identifiers and string attributes are at
 /// most 255 characters; external ids at most 987 bytes).
 pub const USER_VALUE_BYTES: u64 = 1024;
@@ -153,18 +167,23 @@ pub enum Value {
     Text(String),
     /// Markup rendered by `capture` (already escaped), output as is.
     Markup(String),
+    /// A list (`split`, a range), output as its items one after the other.
+    List(Vec<Value>),
 }
 
 /// The data a page renders with; the template asks only for what it names.
 pub trait Data {
     /// The value of any variable but [`Var::Local`].
     fn get(&self, var: &Var) -> Value;
+
+    /// Now, in seconds since the epoch (`'now' | date: ...`).
+    fn now(&self) -> i64;
 }
 
 /// A parsed, checked template.
 #[derive(Clone, Debug)]
 pub struct Template {
-    nodes: Vec<parse::Node>,
+    nodes: Vec<ast::Node>,
     groups: Vec<(String, Pos)>,
 }
 
@@ -181,8 +200,15 @@ impl Template {
     /// Parses and checks a template.
     pub fn parse(src: &str) -> Result<Template, TemplateError> {
         let (nodes, groups) = parse::parse(src)?;
-        let cost = render::cost(&nodes);
-        if cost > MAX_OUTPUT_BYTES {
+        let cost = cost::cost(&nodes);
+        if cost.steps > MAX_STEPS {
+            let message = format!(
+                "the page could take more than {MAX_STEPS} steps to render: loops multiply what they hold, \
+                 and a variable that grows in a loop of more than 64 passes cannot be bounded"
+            );
+            return Err(TemplateError { pos: Pos { line: 1, column: 1 }, message });
+        }
+        if cost.bytes > MAX_OUTPUT_BYTES {
             let why = if parse::sets_variables(&nodes) {
                 "counting every output at its longest (a value from user data at 1 KiB, escaped), \
                  and captures and assigns as often as they are used"

@@ -2,76 +2,9 @@
 
 use std::collections::BTreeSet;
 
+use super::ast::{fail, Cmp, Cond, Expr, For, ForAttr, Node, Operand, Source};
 use super::lex::{self, Lines, Segment, Tok};
-use super::{Attr, FieldRef, Pos, TemplateError, Value, Var, MAX_DEPTH};
-
-/// A node of the tree.
-#[derive(Clone, Debug)]
-pub(super) enum Node {
-    Text(String),
-    Output(Expr),
-    Field(FieldRef),
-    /// Branches tried in order, then the `else` nodes.
-    If(Vec<(Cond, Vec<Node>)>, Vec<Node>),
-    Capture(String, Vec<Node>),
-    Assign(String, Expr),
-}
-
-/// An operand and its filters.
-#[derive(Clone, Debug)]
-pub(super) struct Expr {
-    pub base: Operand,
-    pub filters: Vec<Filter>,
-}
-
-#[derive(Clone, Debug)]
-pub(super) enum Operand {
-    Lit(Value),
-    /// Liquid's `empty`: equal to an empty string.
-    Empty,
-    /// Liquid's `blank`: equal to nil, false, or a string of whitespace.
-    Blank,
-    Var(Var),
-}
-
-#[derive(Clone, Debug)]
-pub(super) enum Filter {
-    Default(Operand),
-    Append(Operand),
-    Prepend(Operand),
-    Upcase,
-    Downcase,
-    Capitalize,
-    Strip,
-    Escape,
-    Size,
-    /// At most this many characters, the last ones the ellipsis (default `...`).
-    Truncate(Operand, Option<Operand>),
-    /// Every occurrence of the first replaced by the second (`remove`: by nothing).
-    Replace(Operand, Operand),
-    /// The first occurrence of the first replaced by the second (`remove_first`).
-    ReplaceFirst(Operand, Operand),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Cmp {
-    Eq,
-    Ne,
-    Lt,
-    Gt,
-    Le,
-    Ge,
-    Contains,
-}
-
-/// A condition. Liquid joins `and` / `or` from the right, without precedence.
-#[derive(Clone, Debug)]
-pub(super) enum Cond {
-    Test(Operand, Option<(Cmp, Operand)>),
-    And(Box<Cond>, Box<Cond>),
-    Or(Box<Cond>, Box<Cond>),
-    Not(Box<Cond>),
-}
+use super::{Attr, FieldRef, Pos, TemplateError, Value, Var, MAX_DEPTH, MAX_ITERATIONS};
 
 /// The groups a template names, each with where.
 pub(super) type GroupRefs = Vec<(String, Pos)>;
@@ -85,13 +18,13 @@ pub(super) fn parse(src: &str) -> Result<(Vec<Node>, GroupRefs), TemplateError> 
     let locals = segments
         .iter()
         .filter_map(|s| match s {
-            Segment::Tag(_, name, args) if name == "capture" || name == "assign" => {
-                args.split(|c: char| c.is_whitespace() || c == '=').next().map(str::to_string)
+            Segment::Tag(_, name, args) if name == "capture" || name == "assign" || name == "for" => {
+                args.split(|c: char| c.is_whitespace() || c == '=').find(|w| !w.is_empty()).map(str::to_string)
             }
             _ => None,
         })
         .collect();
-    let mut p = Parser { segments, at: 0, locals, groups: Vec::new() };
+    let mut p = Parser { segments, at: 0, locals, groups: Vec::new(), loops: 0 };
     let (nodes, end) = p.block(0, &[])?;
     debug_assert!(end.is_none());
     Ok((nodes, p.groups))
@@ -102,14 +35,13 @@ struct Parser {
     at: usize,
     locals: BTreeSet<String>,
     groups: Vec<(String, Pos)>,
+    /// Loops around the segment being parsed (`forloop`, `break` and `continue`
+    /// need one).
+    loops: usize,
 }
 
 /// The tag that ended a block: name, arguments, position.
 type End = (String, String, Pos);
-
-fn fail(pos: Pos, message: impl Into<String>) -> TemplateError {
-    TemplateError { pos, message: message.into() }
-}
 
 impl Parser {
     /// Nodes up to one of the tags `ends` (returned), or to the end of the source
@@ -204,9 +136,16 @@ impl Parser {
                 Ok(Node::Assign(var, expr))
             }
             "form_field_name" => self.form_field(pos, args).map(Node::Field),
-            "elsif" | "else" | "endif" | "endunless" | "endcapture" | "endcomment" | "endraw" => {
-                Err(fail(pos, format!("'{{% {name} %}}' without its opening tag")))
+            "case" => self.case(depth, pos, args),
+            "for" => self.for_loop(depth, pos, args),
+            "break" | "continue" if self.loops == 0 => Err(fail(pos, format!("'{{% {name} %}}' outside a for loop"))),
+            "break" | "continue" if !args.trim().is_empty() => {
+                Err(fail(pos, format!("'{{% {name} %}}' takes nothing")))
             }
+            "break" => Ok(Node::Break),
+            "continue" => Ok(Node::Continue),
+            "elsif" | "else" | "endif" | "endunless" | "endcapture" | "endcomment" | "endraw" | "when" | "endcase"
+            | "endfor" => Err(fail(pos, format!("'{{% {name} %}}' without its opening tag"))),
             _ => Err(fail(pos, format!("unknown tag '{name}'"))),
         }
     }
@@ -225,6 +164,95 @@ impl Parser {
                 "form_field_name takes ':email_global_state' or ':subscription_group <subscription group id>'",
             )),
         }
+    }
+
+    /// `{% case x %}{% when a, b %}...{% else %}...{% endcase %}` (`or` also
+    /// separates values; text before the first `when` is not rendered).
+    fn case(&mut self, depth: usize, pos: Pos, args: &str) -> Result<Node, TemplateError> {
+        let toks = lex::tokens(args, pos)?;
+        let mut c = Cursor { toks: &toks, at: 0, pos, places: None };
+        let subject = self.operand(&mut c)?;
+        c.done("case")?;
+        const ENDS: [&str; 3] = ["when", "else", "endcase"];
+        let (_, mut end) = self.nested(depth, pos, "case", &ENDS)?;
+        let mut whens = Vec::new();
+        loop {
+            let (tag, tag_args, tag_pos) = end;
+            match tag.as_str() {
+                "when" => {
+                    let toks = lex::tokens(&tag_args, tag_pos)?;
+                    let mut c = Cursor { toks: &toks, at: 0, pos: tag_pos, places: None };
+                    let mut values = vec![self.operand(&mut c)?];
+                    while c.eat(",") || matches!(c.peek(), Some(Tok::Ident(w)) if w == "or") && c.skip() {
+                        values.push(self.operand(&mut c)?);
+                    }
+                    c.done("when")?;
+                    let (body, next) = self.nested(depth, pos, "case", &ENDS)?;
+                    whens.push((values, body));
+                    end = next;
+                }
+                "else" => {
+                    let (body, (tag, _, tag_pos)) = self.nested(depth, pos, "case", &ENDS)?;
+                    if tag != "endcase" {
+                        return Err(fail(tag_pos, format!("'{{% {tag} %}}' after '{{% else %}}'")));
+                    }
+                    return Ok(Node::Case(subject, whens, body));
+                }
+                _ => return Ok(Node::Case(subject, whens, Vec::new())),
+            }
+        }
+    }
+
+    /// `{% for x in list [limit: n] [offset: n] [reversed] %}...{% else %}...{% endfor %}`.
+    fn for_loop(&mut self, depth: usize, pos: Pos, args: &str) -> Result<Node, TemplateError> {
+        let toks = lex::tokens(args, pos)?;
+        let mut c = Cursor { toks: &toks, at: 0, pos, places: None };
+        let shape = "write '{% for item in list %}' or '{% for i in (1..n) %}'";
+        let var = match (c.next(), c.next()) {
+            (Some(Tok::Ident(v)), Some(Tok::Ident(word))) if word == "in" => local_name(pos, v)?,
+            _ => return Err(fail(pos, shape)),
+        };
+        let source = if c.eat("(") {
+            let first = self.operand(&mut c)?;
+            if !c.eat("..") {
+                return Err(fail(pos, "a range is written '(first..last)'"));
+            }
+            let last = self.operand(&mut c)?;
+            if !c.eat(")") {
+                return Err(fail(pos, "a range is written '(first..last)'"));
+            }
+            if let (Operand::Lit(Value::Num(a)), Operand::Lit(Value::Num(b))) = (&first, &last) {
+                if b - a >= MAX_ITERATIONS as f64 {
+                    return Err(fail(pos, format!("a loop may make at most {MAX_ITERATIONS} passes")));
+                }
+            }
+            Source::Range(first, last)
+        } else {
+            Source::Value(self.operand(&mut c)?)
+        };
+        let (mut limit, mut offset, mut reversed) = (None, None, false);
+        while let Some(Tok::Ident(word)) = c.peek() {
+            c.at += 1;
+            match word.as_str() {
+                "reversed" => reversed = true,
+                "limit" | "offset" if c.eat(":") => {
+                    let value = Some(self.operand(&mut c)?);
+                    if word == "limit" {
+                        limit = value;
+                    } else {
+                        offset = value;
+                    }
+                }
+                other => return Err(fail(pos, format!("unknown loop option '{other}' (limit, offset, reversed)"))),
+            }
+        }
+        c.done("for")?;
+        self.loops += 1;
+        let body = self.nested(depth, pos, "for", &["else", "endfor"]);
+        self.loops -= 1;
+        let (body, (tag, _, _)) = body?;
+        let otherwise = if tag == "else" { self.nested(depth, pos, "for", &["endfor"])?.0 } else { Vec::new() };
+        Ok(Node::For(Box::new(For { var, source, limit, offset, reversed, body, otherwise })))
     }
 
     fn cond_of(&mut self, pos: Pos, args: &str) -> Result<Cond, TemplateError> {
@@ -289,7 +317,7 @@ impl Parser {
                     args.push(self.operand(c)?);
                 }
             }
-            filters.push(filter(name_pos, &name, args)?);
+            filters.push(super::filter::filter(name_pos, &name, args)?);
         }
         Ok(Expr { base, filters })
     }
@@ -313,6 +341,31 @@ impl Parser {
                 "empty" => Ok(Operand::Empty),
                 "blank" => Ok(Operand::Blank),
                 "preference_center_submit_url" => Ok(Operand::Var(Var::SubmitUrl)),
+                "forloop" => {
+                    if self.loops == 0 {
+                        return Err(fail(pos, "'forloop' outside a for loop"));
+                    }
+                    let name = match (c.eat("."), c.next()) {
+                        (true, Some(Tok::Ident(n))) => n.clone(),
+                        _ => {
+                            return Err(fail(
+                                pos,
+                                "write 'forloop.index' (or index0, rindex, rindex0, first, last, length)",
+                            ))
+                        }
+                    };
+                    let attr = match name.as_str() {
+                        "index" => ForAttr::Index,
+                        "index0" => ForAttr::Index0,
+                        "rindex" => ForAttr::Rindex,
+                        "rindex0" => ForAttr::Rindex0,
+                        "first" => ForAttr::First,
+                        "last" => ForAttr::Last,
+                        "length" => ForAttr::Length,
+                        other => return Err(fail(pos, format!("unknown 'forloop.{other}'"))),
+                    };
+                    Ok(Operand::ForLoop(attr))
+                }
                 "subscribed_state" | "custom_attribute" => {
                     let key = match (c.eat("."), c.next()) {
                         (true, Some(Tok::Dollar(k))) => k.clone(),
@@ -341,70 +394,27 @@ pub(super) fn sets_variables(nodes: &[Node]) -> bool {
         Node::If(branches, otherwise) => {
             branches.iter().any(|(_, body)| sets_variables(body)) || sets_variables(otherwise)
         }
+        Node::Case(_, whens, otherwise) => whens.iter().any(|(_, b)| sets_variables(b)) || sets_variables(otherwise),
+        // A loop sets its variable.
+        Node::For(_) => true,
         _ => false,
     })
 }
 
 fn is_closing(name: &str) -> bool {
-    matches!(name, "elsif" | "else" | "endif" | "endunless" | "endcapture")
+    matches!(name, "elsif" | "else" | "endif" | "endunless" | "endcapture" | "when" | "endcase" | "endfor")
 }
 
 fn local_name(pos: Pos, text: &str) -> Result<String, TemplateError> {
     let name = text.trim();
     let ok = name.starts_with(|c: char| c.is_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-');
-    let reserved = ["subscribed_state", "custom_attribute", "preference_center_submit_url", "empty", "blank", "nil"];
+    let reserved =
+        ["subscribed_state", "custom_attribute", "preference_center_submit_url", "empty", "blank", "nil", "forloop"];
     if !ok || reserved.contains(&name) {
         return Err(fail(pos, format!("'{name}' cannot be a variable name")));
     }
     Ok(name.to_string())
-}
-
-fn filter(pos: Pos, name: &str, mut args: Vec<Operand>) -> Result<Filter, TemplateError> {
-    let nothing = || Operand::Lit(Value::Markup(String::new()));
-    let two = |args: &mut Vec<Operand>| {
-        let second = args.pop().unwrap_or_else(nothing);
-        (args.pop().unwrap_or_else(nothing), second)
-    };
-    match (name, args.len()) {
-        ("truncate", 1 | 2) => {
-            let ellipsis = if args.len() == 2 { args.pop() } else { None };
-            return Ok(Filter::Truncate(args.pop().unwrap_or_else(nothing), ellipsis));
-        }
-        ("truncate", _) => return Err(fail(pos, "the filter 'truncate' takes 1 or 2 arguments")),
-        ("replace", 2) => {
-            let (from, to) = two(&mut args);
-            return Ok(Filter::Replace(from, to));
-        }
-        ("replace_first", 2) => {
-            let (from, to) = two(&mut args);
-            return Ok(Filter::ReplaceFirst(from, to));
-        }
-        ("remove", 1) => return Ok(Filter::Replace(args.pop().unwrap_or_else(nothing), nothing())),
-        ("remove_first", 1) => return Ok(Filter::ReplaceFirst(args.pop().unwrap_or_else(nothing), nothing())),
-        ("replace" | "replace_first", _) => return Err(fail(pos, format!("the filter '{name}' takes 2 argument(s)"))),
-        ("remove" | "remove_first", _) => return Err(fail(pos, format!("the filter '{name}' takes 1 argument(s)"))),
-        _ => {}
-    }
-    let arity = match name {
-        "default" | "append" | "prepend" => 1,
-        "upcase" | "downcase" | "capitalize" | "strip" | "escape" | "size" => 0,
-        _ => return Err(fail(pos, format!("unknown filter '{name}'"))),
-    };
-    if args.len() != arity {
-        return Err(fail(pos, format!("the filter '{name}' takes {arity} argument(s)")));
-    }
-    Ok(match (name, args.pop()) {
-        ("default", Some(a)) => Filter::Default(a),
-        ("append", Some(a)) => Filter::Append(a),
-        ("prepend", Some(a)) => Filter::Prepend(a),
-        ("upcase", _) => Filter::Upcase,
-        ("downcase", _) => Filter::Downcase,
-        ("capitalize", _) => Filter::Capitalize,
-        ("strip", _) => Filter::Strip,
-        ("escape", _) => Filter::Escape,
-        _ => Filter::Size,
-    })
 }
 
 struct Cursor<'t> {
@@ -449,6 +459,12 @@ impl<'t> Cursor<'t> {
             self.at += 1;
         }
         hit
+    }
+
+    /// Steps over the next token (true, for use in conditions).
+    fn skip(&mut self) -> bool {
+        self.at += 1;
+        true
     }
 
     fn done(&self, what: &str) -> Result<(), TemplateError> {

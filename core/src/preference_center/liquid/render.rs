@@ -1,18 +1,28 @@
-//! Rendering, and the bound on what a template can render.
+//! Rendering (the bound on what it can cost is in `cost.rs`).
 
 use std::collections::HashMap;
 
-use super::parse::{Cmp, Cond, Expr, Filter, Node, Operand};
-use super::{escape_html, Data, FieldRef, Rendered, Value, Var, USER_VALUE_BYTES};
+use super::ast::{Cmp, Cond, Expr, Filter, For, ForAttr, Node, Operand, Source};
+use super::{escape_html, Data, FieldRef, Rendered, Value, Var, MAX_ITERATIONS};
 
 struct Run<'a> {
     data: &'a dyn Data,
     locals: HashMap<String, Value>,
     fields: Vec<FieldRef>,
+    /// The loops being rendered: the pass (from 0) and the number of passes.
+    loops: Vec<(usize, usize)>,
+    /// A `break` or `continue` on its way to its loop.
+    jump: Option<Jump>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Jump {
+    Break,
+    Continue,
 }
 
 pub(super) fn render(nodes: &[Node], data: &dyn Data) -> Rendered {
-    let mut run = Run { data, locals: HashMap::new(), fields: Vec::new() };
+    let mut run = Run { data, locals: HashMap::new(), fields: Vec::new(), loops: Vec::new(), jump: None };
     let mut html = String::new();
     run.nodes(nodes, &mut html);
     Rendered { html, fields: run.fields }
@@ -21,6 +31,10 @@ pub(super) fn render(nodes: &[Node], data: &dyn Data) -> Rendered {
 impl Run<'_> {
     fn nodes(&mut self, nodes: &[Node], out: &mut String) {
         for node in nodes {
+            // A `break` or `continue` skips the rest of its loop's pass.
+            if self.jump.is_some() {
+                return;
+            }
             match node {
                 Node::Text(t) => out.push_str(t),
                 Node::Output(e) => {
@@ -46,8 +60,69 @@ impl Run<'_> {
                     let v = self.expr(e);
                     self.locals.insert(name.clone(), v);
                 }
+                Node::Case(subject, whens, otherwise) => {
+                    let subject = self.operand(subject);
+                    let mut matched = false;
+                    for (values, body) in whens {
+                        if values.iter().any(|v| compare(Cmp::Eq, &subject, &self.operand(v))) {
+                            matched = true;
+                            self.nodes(body, out);
+                        }
+                    }
+                    if !matched {
+                        self.nodes(otherwise, out);
+                    }
+                }
+                Node::For(f) => self.for_loop(f, out),
+                Node::Break => self.jump = Some(Jump::Break),
+                Node::Continue => self.jump = Some(Jump::Continue),
             }
         }
+    }
+
+    fn for_loop(&mut self, f: &For, out: &mut String) {
+        let mut items: Vec<Value> = match &f.source {
+            Source::Range(first, last) => {
+                let (a, b) = (number(&self.operand(first)) as i64, number(&self.operand(last)) as i64);
+                let n = b.saturating_sub(a).saturating_add(1).clamp(0, MAX_ITERATIONS as i64);
+                (0..n).map(|i| Value::Num((a + i) as f64)).collect()
+            }
+            Source::Value(o) => match self.operand(o) {
+                Value::List(items) => items,
+                Value::Nil => Vec::new(),
+                one => vec![one],
+            },
+        };
+        // Liquid: offset, then limit, then reversed.
+        let offset = f.offset.as_ref().map_or(0, |o| number(&self.operand(o)).max(0.0) as usize);
+        items.drain(..offset.min(items.len()));
+        if let Some(limit) = &f.limit {
+            items.truncate(number(&self.operand(limit)).max(0.0) as usize);
+        }
+        if f.reversed {
+            items.reverse();
+        }
+        items.truncate(MAX_ITERATIONS as usize);
+        if items.is_empty() {
+            self.nodes(&f.otherwise, out);
+            return;
+        }
+        // The loop's variable exists inside it only.
+        let before = self.locals.remove(&f.var);
+        let n = items.len();
+        for (i, item) in items.into_iter().enumerate() {
+            self.locals.insert(f.var.clone(), item);
+            self.loops.push((i, n));
+            self.nodes(&f.body, out);
+            self.loops.pop();
+            if self.jump.take() == Some(Jump::Break) {
+                break;
+            }
+        }
+        match before {
+            Some(v) => self.locals.insert(f.var.clone(), v),
+            None => self.locals.remove(&f.var),
+        };
     }
 
     fn operand(&self, o: &Operand) -> Value {
@@ -56,6 +131,18 @@ impl Run<'_> {
             Operand::Empty | Operand::Blank => Value::Text(String::new()),
             Operand::Var(Var::Local(name)) => self.locals.get(name).cloned().unwrap_or(Value::Nil),
             Operand::Var(v) => self.data.get(v),
+            Operand::ForLoop(attr) => match self.loops.last() {
+                Some(&(i, n)) => match attr {
+                    ForAttr::Index => Value::Num((i + 1) as f64),
+                    ForAttr::Index0 => Value::Num(i as f64),
+                    ForAttr::Rindex => Value::Num((n - i) as f64),
+                    ForAttr::Rindex0 => Value::Num((n - i - 1) as f64),
+                    ForAttr::First => Value::Bool(i == 0),
+                    ForAttr::Last => Value::Bool(i + 1 == n),
+                    ForAttr::Length => Value::Num(n as f64),
+                },
+                None => Value::Nil,
+            },
         }
     }
 
@@ -81,7 +168,24 @@ impl Run<'_> {
                     Value::Markup(m) => Value::Text(m),
                     other => Value::Text(plain(&other)),
                 },
-                Filter::Size => Value::Num(plain(&v).chars().count() as f64),
+                Filter::Size => match &v {
+                    Value::List(items) => Value::Num(items.len() as f64),
+                    other => Value::Num(plain(other).chars().count() as f64),
+                },
+                Filter::Split(sep) => split(v, &plain(&self.operand(sep))),
+                Filter::Join(sep) => {
+                    let sep = sep.as_ref().map_or(Value::Text(" ".into()), |s| self.operand(s));
+                    join(v, &sep)
+                }
+                Filter::First => match v {
+                    Value::List(mut items) if !items.is_empty() => items.swap_remove(0),
+                    _ => Value::Nil,
+                },
+                Filter::Last => match v {
+                    Value::List(mut items) => items.pop().unwrap_or(Value::Nil),
+                    _ => Value::Nil,
+                },
+                Filter::Date(format) => date(v, format, self.data.now()),
                 Filter::Truncate(length, ellipsis) => {
                     let length = number(&self.operand(length)).clamp(0.0, 1e9) as usize;
                     let ellipsis = ellipsis.as_ref().map_or_else(|| "...".to_string(), |e| plain(&self.operand(e)));
@@ -125,7 +229,11 @@ fn truthy(v: &Value) -> bool {
 }
 
 fn is_empty_text(v: &Value) -> bool {
-    matches!(v, Value::Text(s) | Value::Markup(s) if s.is_empty())
+    match v {
+        Value::Text(s) | Value::Markup(s) => s.is_empty(),
+        Value::List(items) => items.is_empty(),
+        _ => false,
+    }
 }
 
 fn is_blank(v: &Value) -> bool {
@@ -143,6 +251,14 @@ fn compare(cmp: Cmp, a: &Value, b: &Value) -> bool {
         (Value::Text(x) | Value::Markup(x), Value::Text(y) | Value::Markup(y)) => Some(x.cmp(y)),
         (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
         (Value::Nil, Value::Nil) => Some(Ordering::Equal),
+        (Value::List(x), Value::List(y)) if x.len() == y.len() => {
+            let same = x.iter().zip(y).all(|(a, b)| compare(Cmp::Eq, a, b));
+            if same {
+                Some(Ordering::Equal)
+            } else {
+                None
+            }
+        }
         _ => None,
     };
     match cmp {
@@ -154,19 +270,21 @@ fn compare(cmp: Cmp, a: &Value, b: &Value) -> bool {
         Cmp::Ge => matches!(order, Some(Ordering::Greater | Ordering::Equal)),
         Cmp::Contains => match (a, b) {
             (Value::Text(x) | Value::Markup(x), y) => x.contains(plain(y).as_str()),
+            (Value::List(items), y) => items.iter().any(|i| compare(Cmp::Eq, i, y)),
             _ => false,
         },
     }
 }
 
 /// The text of a value (markup as it is).
-fn plain(v: &Value) -> String {
+pub(super) fn plain(v: &Value) -> String {
     match v {
         Value::Nil => String::new(),
         Value::Bool(b) => b.to_string(),
         Value::Num(n) if n.fract() == 0.0 && n.abs() < 1e15 => format!("{}", *n as i64),
         Value::Num(n) => n.to_string(),
         Value::Text(s) | Value::Markup(s) => s.clone(),
+        Value::List(items) => items.iter().map(plain).collect(),
     }
 }
 
@@ -174,7 +292,84 @@ fn plain(v: &Value) -> String {
 fn output(v: &Value) -> String {
     match v {
         Value::Markup(m) => m.clone(),
+        Value::List(items) => items.iter().map(output).collect(),
         other => escape_html(&plain(other)),
+    }
+}
+
+/// Liquid's `split` (Ruby's): an empty separator cuts between characters, empty
+/// items at the end are dropped, nothing gives an empty list.
+pub(super) fn split(v: Value, sep: &str) -> Value {
+    let (text, markup) = match v {
+        Value::Nil => return Value::List(Vec::new()),
+        Value::Markup(m) => (m, true),
+        other => (plain(&other), false),
+    };
+    let item = |s: &str| if markup { Value::Markup(s.to_string()) } else { Value::Text(s.to_string()) };
+    let mut items: Vec<Value> = if sep.is_empty() {
+        text.chars().map(|c| item(c.encode_utf8(&mut [0; 4]))).collect()
+    } else if sep == " " {
+        // Ruby splits on runs of whitespace for a single space.
+        text.split_whitespace().map(item).collect()
+    } else {
+        text.split(sep).map(item).collect()
+    };
+    while matches!(items.last(), Some(Value::Text(s) | Value::Markup(s)) if s.is_empty()) {
+        items.pop();
+    }
+    Value::List(items)
+}
+
+/// Liquid's `join`: a list's items with `sep` between them (anything else as it is).
+fn join(v: Value, sep: &Value) -> Value {
+    let Value::List(items) = v else { return v };
+    if items.iter().chain(std::iter::once(sep)).any(|i| matches!(i, Value::Markup(_) | Value::List(_))) {
+        let sep = output(sep);
+        Value::Markup(items.iter().map(output).collect::<Vec<_>>().join(&sep))
+    } else {
+        let sep = plain(sep);
+        Value::Text(items.iter().map(plain).collect::<Vec<_>>().join(&sep))
+    }
+}
+
+/// Liquid's `date`: `now` / `today`, seconds since the epoch, or a date or time in
+/// ISO 8601 form, formatted (in UTC); anything else is left as it is.
+fn date(v: Value, format: &str, now: i64) -> Value {
+    use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+    let at: Option<DateTime<Utc>> = match &v {
+        Value::Nil => return Value::Nil,
+        Value::Num(n) => DateTime::from_timestamp(*n as i64, 0),
+        Value::Text(s) | Value::Markup(s) => {
+            let s = s.trim();
+            match s.to_ascii_lowercase().as_str() {
+                "now" | "today" => DateTime::from_timestamp(now, 0),
+                _ => DateTime::parse_from_rfc3339(s)
+                    .map(|d| d.with_timezone(&Utc))
+                    .ok()
+                    .or_else(|| NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S").ok().map(|d| d.and_utc()))
+                    .or_else(|| NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S").ok().map(|d| d.and_utc()))
+                    .or_else(|| {
+                        NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                            .ok()
+                            .and_then(|d| d.and_hms_opt(0, 0, 0))
+                            .map(|d| d.and_utc())
+                    })
+                    .or_else(|| s.parse::<i64>().ok().and_then(|n| DateTime::from_timestamp(n, 0))),
+            }
+        }
+        _ => None,
+    };
+    match at {
+        // The format was checked when the template was parsed: writing it cannot fail.
+        Some(at) => {
+            use std::fmt::Write as _;
+            let mut out = String::new();
+            match write!(out, "{}", at.format(format)) {
+                Ok(()) => Value::Text(out),
+                Err(_) => v,
+            }
+        }
+        None => v,
     }
 }
 
@@ -217,88 +412,5 @@ fn capitalize(s: &str) -> String {
     match chars.next() {
         Some(c) => c.to_uppercase().chain(chars.flat_map(char::to_lowercase)).collect(),
         None => String::new(),
-    }
-}
-
-/// An upper bound of the bytes a rendering writes, whatever the data: every value
-/// from user data at its longest, every case change at its widest, escaping at its
-/// widest (6 bytes for 1), every branch at its longest.
-pub(super) fn cost(nodes: &[Node]) -> u64 {
-    let mut env = HashMap::new();
-    cost_nodes(nodes, &mut env)
-}
-
-const ESCAPED: u64 = 6;
-const CASE: u64 = 3;
-
-fn cost_nodes(nodes: &[Node], env: &mut HashMap<String, u64>) -> u64 {
-    let mut total: u64 = 0;
-    for node in nodes {
-        let c = match node {
-            Node::Text(t) => t.len() as u64,
-            Node::Output(e) => cost_expr(e, env),
-            Node::Field(f) => ESCAPED.saturating_mul(f.name().len() as u64),
-            Node::If(branches, otherwise) => {
-                let mut longest = 0;
-                let start = env.clone();
-                for body in branches.iter().map(|(_, b)| b).chain(std::iter::once(otherwise)) {
-                    let mut branch_env = start.clone();
-                    longest = cost_nodes(body, &mut branch_env).max(longest);
-                    for (k, v) in branch_env {
-                        let slot = env.entry(k).or_insert(0);
-                        *slot = (*slot).max(v);
-                    }
-                }
-                longest
-            }
-            Node::Capture(name, body) => {
-                let c = cost_nodes(body, env);
-                let slot = env.entry(name.clone()).or_insert(0);
-                *slot = (*slot).max(c);
-                0
-            }
-            Node::Assign(name, e) => {
-                let c = cost_expr(e, env);
-                let slot = env.entry(name.clone()).or_insert(0);
-                *slot = (*slot).max(c);
-                0
-            }
-        };
-        total = total.saturating_add(c);
-    }
-    total
-}
-
-/// Bytes of an expression's value as output (after escaping).
-fn cost_expr(e: &Expr, env: &HashMap<String, u64>) -> u64 {
-    let mut c = cost_operand(&e.base, env);
-    for f in &e.filters {
-        c = match f {
-            Filter::Default(a) => c.max(cost_operand(a, env)),
-            Filter::Append(a) | Filter::Prepend(a) => c.saturating_add(cost_operand(a, env)),
-            Filter::Upcase | Filter::Downcase | Filter::Capitalize => c.saturating_mul(CASE),
-            // Markup shown as text is escaped on output.
-            Filter::Escape => c.saturating_mul(ESCAPED),
-            Filter::Strip => c,
-            Filter::Size => 20,
-            // Cutting never lengthens, but the ellipsis may be added.
-            Filter::Truncate(_, ellipsis) => c.saturating_add(ellipsis.as_ref().map_or(3, |e| cost_operand(e, env))),
-            // At worst every character is replaced (an empty pattern inserts between
-            // every two).
-            Filter::Replace(_, to) => {
-                c.saturating_mul(cost_operand(to, env).saturating_add(1)).saturating_add(cost_operand(to, env))
-            }
-            Filter::ReplaceFirst(_, to) => c.saturating_add(cost_operand(to, env)),
-        };
-    }
-    c
-}
-
-fn cost_operand(o: &Operand, env: &HashMap<String, u64>) -> u64 {
-    match o {
-        Operand::Lit(v) => ESCAPED.saturating_mul(plain(v).len() as u64),
-        Operand::Empty | Operand::Blank => 0,
-        Operand::Var(Var::Local(name)) => env.get(name).copied().unwrap_or(0),
-        Operand::Var(_) => ESCAPED.saturating_mul(USER_VALUE_BYTES),
     }
 }

@@ -20,6 +20,10 @@ impl Data for Fixed {
             Var::Local(_) => Value::Nil,
         }
     }
+
+    fn now(&self) -> i64 {
+        1_780_000_000 // 2026-05-28T20:26:40Z
+    }
 }
 
 fn render_with(src: &str, value: &str) -> String {
@@ -154,6 +158,113 @@ fn nesting_and_output_size_are_bounded() {
     let wide = "{{ ${first_name} | upcase | escape }}".repeat(600);
     let message = error(&wide);
     assert!(message.contains("its text with every output at its longest"), "{message}");
+}
+
+#[test]
+fn case_renders_every_matching_when_or_else() {
+    let t = "{% case ${first_name} %}ignored{% when 'Bob' %}bob{% when 'Ann', 'Eve' %}ann-or-eve\
+             {% when 'Zed' or 'Ann' %}+zed-or-ann{% else %}nobody{% endcase %}";
+    assert_eq!(render(t), "ann-or-eve+zed-or-ann");
+    assert_eq!(render_with(t, "Bob"), "bob");
+    assert_eq!(render_with(t, "Kim"), "nobody");
+    assert_eq!(render("{% case 2 %}{% when 1 %}one{% when 2 %}two{% endcase %}"), "two");
+    assert_eq!(render("{% case 3 %}{% when 1 %}one{% endcase %}"), "");
+    assert_eq!(
+        error("{% case 1 %}{% when 1 %}{% else %}{% when 2 %}{% endcase %}"),
+        "line 1, column 35: '{% when %}' after '{% else %}'"
+    );
+    assert_eq!(error("{% case 1 %}{% when 1 %}x"), "line 1, column 1: '{% case %}' is not closed");
+    assert_eq!(error("{% when 1 %}"), "line 1, column 1: '{% when %}' without its opening tag");
+}
+
+#[test]
+fn for_loops_over_ranges_and_split_lists_as_liquid_does() {
+    assert_eq!(render("{% for i in (1..3) %}{{ i }}{% unless forloop.last %},{% endunless %}{% endfor %}"), "1,2,3");
+    let list = "{% assign fruits = 'apple, pear ,plum' | split: ',' %}";
+    assert_eq!(
+        render(&(list.to_string() + "{% for f in fruits %}[{{ f | strip }}]{% endfor %}")),
+        "[apple][pear][plum]"
+    );
+    assert_eq!(
+        render(&(list.to_string() + "{% for f in fruits reversed limit: 2 offset: 1 %}{{ forloop.index }}/{{ forloop.length }}:{{ f | strip }} {% endfor %}")),
+        "1/2:plum 2/2:pear "
+    );
+    assert_eq!(render("{% for i in (1..0) %}x{% else %}none{% endfor %}"), "none");
+    assert_eq!(render("{% for i in (1..6) %}{% if i == 2 %}{% continue %}{% endif %}{% if i == 4 %}{% break %}{% endif %}{{ i }}{% endfor %}"), "13");
+    assert_eq!(
+        render("{% for i in (1..2) %}{% for j in (1..2) %}{{ i }}{{ j }}{{ forloop.first }} {% endfor %}{% endfor %}"),
+        "11true 12false 21true 22false "
+    );
+    // The loop's variable exists inside it only; a name set before comes back.
+    assert_eq!(render("{% assign i = 'x' %}{% for i in (1..2) %}{{ i }}{% endfor %}{{ i }}"), "12x");
+    // A user value split into words, escaped as it goes out.
+    assert_eq!(
+        render_with(
+            "{% assign words = ${first_name} | split: ' ' %}{% for w in words %}({{ w }}){% endfor %}",
+            "<a>  b"
+        ),
+        "(&lt;a&gt;)(b)"
+    );
+    assert_eq!(render("{{ 'a-b-c' | split: '-' | join: ' + ' }}|{{ 'a-b' | split: '-' | size }}|{{ 'a-b' | split: '-' | first }}{{ 'a-b' | split: '-' | last }}"), "a + b + c|2|ab");
+    assert_eq!(
+        render("{{ 'a,b,,' | split: ',' | size }} {{ 'abc' | split: '' | join }} {{ '' | split: ',' | size }}"),
+        "2 a b c 0"
+    );
+    assert_eq!(render("{% assign l = 'x,y' | split: ',' %}{% if l contains 'y' %}yes{% endif %}{{ l }}"), "yesxy");
+    assert_eq!(error("{% break %}"), "line 1, column 1: '{% break %}' outside a for loop");
+    assert_eq!(error("{{ forloop.index }}"), "line 1, column 1: 'forloop' outside a for loop");
+    assert_eq!(
+        error("{% for i in (1..3) %}{{ forloop.nope }}{% endfor %}"),
+        "line 1, column 22: unknown 'forloop.nope'"
+    );
+    assert_eq!(
+        error("{% for i (1..3) %}{% endfor %}"),
+        "line 1, column 1: write '{% for item in list %}' or '{% for i in (1..n) %}'"
+    );
+    assert_eq!(
+        error("{% for i in (1..3) sorted %}{% endfor %}"),
+        "line 1, column 1: unknown loop option 'sorted' (limit, offset, reversed)"
+    );
+    assert_eq!(error("{% for i in (1..3) %}"), "line 1, column 1: '{% for %}' is not closed");
+    assert!(error("{% for i in (1..5000) %}{% endfor %}").contains("at most 2000 passes"));
+}
+
+#[test]
+fn date_formats_now_user_dates_and_leaves_other_text() {
+    assert_eq!(render("&copy; {{ 'now' | date: '%Y' }}"), "&copy; 2026");
+    assert_eq!(render("{{ 'today' | date: '%-d %B %Y, %H:%M' }}"), "28 May 2026, 20:26");
+    assert_eq!(render_with("{{ ${first_name} | date: '%d/%m/%Y' }}", "1990-02-03"), "03/02/1990");
+    assert_eq!(render_with("{{ ${first_name} | date: '%Y' }}", "2020-01-02T03:04:05+02:00"), "2020");
+    assert_eq!(render("{{ 0 | date: '%Y-%m-%d' }}"), "1970-01-01");
+    assert_eq!(render_with("{{ ${first_name} | date: '%Y' }}", "<not a date>"), "&lt;not a date&gt;");
+    assert_eq!(render("{{ ${last_name} | date: '%Y' }}"), "");
+    assert_eq!(error("{{ 'now' | date: '%Q' }}"), "line 1, column 12: '%Q' is not a date format this engine knows");
+    assert_eq!(
+        error("{{ 'now' | date: ${first_name} }}"),
+        "line 1, column 12: the filter 'date' takes a quoted format, such as '%Y-%m-%d'"
+    );
+}
+
+#[test]
+fn loops_are_bounded_by_what_they_can_render_and_the_steps_they_take() {
+    // Each pass can write a user value: 2,000 passes of 6 KiB is over 8 MiB.
+    let wide = "{% for i in (1..2000) %}{{ ${first_name} }}{% endfor %}";
+    assert!(error(wide).contains("could render more than"), "{}", error(wide));
+    assert_eq!(render("{% for i in (1..1000) %}{{ ${first_name} }}{% endfor %}").len(), 3000);
+    // Nested loops that write nothing still take steps.
+    let busy = "{% for a in (1..1000) %}{% for b in (1..1000) %}{% endfor %}{% endfor %}";
+    assert!(error(busy).contains("steps to render"), "{}", error(busy));
+    // A variable that grows in a loop: followed pass by pass up to 64 passes...
+    let grows = |n: u32| {
+        format!("{{% assign s = '' %}}{{% for i in (1..{n}) %}}{{% assign s = s | append: 'ab' %}}{{% endfor %}}{{{{ s }}}}")
+    };
+    assert_eq!(render(&grows(64)).len(), 128);
+    // ...beyond, it cannot be bounded.
+    assert!(error(&grows(65)).contains("steps to render"), "{}", error(&grows(65)));
+    // A split user value has at most 1,025 items: a loop over it is bounded by that.
+    let per_word = "{% assign ws = ${first_name} | split: ',' %}{% for w in ws %}{{ w }}{% endfor %}";
+    assert!(error("{% for w in ${first_name} | split: ',' %}{% endfor %}").contains("unexpected '|' in the for"));
+    assert_eq!(render_with(per_word, "a,b"), "ab");
 }
 
 /// Pieces of well-formed templates that use user values every way the engine allows.

@@ -393,3 +393,31 @@ async fn system_pages_speak_the_center_s_language_or_else_the_browser_s() {
     assert!(r.text().contains("<html lang=\"fr\">"), "{}", r.text());
     assert!(r.text().contains("Cette page n’est pas disponible"), "{}", r.text());
 }
+
+#[tokio::test]
+async fn pages_use_liquid_loops_cases_and_dates() {
+    let w = world().await;
+    let html = "{% assign plans = 'free,pro' | split: ',' %}<ul>{% for p in plans %}<li>{{ forloop.index }}:{{ p | upcase }}</li>{% endfor %}</ul>\
+                {% case ${first_name} %}{% when 'Zoë <Z>' %}<b>hello {{ ${first_name} }}</b>{% else %}who{% endcase %}\
+                <i>{{ 'now' | date: '%s' }}</i>";
+    let center = create(
+        &w.api,
+        json!({"name": "liquid", "preference_center_page_html": html, "confirmation_page_html": "<p>ok</p>"}),
+    )
+    .await;
+    let r = open_page(&link(&w.api, &center, "zoe").await).await;
+    assert_eq!(r.status, 200);
+    let text = r.text();
+    assert!(text.contains("<ul><li>1:FREE</li><li>2:PRO</li></ul>"), "{text}");
+    assert!(text.contains("<b>hello Zoë &lt;Z&gt;</b>"), "{text}");
+    let shown: u64 =
+        text.split("<i>").nth(1).and_then(|t| t.split("</i>").next()).and_then(|t| t.parse().ok()).expect("a time");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_secs();
+    assert!(shown.abs_diff(now) < 120, "'now' is the server's time: {shown} against {now}");
+    // An unknown filter or tag is refused where it is written.
+    let bad = json!({"name": "bad_liquid", "preference_center_page_html": "{% for i in (1..3) %}\n  {{ i | shout }}{% endfor %}",
+                     "confirmation_page_html": "<p>ok</p>"});
+    let r = w.api.post("/preference_center/v1", bad).await;
+    assert_eq!(r.status, 400);
+    assert!(r.body.to_string().contains("line 2, column 10: unknown filter 'shout'"), "{}", r.body);
+}
