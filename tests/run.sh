@@ -45,6 +45,9 @@ bash tests/scim/run.sh
 step "OpenAPI 3.1 description (openapi-spec-validator) of the native host's /openapi.json"
 bash tests/openapi/check.sh
 
+step "schemathesis: every operation of /openapi.json, every check, schema-valid requests accepted and others refused"
+bash tests/openapi/fuzz.sh
+
 step "reliability: the release server killed under load, read through a backlog, on a full disk"
 # ENGAGE_CRASH_KILLS=25 (say) for the longer crash test; see host-native/tests/reliability.rs.
 cargo test --release -p engage --features reliability-tests --test reliability -- --nocapture --test-threads 1

@@ -49,7 +49,7 @@ impl WorkspaceName {
 pub struct ExternalId(String);
 
 /// External ids the platform rejects as dummy (spam) users; compared case-insensitively.
-const BLOCKED_EXTERNAL_IDS: &[&str] =
+pub const BLOCKED_EXTERNAL_IDS: &[&str] =
     &["undefined", "null", "nil", "none", "n/a", "nan", "[object object]", "(null)", "0", "-1", "unknown"];
 
 impl ExternalId {
@@ -111,7 +111,10 @@ impl Email {
             && !domain.starts_with('.')
             && !domain.ends_with('.')
             && !t.chars().any(char::is_whitespace)
-            && t.len() <= 254;
+            // 254 characters (RFC 5321's bound, counted in characters so that an
+            // internationalised address is held to the same length as the API
+            // description states).
+            && t.chars().count() <= 254;
         ok.then(|| Email(t.to_ascii_lowercase()))
     }
 

@@ -14,7 +14,7 @@ use crate::store::{ChangeSet, CommitError, Expect, Op, Store, Table, MAX_SCAN};
 use crate::time::Timestamp;
 
 /// Hex digits of a key's hash that name it.
-const ID_LEN: usize = 16;
+pub const ID_LEN: usize = 16;
 
 /// An API key as an operator sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -1,18 +1,23 @@
 //! The API description of the operator routes under `/_engage/` (Engage's own,
 //! not the platform's).
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::openapi::op::Op;
 use crate::openapi::schema::{
-    array, boolean, free_object, integer, nullable, number, object, one_of, refer, string, values,
+    array, boolean, free_object, integer, nullable, number, object, one_of, refer, string, values, with, workspace_name,
 };
 use crate::permission::Permission;
 use crate::routes::Operator;
 use crate::subscriptions::groups::Channel;
 
 fn workspace(what: &str) -> (&'static str, Value) {
-    ("workspace", string(&format!("{what} (1 to 64 letters, digits, `-`, `_`, `.`; default `default`).")))
+    (
+        "workspace",
+        nullable(workspace_name(&format!(
+            "{what} (1 to 64 letters, digits, `-`, `_`, `.`; default, or `null`: `default`)."
+        ))),
+    )
 }
 
 fn group() -> Value {
@@ -30,9 +35,9 @@ pub fn describe(endpoint: &Operator) -> Op {
     match endpoint {
         Operator::CreateKey => {
             let names: Vec<&str> = Permission::ALL.iter().map(|p| p.as_str()).collect();
-            let perms = one_of(vec![values(&["all"], "Every permission."), array(values(&names, ""), "These permissions.")], "Default `all`.");
+            let perms = one_of(vec![values(&["all"], "Every permission."), with(array(values(&names, ""), "These permissions."), "minItems", json!(1))], "Default `all`.");
             Op::new("Creates an API key (as `engage keys create`). The key is shown once.")
-                .body(object("", &[workspace("Its workspace, made when new"), ("permissions", perms)], &[]))
+                .body(object("", &[workspace("Its workspace, made when new"), ("permissions", nullable(perms))], &[]))
                 .reply(201, "Created.", object("", &[("key", string("The API key.")), ("workspace", string(""))], &["key", "workspace"]))
         }
         Operator::ListKeys => {
@@ -48,20 +53,21 @@ pub fn describe(endpoint: &Operator) -> Op {
                 .reply(200, "The keys.", object("", &[("keys", array(key, ""))], &["keys"]))
         }
         Operator::RevokeKey(_) => not_found(Op::new("Revokes an API key: requests with it are refused from now on.")
-            .path("id", "The key's `id` (from the listing).")
-            .reply(200, "Revoked.", object("", &[("revoked", string("The id."))], &["revoked"])), "No key with this id."),
+            .path_with("id", "The key's `id` (from the listing).", json!({"type": "string", "pattern": format!("^[0-9a-fA-F]{{{}}}{}", crate::admin::keys::ID_LEN, crate::openapi::schema::END)}))
+            .reply(200, "Revoked.", object("", &[("revoked", string("The id."))], &["revoked"]))
+            .reply(400, "Not a key id (16 hex digits).", refer("Error")), "No key with this id."),
         Operator::ListWorkspaces => {
             let ws = object("", &[("name", string("")), ("created_at", string("RFC 3339.")), ("keys", integer("API keys."))], &["name"]);
             Op::new("Every workspace, by name.").reply(200, "The workspaces.", object("", &[("workspaces", array(ws, ""))], &["workspaces"]))
         }
         Operator::CreateGroup => Op::new("Creates a subscription group (as `engage groups create`).")
-            .body(object("", &[workspace("Its workspace"), ("name", string("")), ("channel", group()["properties"]["channel"].clone())], &["name", "channel"]))
+            .body(object("", &[workspace("Its workspace"), ("name", with(string("1 to 255 bytes, not blank."), "pattern", json!("\\S"))), ("channel", group()["properties"]["channel"].clone())], &["name", "channel"]))
             .reply(201, "Created.", group()),
         Operator::ListGroups => Op::new("A workspace's subscription groups.")
-            .query("workspace", false, "The workspace (default `default`).", string(""))
+            .query("workspace", false, "The workspace (default `default`).", workspace_name(""))
             .reply(200, "The groups.", object("", &[("groups", array(group(), ""))], &["groups"])),
         Operator::CreateScimToken => Op::new("Creates a SCIM token for the deployment, valid with `X-Request-Origin: <origin>` (as `engage scim-tokens create`). The token is shown once.")
-            .body(object("", &[("origin", string("The identity provider's origin (`https://idp.example.com`)."))], &["origin"]))
+            .body(object("", &[("origin", with(string("The identity provider's origin (`https://idp.example.com`): 1 to 255 characters, no spaces."), "pattern", json!(format!("^\\S{{1,255}}{}", crate::openapi::schema::END))))], &["origin"]))
             .reply(201, "Created.", object("", &[("token", string("")), ("origin", string("Normalised."))], &["token", "origin"])),
         Operator::CreateIntegration => Op::new("Creates a warehouse integration (as `engage cdi create`). The source URL is never returned or logged.")
             .body(object("", &[
@@ -98,7 +104,7 @@ pub fn describe(endpoint: &Operator) -> Op {
             .reply(200, "Deleted.", object("", &[("deleted", string("Its id."))], &["deleted"])), "No such integration."),
         Operator::RewindIntegration(_) => not_found(Op::new("Moves an integration's cursor: its next job reads the rows after `to` (null: the whole table). Refused while a job runs.")
             .path("id", "The integration.")
-            .body(object("", &[("to", nullable(string("An ISO 8601 time, or null.")))], &["to"]))
+            .body(object("", &[("to", nullable(crate::openapi::schema::time("An ISO 8601 time, or null.")))], &["to"]))
             .reply(200, "Its state.", free_object("The integration."))
             .reply(400, "`to` is invalid, or a job is running.", refer("Error")), "No such integration."),
         Operator::IntegrationJobs(_) => not_found(Op::new("An integration's newest 100 jobs, newest first, each as in `job_sync_status` plus its number, why it failed as a whole (`failure`) and its first 100 row errors.")

@@ -4,23 +4,48 @@ use serde_json::json;
 
 use crate::export::{FIELDS, MAX_IDS};
 use crate::openapi::op::Op;
-use crate::openapi::schema::{any, array, free_object, object, refer, string, success_body, values, with};
+use crate::openapi::schema::{
+    any, array, email, external_id, free_object, nullable, object, phone, refer, string, success_body, values, with,
+};
 
 /// POST /users/export/ids.
 pub fn export_ids() -> Op {
-    let ids = |item, what: &str| with(array(item, what), "maxItems", json!(MAX_IDS));
+    // `null` is read as absent.
+    let ids = |item, what: &str| nullable(with(array(item, what), "maxItems", json!(MAX_IDS)));
     let body = object(
         &format!("At least one identifier; at most {MAX_IDS} external IDs and aliases together (and {MAX_IDS} identifiers in all)."),
         &[
-            ("external_ids", ids(string("An external ID."), "Users by external ID.")),
+            ("external_ids", ids(external_id("An external ID."), "Users by external ID.")),
             ("user_aliases", ids(refer("UserAlias"), "Users by alias.")),
-            ("service_id", string("One user by internal ID (`braze_id` is accepted too).")),
-            ("service_ids", ids(string("An internal ID."), "Users by internal ID.")),
-            ("email_address", string("Every user with this email.")),
-            ("phone", string("Every user with this phone (E.164).")),
-            ("fields_to_export", array(values(FIELDS, "A field."), "Only these fields of each user (default: all).")),
+            ("service_id", nullable(external_id("One user by internal ID."))),
+            ("braze_id", nullable(external_id("The same as `service_id`."))),
+            ("service_ids", ids(external_id("An internal ID."), "Users by internal ID.")),
+            ("email_address", nullable(email("Every user with this email."))),
+            ("phone", nullable(phone("Every user with this phone (E.164)."))),
+            ("fields_to_export", nullable(array(values(FIELDS, "A field."), "Only these fields of each user (default: all)."))),
         ],
         &[],
+    );
+    // At least one identifier, given and not empty.
+    let given = |n: &str, many: bool| {
+        if many {
+            json!({"required": [n], "properties": {n: {"type": "array", "minItems": 1}}})
+        } else {
+            json!({"required": [n], "properties": {n: {"type": "string"}}})
+        }
+    };
+    let body = with(
+        body,
+        "anyOf",
+        json!([
+            given("external_ids", true),
+            given("user_aliases", true),
+            given("service_ids", true),
+            given("service_id", false),
+            given("braze_id", false),
+            given("email_address", false),
+            given("phone", false),
+        ]),
     );
     let user = with(
         object(

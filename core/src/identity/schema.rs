@@ -6,25 +6,47 @@ use serde_json::{json, Value};
 use super::merge::{messages, MAX_UPDATES};
 use super::{alias, delete as del, identify as ident};
 use crate::openapi::op::Op;
-use crate::openapi::schema::{array, integer, object, one_of, refer, string, success_body, with};
+use crate::openapi::schema::{
+    array, closed, email, external_id, integer, nullable, object, one_of, phone, refer, success_body, with,
+};
 
 fn bounded(items: Value, max: usize, description: &str) -> Value {
     with(array(items, description), "maxItems", json!(max))
+}
+
+/// An optional list: `null` is read as absent.
+fn optional(items: Value, max: usize, description: &str) -> Value {
+    nullable(bounded(items, max, description))
 }
 
 /// An email or phone entry: the address and which user it means.
 fn shared_entry(key: &'static str, description: &str) -> Value {
     object(
         description,
-        &[(key, string("The address.")), ("prioritization", refer("Prioritization"))],
+        &[
+            (key, if key == "email" { email("The address.") } else { phone("The number (E.164).") }),
+            ("prioritization", refer("Prioritization")),
+        ],
         &[key, "prioritization"],
+    )
+}
+
+/// The external ID an identify gives: not one of the placeholders the platform
+/// refuses (`undefined`, `null`, ... in any case).
+fn identified() -> Value {
+    with(
+        external_id(
+            "The external ID to give; not a placeholder such as `undefined`, `null`, `0` or `-1` (in any case).",
+        ),
+        "not",
+        json!({"enum": crate::ids::BLOCKED_EXTERNAL_IDS}),
     )
 }
 
 /// POST /users/identify.
 pub fn identify() -> Op {
     let entry = |key: &'static str, value: Value, extra: bool| {
-        let mut props = vec![("external_id", string("The external ID to give.")), (key, value)];
+        let mut props = vec![("external_id", identified()), (key, value)];
         let mut required = vec!["external_id", key];
         if extra {
             props.push(("prioritization", refer("Prioritization")));
@@ -35,10 +57,11 @@ pub fn identify() -> Op {
     let max = ident::MAX_ENTRIES;
     Op::new(format!("Gives an external ID to anonymous profiles (alias-only, email-only, phone-only). When no user has the external ID, the anonymous profile becomes the identified one; otherwise its data is merged into the identified profile (fields it lacks, custom attributes it lacks, event and purchase summaries combined) and the anonymous profile is removed. A user that already has an alias with the same label is not merged. Up to {max} entries per request."))
         .body(object("At least one entry.", &[
-            ("aliases_to_identify", bounded(entry("user_alias", refer("UserAlias"), false), max, "Alias-only profiles to identify.")),
-            ("emails_to_identify", bounded(entry("email", string("The email."), true), max, "Email-only profiles to identify.")),
-            ("phone_numbers_to_identify", bounded(entry("phone", string("The phone (E.164)."), true), max, "Phone-only profiles to identify.")),
+            ("aliases_to_identify", optional(entry("user_alias", refer("UserAlias"), false), max, "Alias-only profiles to identify.")),
+            ("emails_to_identify", optional(entry("email", email("The email."), true), max, "Email-only profiles to identify.")),
+            ("phone_numbers_to_identify", optional(entry("phone", phone("The phone (E.164)."), true), max, "Phone-only profiles to identify.")),
         ], &[]))
+        .at_least_one(&["aliases_to_identify", "emails_to_identify", "phone_numbers_to_identify"])
         .reply(201, "Identified.", success_body("", &[("aliases_processed", integer("Entries processed."))], &[]))
 }
 
@@ -46,10 +69,10 @@ pub fn identify() -> Op {
 fn merge_identifier() -> Value {
     one_of(
         vec![
-            object("", &[("external_id", string("External ID."))], &["external_id"]),
-            object("", &[("user_alias", refer("UserAlias"))], &["user_alias"]),
-            shared_entry("email", "By email."),
-            shared_entry("phone", "By phone (E.164)."),
+            closed(object("", &[("external_id", external_id("External ID."))], &["external_id"])),
+            closed(object("", &[("user_alias", refer("UserAlias"))], &["user_alias"])),
+            closed(shared_entry("email", "By email.")),
+            closed(shared_entry("phone", "By phone (E.164).")),
         ],
         "One identifier; email and phone carry `prioritization`.",
     )
@@ -63,7 +86,7 @@ pub fn merge() -> Op {
         &["identifier_to_merge", "identifier_to_keep"],
     );
     Op::new(format!("Merges each source profile (`identifier_to_merge`) into a target (`identifier_to_keep`): fields missing on the target are filled from the source, custom attributes the target lacks are added, session counts and event and purchase summaries are combined (counts summed, first dates the earlier, last dates the later); the source is removed. Updates are applied in no guaranteed order; an update whose identifiers do not resolve to exactly one user each is skipped. At most {MAX_UPDATES} updates."))
-        .body(object("", &[("merge_updates", bounded(crate::openapi::schema::closed(update), MAX_UPDATES, "The merges."))], &["merge_updates"]))
+        .body(object("", &[("merge_updates", bounded(closed(update), MAX_UPDATES, "The merges."))], &["merge_updates"]))
         .reply(202, "Merged.", success_body("", &[], &[]))
         .bad_request("Invalid input; the message names the rule.", &[
             ("not_array", messages::NOT_ARRAY),
@@ -76,15 +99,16 @@ pub fn merge() -> Op {
 /// POST /users/delete.
 pub fn delete() -> Op {
     let max = del::MAX_ENTRIES;
-    let list = |item: Value, what: &str| bounded(item, max, what);
+    let list = |item: Value, what: &str| optional(item, max, what);
     Op::new(format!("Deletes whole profiles (identifiers, attributes, events, purchases, subscription states): nothing of them can be read back, and a later track with one of their identifiers creates a fresh profile. The arrays may be combined, at most {max} entries in all. An email or phone entry that still matches several users after prioritization deletes nobody."))
         .body(object("At least one entry.", &[
-            ("external_ids", list(string("External ID."), "By external ID.")),
+            ("external_ids", list(external_id("External ID."), "By external ID.")),
             ("user_aliases", list(refer("UserAlias"), "By alias.")),
-            ("service_ids", list(string("Internal ID."), "By internal ID (`braze_ids` is accepted too).")),
+            ("service_ids", list(external_id("Internal ID."), "By internal ID (`braze_ids` is accepted too).")),
             ("email_addresses", list(shared_entry("email", "By email."), "By email.")),
             ("phone_numbers", list(shared_entry("phone", "By phone (E.164)."), "By phone.")),
         ], &[]))
+        .at_least_one(&["external_ids", "user_aliases", "service_ids", "email_addresses", "phone_numbers"])
         .reply(201, "Deleted.", success_body("", &[("deleted", integer("Profiles removed."))], &["deleted"]))
 }
 
@@ -94,9 +118,14 @@ pub fn alias_new() -> Op {
     let entry = object(
         "",
         &[
-            ("alias_name", string("The alias.")),
-            ("alias_label", string("Its label.")),
-            ("external_id", string("The user to add it to; without one, a new alias-only profile is made.")),
+            ("alias_name", external_id("The alias.")),
+            ("alias_label", external_id("Its label.")),
+            (
+                "external_id",
+                nullable(external_id(
+                    "The user to add it to; without one (or `null`), a new alias-only profile is made.",
+                )),
+            ),
         ],
         &["alias_name", "alias_label"],
     );
@@ -111,9 +140,9 @@ pub fn alias_update() -> Op {
     let entry = object(
         "",
         &[
-            ("alias_label", string("The label.")),
-            ("old_alias_name", string("The alias now.")),
-            ("new_alias_name", string("The alias to have instead.")),
+            ("alias_label", external_id("The label.")),
+            ("old_alias_name", external_id("The alias now.")),
+            ("new_alias_name", external_id("The alias to have instead.")),
         ],
         &["alias_label", "old_alias_name", "new_alias_name"],
     );

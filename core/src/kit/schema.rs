@@ -31,11 +31,15 @@ pub fn describe(endpoint: &Kit) -> Op {
             .reply(200, "Loaded (or already loaded).", object("", &[("loaded", integer("Entries loaded.")), ("already_loaded", free_object("True when this file was loaded before."))], &["loaded"]))
             .reply(400, "A bad entry, named by its path.", refer("Error")),
         Kit::Journal => Op::new(format!("The latest {CAPACITY} requests the server answered (not the operator's, health checks, metrics or playground files), newest first: time, method, route, status, latency and request id; bodies only with `--journal-bodies`. Never a key or a token."))
-            .query("limit", false, "At most this many.", integer(""))
+            .query("limit", false, "At most this many.", crate::openapi::schema::with(
+                    crate::openapi::schema::with(integer(""), "minimum", serde_json::json!(0)),
+                    "maximum",
+                    serde_json::json!(u64::MAX),
+                ))
             .reply(200, "The requests.", object("", &[("requests", array(object("", &[
                 ("at", string("RFC 3339.")), ("method", string("")), ("route", string("The route's pattern.")), ("status", integer("")),
                 ("micros", integer("Latency.")), ("request_id", string("")), ("request_body", nullable(string(""))), ("response_body", nullable(string(""))),
-            ], &["at", "method", "route", "status", "micros", "request_id"]), "Newest first.")), ("bodies", free_object("Whether bodies are kept."))], &["requests"])),
+            ], &["at", "method", "route", "status", "micros", "request_id"]), "Newest first.")), ("bodies", crate::openapi::schema::boolean("Whether bodies are kept (`--journal-bodies`)."))], &["requests"])),
         Kit::FindUsers(_) => Op::new("Profiles a workspace has for an identifier: `q` (tried as external id, email, phone, braze id and `label:name` alias) or one of `external_id`, `email`, `phone`, `braze_id`, `alias_name` with `alias_label`. Everything queued is applied first.")
             .path("workspace", "The workspace.")
             .query("q", false, "Any identifier.", string(""))

@@ -50,8 +50,8 @@ pub fn header_ref(name: &str) -> Value {
 pub fn parameters() -> Value {
     json!({"RequestId": {
         "name": "X-Request-Id", "in": "header", "required": false,
-        "description": "An id for this request (1 to 128 letters, digits and `-_.:`), echoed in the answer's `X-Request-Id` and in the server's log.",
-        "schema": {"type": "string", "maxLength": 128}
+        "description": "An id for this request, echoed in the answer's `X-Request-Id` and in the server's log when it is 1 to 128 letters, digits and `-_.:`; any other value is replaced by one the server makes (the request is not refused for it).",
+        "schema": {"type": "string"}
     }})
 }
 
@@ -161,6 +161,7 @@ pub fn responses() -> Value {
         "ScimPayloadTooLarge": answer(large, SCIM_JSON, "ScimError", &[("too_large", scim(ScimError::Api(too_large())))]),
         "ScimRateLimited": answer("Over the company's daily SCIM limit.", SCIM_JSON, "ScimError", &[("limited", scim(ScimError::Api(limited())))]),
         "ScimUnavailable": answer(busy, SCIM_JSON, "ScimError", &[("busy", scim(ScimError::Api(ApiError::Busy)))]),
+        "UriTooLong": answer("The request target (path and query) is longer than the server reads; the request is refused before it is routed.", JSON, "Error", &[("too_long", api(ApiError::UriTooLong { limit: crate::head::MAX_TARGET_BYTES }))]),
         "OperatorUnauthorized": answer("No admin token, or the wrong one.", JSON, "Error", &key),
         "OperatorAbsent": answer("The server has no admin token: the operator routes do not exist.", JSON, "Error", &[("absent", api(ApiError::RouteNotFound))]),
     })
@@ -173,6 +174,13 @@ fn shared_ref(name: &str) -> Value {
 /// The answers the engine gives an operation before (or around) its family's code,
 /// by its credentials, the permission it needs, and whether it is rate limited.
 pub fn shared(auth: Auth, rate_limited: bool) -> Vec<(u16, Value)> {
+    // Any route: a request target too long to read is refused before routing.
+    let mut out = routed(auth, rate_limited);
+    out.push((414, shared_ref("UriTooLong")));
+    out
+}
+
+fn routed(auth: Auth, rate_limited: bool) -> Vec<(u16, Value)> {
     match auth {
         Auth::Key(permission, _) => {
             let denied = [("denied", api(ApiError::MissingPermission(permission)))];

@@ -61,7 +61,10 @@ pub fn document() -> Value {
             "summary": "User data, subscriptions, preference centers, SCIM and warehouse-sync status",
             "description": OVERVIEW,
             "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
+            "contact": {"name": "Engage maintainers (the project's issue tracker)"},
         },
+        // Relative: the server that serves this document.
+        "servers": [{"url": "/", "description": "This server"}],
         "tags": tags(),
         "paths": paths,
         "components": {

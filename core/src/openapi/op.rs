@@ -104,6 +104,12 @@ impl Op {
         self
     }
 
+    /// What the path parameter `name` means, and the values it takes.
+    pub fn path_with(mut self, name: &'static str, description: &str, schema: Value) -> Op {
+        self.params.push(Param { name, at: In::Path, required: true, description: description.into(), schema });
+        self
+    }
+
     /// A query parameter.
     pub fn query(mut self, name: &'static str, required: bool, description: &str, schema: Value) -> Op {
         self.params.push(Param { name, at: In::Query, required, description: description.into(), schema });
@@ -120,6 +126,19 @@ impl Op {
     /// A required JSON body.
     pub fn body(self, schema: Value) -> Op {
         self.body_in(&[JSON], schema, true)
+    }
+
+    /// The body must carry at least one of these properties, not empty (an array
+    /// with one item at least): the rule "one of ... is required".
+    pub fn at_least_one(mut self, names: &[&str]) -> Op {
+        if let Some(body) = &mut self.body {
+            let options: Vec<Value> = names
+                .iter()
+                .map(|n| serde_json::json!({"required": [n], "properties": {*n: {"type": "array", "minItems": 1}}}))
+                .collect();
+            body.schema["anyOf"] = Value::Array(options);
+        }
+        self
     }
 
     /// A body in these media types.

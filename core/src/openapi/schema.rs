@@ -31,6 +31,43 @@ pub fn number(description: &str) -> Value {
     described(json!({"type": "number"}), description)
 }
 
+/// The end of the text, in every regex dialect: `$` also matches before a final
+/// newline in some (Python's), where a schema-valid value would then end in one.
+pub const END: &str = "(?![\\s\\S])";
+
+/// Control characters (as Rust's `char::is_control`), which no identifier holds.
+const CONTROL: &str = "\\u0000-\\u001f\\u007f-\\u009f";
+
+/// An external ID (or alias name, service ID): the rules of `ids::ExternalId`.
+pub fn external_id(description: &str) -> Value {
+    described(
+        json!({"type": "string", "minLength": 1, "maxLength": crate::ids::MAX_IDENTIFIER_LEN,
+               "pattern": format!("^[^{CONTROL}]+{END}")}),
+        &format!("{description} No control characters; at most {} bytes.", crate::ids::MAX_IDENTIFIER_LEN),
+    )
+}
+
+/// An email address: the rules of `ids::Email` (one `@`, a dotted domain that
+/// neither starts nor ends with a dot, no spaces).
+pub fn email(description: &str) -> Value {
+    let c = format!("@\\s{CONTROL}");
+    described(
+        json!({"type": "string", "maxLength": 254,
+               "pattern": format!("^[^{c}]+@[^{c}.][^{c}]*\\.[^{c}]*[^{c}.]{END}")}),
+        description,
+    )
+}
+
+/// A phone number in E.164 form: the rules of `ids::Phone`.
+pub fn phone(description: &str) -> Value {
+    described(json!({"type": "string", "pattern": format!("^\\+[1-9][0-9]{{1,14}}{END}")}), description)
+}
+
+/// A workspace name: the rules of `ids::WorkspaceName`.
+pub fn workspace_name(description: &str) -> Value {
+    described(json!({"type": "string", "pattern": format!("^[A-Za-z0-9._-]{{1,64}}{END}")}), description)
+}
+
 /// A boolean.
 pub fn boolean(description: &str) -> Value {
     described(json!({"type": "boolean"}), description)

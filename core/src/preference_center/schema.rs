@@ -30,8 +30,8 @@ pub fn components() -> Vec<(&'static str, Value)> {
         names(&[IconType::Png, IconType::Svg, IconType::Gif, IconType::XIcon, IconType::SvgXml, IconType::MaskIcon]);
     let rels: Vec<&str> = rels.iter().map(String::as_str).collect();
     let types: Vec<&str> = types.iter().map(String::as_str).collect();
-    let tag = object(
-        "A link tag added to the page's head (a favicon).",
+    let tag = crate::openapi::schema::closed(object(
+        "A link tag added to the page's head (a favicon); unknown fields are refused.",
         &[
             ("rel", values(&rels, "")),
             ("href", string("")),
@@ -40,7 +40,7 @@ pub fn components() -> Vec<(&'static str, Value)> {
             ("color", string("For `mask-icon`.")),
         ],
         &["rel", "href"],
-    );
+    ));
     let options = crate::openapi::schema::closed(object(
         "Page options (`options` on write, `preference_center_options` on read).",
         &[
@@ -65,7 +65,7 @@ fn write_body(create: bool) -> Value {
         required.insert(0, "name");
     }
     crate::openapi::schema::closed(object("Unknown fields are refused. The templates are Liquid: `{{subscribed_state.${email_global}}}`, `{{subscribed_state.${<group id>}}}`, `{% form_field_name :email_global_state %}`, `{% form_field_name :subscription_group <group id> %}`, `{{preference_center_submit_url}}`, `{{${email_address}}}` and the user's attributes; they are checked when stored (an unknown tag, variable or subscription group is a 400 with its line and column).", &[
-        ("name", string(&name)),
+        ("name", with(string(&name), "pattern", json!(format!("^[A-Za-z0-9_-]{{1,{MAX_NAME_CHARS}}}{}", crate::openapi::schema::END)))),
         ("preference_center_title", string(&format!("The pages' title (default `{DEFAULT_TITLE}`)."))),
         ("preference_center_page_html", string("The preference page's HTML template.")),
         ("confirmation_page_html", string("The confirmation page's HTML template, shown after the form is sent.")),
@@ -137,7 +137,7 @@ pub fn describe(endpoint: &PreferenceCenter) -> Op {
             not_found(Op::new(format!("A user's link to a preference center's page (an Engage extension to the platform's API): it carries a token signed under the workspace's secret, valid {days} days by default (the server's `--link-ttl-secs`). The page needs no other credentials."))
                 .path("preferenceCenterExternalID", center_id())
                 .path("external_id", "The user's external ID.")
-                .query("expires_in", false, "A shorter lifetime for this link, in seconds (at most the configured one).", with(integer(""), "minimum", json!(1)))
+                .query("expires_in", false, &format!("A shorter lifetime for this link, in seconds: 1 to the configured lifetime ({} by default, `--link-ttl-secs`).", DEFAULT_LINK_TTL_SECS), with(with(integer(""), "minimum", json!(1)), "maximum", json!(DEFAULT_LINK_TTL_SECS)))
                 .reply(200, "The link.", object("", &[("preference_center_url", string("`<public URL>/preferences/<token>`."))], &["preference_center_url"])))
         }
     }

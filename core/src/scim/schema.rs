@@ -109,7 +109,27 @@ pub fn components() -> Vec<(&'static str, Value)> {
         ("permissions", permissions),
         ("meta", meta),
         (ENTERPRISE_URN, enterprise),
-    ], &["schemas", "userName", "name"]);
+    ], &["schemas", "id"]);
+    // As read: `attributes` / `excludedAttributes` leave out whatever they do not
+    // ask for, but never `id` and `schemas` (RFC 7644 §3.9).
+    let user = with(user, "description", json!(format!("A dashboard user as read (at most {MAX_USERS} per deployment). `attributes` and `excludedAttributes` return only what they select, and always `id` and `schemas`."))) ;
+    // As written: `userName` and `name` are required, `schemas` must name the User schema.
+    let mut write = user.clone();
+    write["required"] = json!(["schemas", "userName", "name"]);
+    write["properties"]["schemas"] = json!({
+        "type": "array",
+        "items": {"enum": [USER_URN, ENTERPRISE_URN]},
+        "contains": {"const": USER_URN},
+        "description": format!("`{USER_URN}`, and `{ENTERPRISE_URN}` when the extension is sent (compared without case)."),
+    });
+    let text = |d: &str| json!({"type": "string", "pattern": "\\S", "maxLength": super::attrs::MAX_TEXT_CHARS, "description": d});
+    write["properties"]["userName"] = crate::openapi::schema::email("The user's email; unique, case-insensitive.");
+    write["properties"]["name"] = object(
+        "",
+        &[("givenName", text("Not blank.")), ("familyName", text("Not blank."))],
+        &["givenName", "familyName"],
+    );
+    write["description"] = json!("A dashboard user as written. `userName` and `name` are required, and `department` (at the top level or in the enterprise extension) on create unless the SCIM token has a default; a PUT keeps what it leaves out of `department`, `permissions`, `externalId`, `displayName` and `active`, and ignores the read-only `id`, `createdAt`, `lastSignInAt` and `meta`.");
     let list_response = object(
         "RFC 7644 §3.4.2 ListResponse.",
         &[
@@ -124,8 +144,15 @@ pub fn components() -> Vec<(&'static str, Value)> {
     let search = object(
         "RFC 7644 §3.4.3 SearchRequest (no sorting).",
         &[
-            ("schemas", strings(&format!("`{SEARCH_URN}`."))),
-            ("filter", string("An RFC 7644 §3.4.2.2 filter, as in `GET /Users`.")),
+            ("schemas", json!({"const": [SEARCH_URN], "description": format!("`[\"{SEARCH_URN}\"]`.")})),
+            (
+                "filter",
+                crate::openapi::schema::nullable(with(
+                    string("An RFC 7644 §3.4.2.2 filter, as in `GET /Users` (`null`: none)."),
+                    "minLength",
+                    json!(1),
+                )),
+            ),
             ("startIndex", integer("")),
             ("count", integer("")),
             ("attributes", strings("Only these attributes.")),
@@ -144,10 +171,19 @@ pub fn components() -> Vec<(&'static str, Value)> {
     );
     let patch = object(
         "RFC 7644 §3.5.2 PatchOp: applied in order, then checked as a whole; any failure leaves the user unchanged.",
-        &[("schemas", strings(&format!("`{PATCH_URN}`."))), ("Operations", array(operation, ""))],
+        &[
+            ("schemas", json!({"const": [PATCH_URN], "description": format!("`[\"{PATCH_URN}\"]`.")})),
+            ("Operations", array(operation, "")),
+        ],
         &["schemas", "Operations"],
     );
-    vec![("ScimUser", user), ("ScimListResponse", list_response), ("ScimSearchRequest", search), ("ScimPatchOp", patch)]
+    vec![
+        ("ScimUser", user),
+        ("ScimUserWrite", write),
+        ("ScimListResponse", list_response),
+        ("ScimSearchRequest", search),
+        ("ScimPatchOp", patch),
+    ]
 }
 
 /// An error answer, its example made by the error itself.
@@ -214,14 +250,14 @@ pub fn describe(endpoint: &Scim) -> Op {
     let op = match endpoint {
         Scim::Search => listing(selection(
             Op::new("Finds dashboard users: all, or those an RFC 7644 filter matches (`eq ne co sw ew gt ge lt le pr`, `and or not`, parentheses, value paths on `permissions.roles` and `permissions.appGroup`), a page at a time.")
-                .query("filter", false, "e.g. `userName eq \"<email>\"`, `externalId eq \"...\" and active eq true` (URL-encoded).", string(""))
-                .query("startIndex", false, "1-based index of the first user.", with(integer(""), "minimum", json!(1)))
-                .query("count", false, &format!("Users per page, at most {MAX_PAGE}."), with(integer(""), "maximum", json!(MAX_PAGE))),
+                .query("filter", false, "e.g. `userName eq \"<email>\"`, `externalId eq \"...\" and active eq true` (URL-encoded).", with(string(""), "minLength", json!(1)))
+                .query("startIndex", false, "1-based index of the first user (below 1 is taken as 1).", integer(""))
+                .query("count", false, &format!("Users per page: 0 to {MAX_PAGE} (default {MAX_PAGE}; more is taken as {MAX_PAGE}, less than 0 as 0)."), integer("")),
         )),
         Scim::SearchPost => listing(body(Op::new("As `GET /Users`, with the query in a SearchRequest body."), refer("ScimSearchRequest"))),
         Scim::SearchRoot => listing(body(Op::new("A search of every resource type: here, dashboard users."), refer("ScimSearchRequest"))),
         Scim::Create => {
-            let created = found(body(Op::new("Creates a dashboard user."), refer("ScimUser")), 201, "Created.");
+            let created = found(body(Op::new("Creates a dashboard user."), refer("ScimUserWrite")), 201, "Created.");
             taken(bad(created.with_header("Location", "The user's URL.")))
         }
         Scim::Get(_) => missing(
@@ -229,7 +265,7 @@ pub fn describe(endpoint: &Scim) -> Op {
                 .header("If-None-Match", false, "`*` or `ETag`s: a 304 when one names the current version.")
                 .empty(304, "The copy named in `If-None-Match` is current (the `ETag` header, no body)."),
         ),
-        Scim::Replace(_) => missing(taken(bad(if_match(found(body(user_path(Op::new("Replaces the writable attributes the body gives; `department`, `permissions`, `externalId`, `displayName` and `active` left out stay; read-only ones are ignored. A replacement that changes nothing keeps the version.")), refer("ScimUser")), 200, "Replaced."))))),
+        Scim::Replace(_) => missing(taken(bad(if_match(found(body(user_path(Op::new("Replaces the writable attributes the body gives; `department`, `permissions`, `externalId`, `displayName` and `active` left out stay; read-only ones are ignored. A replacement that changes nothing keeps the version.")), refer("ScimUserWrite")), 200, "Replaced."))))),
         Scim::Patch(_) => missing(taken(bad(if_match(found(body(user_path(Op::new("Changes some attributes of a dashboard user (RFC 7644 §3.5.2).")), refer("ScimPatchOp")), 200, "Changed."))))),
         Scim::Delete(_) => missing(if_match(user_path(Op::new("Permanently deletes a dashboard user.")).empty(204, "Deleted."))),
         Scim::ServiceProviderConfig => discovery(

@@ -7,7 +7,8 @@ use super::read::MAX_LIMIT;
 use super::set::MAX_GROUP_ENTRIES;
 use crate::openapi::op::Op;
 use crate::openapi::schema::{
-    array, boolean, integer, nullable, object, one_or_many, string, success_body, values, with,
+    array, boolean, email, external_id, integer, nullable, object, one_or_many, phone, string, success_body, values,
+    with,
 };
 use crate::subscriptions::email::BAD_EMAIL_STATE;
 use crate::subscriptions::{BAD_GROUP_ID, BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS};
@@ -50,15 +51,19 @@ fn set_errors(op: Op) -> Op {
 
 /// POST /subscription/status/set.
 pub fn set_v1() -> Op {
-    let ids = |what: &str| one_or_many(string(what), MAX_IDS, &format!("{what}: one, or an array of 1 to {MAX_IDS}."));
+    let ids = |item: fn(&str) -> Value, what: &str| {
+        one_or_many(item(what), MAX_IDS, &format!("{what}: one, or an array of 1 to {MAX_IDS}."))
+    };
     let body = object(&format!("One group; users by `external_id`, `email` or `phone` (external IDs may come with emails or phones; emails and phones not together); at most {MAX_IDS} identifiers."), &[
         ("subscription_group_id", string("The group.")),
         ("subscription_state", group_state()),
-        ("external_id", ids("External IDs")),
-        ("email", ids("Emails")),
-        ("phone", ids("Phones (E.164)")),
+        ("external_id", ids(external_id, "External IDs")),
+        ("email", ids(email, "Emails")),
+        ("phone", ids(phone, "Phones (E.164)")),
         ("use_double_opt_in_logic", double_opt_in()),
     ], &["subscription_group_id", "subscription_state"]);
+    // Emails and phones never together.
+    let body = with(body, "not", json!({"required": ["email", "phone"]}));
     let op = Op::new("Sets users' state in one subscription group. Every user sharing a given email or phone is updated; for SMS and RCS groups give `external_id` or `phone`, for email groups `external_id` or `email`. Identifiers that name no user are listed in `errors` and the rest is applied.")
         .body(body)
         .reply(201, "Set.", success_body("", &[("errors", not_found())], &[]));
@@ -67,14 +72,14 @@ pub fn set_v1() -> Op {
 
 /// POST /v2/subscription/status/set.
 pub fn set_v2() -> Op {
-    let ids = |what: &str, single: bool| {
+    let ids = |item: fn(&str) -> Value, what: &str, single: bool| {
         let many = with(
-            with(array(string(what), &format!("1 to {MAX_IDS}.")), "minItems", json!(1)),
+            with(array(item(what), &format!("1 to {MAX_IDS}.")), "minItems", json!(1)),
             "maxItems",
             json!(MAX_IDS),
         );
         if single {
-            one_or_many(string(what), MAX_IDS, &format!("{what}: one, or 1 to {MAX_IDS}."))
+            one_or_many(item(what), MAX_IDS, &format!("{what}: one, or 1 to {MAX_IDS}."))
         } else {
             many
         }
@@ -84,9 +89,9 @@ pub fn set_v2() -> Op {
         &[
             ("subscription_group_id", string("The group.")),
             ("subscription_state", group_state()),
-            ("external_ids", ids("External IDs", false)),
-            ("emails", ids("Emails", true)),
-            ("phones", ids("Phones (E.164)", true)),
+            ("external_ids", ids(external_id, "External IDs", false)),
+            ("emails", ids(email, "Emails", true)),
+            ("phones", ids(phone, "Phones (E.164)", true)),
             ("use_double_opt_in_logic", double_opt_in()),
         ],
         &["subscription_group_id", "subscription_state"],
@@ -105,16 +110,21 @@ pub fn set_v2() -> Op {
 }
 
 fn id_params(op: Op, required_note: &str) -> Op {
-    let list = |what: &str| {
+    let list = |item: Value| {
         with(
-            array(string(what), &format!("1 to {MAX_IDS}; repeat the parameter (`key=a&key=b` or `key[]=a`).")),
+            array(item, &format!("1 to {MAX_IDS}; repeat the parameter (`key=a&key=b` or `key[]=a`).")),
             "maxItems",
             json!(MAX_IDS),
         )
     };
-    op.query("external_id", false, &format!("External IDs. {required_note}"), list("External ID"))
-        .query("email", false, "Emails.", list("Email"))
-        .query("phone", false, "Phones (E.164; a leading space, an unencoded `+`, is read as `+`).", list("Phone"))
+    op.query("external_id", false, &format!("External IDs. {required_note}"), list(external_id("External ID.")))
+        .query("email", false, "Emails.", list(email("Email.")))
+        .query(
+            "phone",
+            false,
+            "Phones (E.164; a leading space, an unencoded `+`, is read as `+`).",
+            list(phone("Phone.")),
+        )
 }
 
 /// GET /subscription/user/status.
@@ -191,7 +201,7 @@ pub fn status_get() -> Op {
 }
 
 fn emails(description: &str) -> Value {
-    one_or_many(string("An email address."), MAX_IDS, description)
+    one_or_many(email("An email address."), MAX_IDS, description)
 }
 
 /// POST /email/status.

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::parse::{MAX_OBJECTS, MAX_PROPERTIES_BYTES};
 use crate::openapi::op::Op;
 use crate::openapi::schema::{
-    array, boolean, free_object, integer, number, object, refer, string, success_body, time, values, with,
+    array, boolean, external_id, free_object, integer, number, object, refer, string, success_body, time, values, with,
 };
 use crate::users::standard::STANDARD_KEYS;
 
@@ -18,7 +18,7 @@ fn identifiers(events: bool) -> Vec<(&'static str, Value)> {
         "Identifies the user when no `external_id`, `user_alias` or `service_id` is given; otherwise sets the profile's email (`null` removes it)."
     };
     vec![
-        ("external_id", string("The user's external ID.")),
+        ("external_id", external_id("The user's external ID.")),
         ("user_alias", refer("UserAlias")),
         ("service_id", string("The service's internal user ID (`braze_id` is accepted too).")),
         ("email", string(email)),
@@ -107,7 +107,8 @@ fn non_fatal() -> Value {
 pub fn track() -> Op {
     let counted = |what: &str| integer(&format!("{what} objects accepted (present when the array was sent)."));
     Op::new(format!("Records events and purchases and updates profile attributes. The request is acknowledged once durably queued (201); it is applied shortly after, and every other endpoint first applies what was acknowledged before it (read your writes).\n\nEach request holds at most {MAX_OBJECTS} attribute, {MAX_OBJECTS} event and {MAX_OBJECTS} purchase objects; each object updates one user. Invalid objects are listed in `errors` and the rest is processed; when nothing is valid the request fails as a whole."))
-        .body(body(MAX_OBJECTS, "At least one of the three arrays."))
+        .body(body(MAX_OBJECTS, "At least one of the three arrays, not empty."))
+        .at_least_one(&["attributes", "events", "purchases"])
         .reply(201, "Queued. `errors` lists what was not processed.", success_body("", &[
             ("attributes_processed", counted("Attribute")),
             ("events_processed", counted("Event")),
@@ -115,6 +116,23 @@ pub fn track() -> Op {
             ("errors", non_fatal()),
         ], &[]))
         .errors(refer("TrackError"))
+}
+
+/// For `/users/track/sync`: one array holds one object, the others nothing.
+fn exactly_one() -> Value {
+    let arrays = ["attributes", "events", "purchases"];
+    let options: Vec<Value> = arrays
+        .iter()
+        .map(|one| {
+            let mut props = serde_json::Map::new();
+            for a in arrays {
+                let count = if a == *one { json!({"type": "array", "minItems": 1}) } else { json!({"maxItems": 0}) };
+                props.insert(a.to_string(), count);
+            }
+            json!({"required": [one], "properties": props})
+        })
+        .collect();
+    Value::Array(options)
 }
 
 /// POST /users/track/sync.
@@ -145,7 +163,7 @@ pub fn track_sync() -> Op {
         json!(true),
     );
     Op::new("As `/users/track`, for one object, applied before answering: the answer shows the result (a value over a bound, or a missing user with `_update_existing_only`, is not applied, so treat the answer as the outcome). A request holds exactly one attribute, event or purchase object.")
-        .body(body(1, "Exactly one object in one of the three arrays."))
+        .body(with(body(1, "Exactly one object in one of the three arrays."), "oneOf", exactly_one()))
         .reply(201, "Applied.", success_body("", &[
             ("users", array(user, "The user updated (empty when none was found and `_update_existing_only` is true).")),
             ("errors", non_fatal()),

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Schemathesis (from PyPI) against a fresh native server's /openapi.json: every
+# operation, every check (5xx, status codes, content types, headers and bodies as
+# described, schema-valid requests accepted and schema-violating ones refused,
+# authentication, use after delete), bounded in examples and time. Each kind of
+# credential is a run of its own: the API key's routes, SCIM's, the operator's.
+# tests/openapi/schemathesis.toml holds the documented rules JSON Schema cannot say.
+#
+#   bash tests/openapi/fuzz.sh        (needs target/debug/engage: cargo build -p engage)
+#   FUZZ_TIME=60 bash tests/openapi/fuzz.sh    (seconds per run; default 60)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+TOOL=tests/openapi/fuzz.sh
+source tests/lib/pycheck.sh
+VENV=target/fuzz-venv
+venv_with "$VENV" schemathesis tests/openapi/fuzz-requirements.txt
+
+ADMIN="fuzz-admin-$$-$RANDOM"
+KEY="$("$BIN" keys create --db "$DIR/engage.db" 2>/dev/null | tail -1)"
+export ENGAGE_ADMIN_TOKEN="$ADMIN"
+start_server
+BASE="http://127.0.0.1:$PORT"
+ORIGIN="https://idp.example.com"
+SCIM="$(curl -sf -X POST -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
+    -d "{\"origin\":\"$ORIGIN\"}" "$BASE/_engage/scim-tokens" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')"
+
+TIME="${FUZZ_TIME:-60}"
+failed=0
+fuzz() {
+    local what="$1"; shift
+    log "schemathesis: $what"
+    if ! "$VENV/bin/schemathesis" --config-file tests/openapi/schemathesis.toml run "$BASE/openapi.json" \
+        --no-color --max-time "$TIME" --seed 20261126 "$@" > "$DIR/fuzz.log" 2>&1; then
+        cat "$DIR/fuzz.log"
+        failed=1
+    else
+        grep -E "^(API Operations|  Selected|  Tested|Test cases|  [0-9]+ generated|=+ )" "$DIR/fuzz.log" >&2 || true
+    fi
+}
+
+fuzz "the API key's routes" --exclude-path-regex '^/(_engage|scim)/' -H "Authorization: Bearer $KEY"
+fuzz "SCIM" --include-path-regex '^/scim/' -H "Authorization: Bearer $SCIM" -H "X-Request-Origin: $ORIGIN"
+# The operator's routes, but those that reach outside (a warehouse source given by
+# the generator) or replace the whole database (reset, seed, the store's own
+# conformance run), which the black-box suite tests instead.
+fuzz "operator routes" --include-path-regex '^/_engage/' -H "Authorization: Bearer $ADMIN" \
+    --phases examples,coverage,fuzzing \
+    --exclude-path-regex '^/_engage/(reset|seed|conformance)$' \
+    --exclude-operation-id post_engage_cdi_integrations --exclude-operation-id patch_engage_cdi_integrations_id
+exit "$failed"
