@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Schemathesis (from PyPI) against a fresh native server's /openapi.json: every
+# A client generated from a fresh native server's /openapi.json (openapi-python-client,
+# from PyPI) calls each family once (tests/openapi/client.py); then schemathesis
+# (from PyPI) against the same server: every
 # operation, every check (5xx, status codes, content types, headers and bodies as
 # described, schema-valid requests accepted and schema-violating ones refused,
 # authentication, use after delete), bounded in examples and time. Each kind of
@@ -24,6 +26,17 @@ BASE="http://127.0.0.1:$PORT"
 ORIGIN="https://idp.example.com"
 SCIM="$(curl -sf -X POST -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
     -d "{\"origin\":\"$ORIGIN\"}" "$BASE/_engage/scim-tokens" | python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')"
+
+log "openapi-python-client: a client generated from $BASE/openapi.json calls every family"
+PATH="$PWD/$VENV/bin:$PATH" "$VENV/bin/openapi-python-client" generate --url "$BASE/openapi.json" --meta none \
+    --output-path "$DIR/client/engage_client" > "$DIR/generate.log" 2>&1 || { cat "$DIR/generate.log"; exit 1; }
+if grep -q "WARNING" "$DIR/generate.log"; then
+    cat "$DIR/generate.log"
+    log "the generator left operations out"
+    exit 1
+fi
+ENGAGE_URL="$BASE" ENGAGE_KEY="$KEY" ENGAGE_ADMIN="$ADMIN" ENGAGE_SCIM="$SCIM" ENGAGE_ORIGIN="$ORIGIN" \
+    CLIENT_DIR="$DIR/client" "$VENV/bin/python" tests/openapi/client.py
 
 TIME="${FUZZ_TIME:-60}"
 failed=0

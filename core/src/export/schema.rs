@@ -29,9 +29,9 @@ pub fn export_ids() -> Op {
     // At least one identifier, given and not empty.
     let given = |n: &str, many: bool| {
         if many {
-            json!({"required": [n], "properties": {n: {"type": "array", "minItems": 1}}})
+            json!({"type": "object", "required": [n], "properties": {n: {"type": "array", "items": {}, "minItems": 1}}})
         } else {
-            json!({"required": [n], "properties": {n: {"type": "string"}}})
+            json!({"type": "object", "required": [n], "properties": {n: {"type": "string"}}})
         }
     };
     let body = with(

@@ -129,12 +129,13 @@ impl Op {
     }
 
     /// The body must carry at least one of these properties, not empty (an array
-    /// with one item at least): the rule "one of ... is required".
+    /// with one item at least): the rule "one of ... is required". (`items: {}` is
+    /// spelled out: client generators need an item type.)
     pub fn at_least_one(mut self, names: &[&str]) -> Op {
         if let Some(body) = &mut self.body {
             let options: Vec<Value> = names
                 .iter()
-                .map(|n| serde_json::json!({"required": [n], "properties": {*n: {"type": "array", "minItems": 1}}}))
+                .map(|n| serde_json::json!({"type": "object", "required": [n], "properties": {*n: {"type": "array", "items": {}, "minItems": 1}}}))
                 .collect();
             body.schema["anyOf"] = Value::Array(options);
         }

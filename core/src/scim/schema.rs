@@ -144,7 +144,10 @@ pub fn components() -> Vec<(&'static str, Value)> {
     let search = object(
         "RFC 7644 §3.4.3 SearchRequest (no sorting).",
         &[
-            ("schemas", json!({"const": [SEARCH_URN], "description": format!("`[\"{SEARCH_URN}\"]`.")})),
+            (
+                "schemas",
+                json!({"type": "array", "items": {"const": SEARCH_URN}, "minItems": 1, "maxItems": 1, "description": format!("`[\"{SEARCH_URN}\"]`.")}),
+            ),
             (
                 "filter",
                 crate::openapi::schema::nullable(with(
@@ -172,7 +175,10 @@ pub fn components() -> Vec<(&'static str, Value)> {
     let patch = object(
         "RFC 7644 §3.5.2 PatchOp: applied in order, then checked as a whole; any failure leaves the user unchanged.",
         &[
-            ("schemas", json!({"const": [PATCH_URN], "description": format!("`[\"{PATCH_URN}\"]`.")})),
+            (
+                "schemas",
+                json!({"type": "array", "items": {"const": PATCH_URN}, "minItems": 1, "maxItems": 1, "description": format!("`[\"{PATCH_URN}\"]`.")}),
+            ),
             ("Operations", array(operation, "")),
         ],
         &["schemas", "Operations"],

@@ -126,10 +126,15 @@ fn exactly_one() -> Value {
         .map(|one| {
             let mut props = serde_json::Map::new();
             for a in arrays {
-                let count = if a == *one { json!({"type": "array", "minItems": 1}) } else { json!({"maxItems": 0}) };
+                // `items: {}` spelled out: client generators need an item type.
+                let count = if a == *one {
+                    json!({"type": "array", "items": {}, "minItems": 1})
+                } else {
+                    json!({"type": "array", "items": {}, "maxItems": 0})
+                };
                 props.insert(a.to_string(), count);
             }
-            json!({"required": [one], "properties": props})
+            json!({"type": "object", "required": [one], "properties": props})
         })
         .collect();
     Value::Array(options)
