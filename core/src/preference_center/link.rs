@@ -125,17 +125,18 @@ fn unverified(token: &str) -> Option<(Claims, Vec<u8>, Vec<u8>)> {
     let sig = B64.decode(sig).ok()?;
     let text = std::str::from_utf8(&payload).ok()?;
     let parts: Vec<&str> = text.split(SEP).collect();
-    let [version, ws, center, external_id, expires] = parts.as_slice() else { return None };
-    if *version != "v1" {
-        return None;
-    }
-    let claims = Claims {
+    let ["v1", ws, center, external_id, expires] = parts.as_slice() else { return None };
+    Some((claims_of(ws, center, external_id, expires)?, payload, sig))
+}
+
+/// Claims from their text, checked as the API checks each part.
+fn claims_of(ws: &str, center: &str, external_id: &str, expires: &str) -> Option<Claims> {
+    Some(Claims {
         ws: WorkspaceName::parse(ws)?,
         center: center.to_string(),
         external_id: ExternalId::parse(external_id)?,
         expires: expires.parse().ok()?,
-    };
-    Some((claims, payload, sig))
+    })
 }
 
 /// The first byte of a v2 token.
@@ -189,17 +190,8 @@ fn unseal(key: &str, token: &str) -> Option<(Claims, String)> {
     let plain = cipher(key).decrypt(&XNonce::try_from(nonce).ok()?, sealed).ok()?;
     let text = String::from_utf8(plain).ok()?;
     let parts: Vec<&str> = text.split(SEP).collect();
-    let [version, ws, center, external_id, expires, print] = parts.as_slice() else { return None };
-    if *version != "v2" {
-        return None;
-    }
-    let claims = Claims {
-        ws: WorkspaceName::parse(ws)?,
-        center: center.to_string(),
-        external_id: ExternalId::parse(external_id)?,
-        expires: expires.parse().ok()?,
-    };
-    Some((claims, print.to_string()))
+    let ["v2", ws, center, external_id, expires, print] = parts.as_slice() else { return None };
+    Some((claims_of(ws, center, external_id, expires)?, print.to_string()))
 }
 
 async fn secret<S: Store>(store: &S, name: &str) -> Result<Option<String>, StoreError> {
