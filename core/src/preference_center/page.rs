@@ -147,19 +147,20 @@ async fn serve<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>) ->
     if center.state != CenterState::Active {
         return Err(Refusal { lang, ..refuse(404, Message::NotPublished) });
     }
-    serve_center(store, limiter, visit, &claims, &center).await.map_err(|mut r| {
+    serve_center(store, limiter, visit, &claims, &center, lang.unwrap_or(Lang::En)).await.map_err(|mut r| {
         r.lang = r.lang.or(lang);
         r
     })
 }
 
-/// [`serve`] once the link and its center are known good.
+/// [`serve`] once the link and its center are known good; `lang` is the center's.
 async fn serve_center<S: Store>(
     store: &S,
     limiter: &RateLimiter,
     visit: &Visit<'_>,
     claims: &link::Claims,
     center: &Center,
+    lang: Lang,
 ) -> Result<Answer, Refusal> {
     let Visit { token, op, req, links, templates, ctx } = *visit;
     let page = parse_stored(templates, &center.page_html)?;
@@ -217,7 +218,6 @@ async fn serve_center<S: Store>(
                 ApiError::NotFound(_) => refuse(404, Message::UserGone),
                 other => other.into(),
             })?;
-            let lang = Lang::of_html(&center.page_html).unwrap_or(Lang::En);
             Ok(Answer::Saved(format!("{submit_url}?{SAVED_QUERY}"), lang))
         }
     }
