@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A client generated from a fresh native server's /openapi.json (openapi-python-client,
-# from PyPI) calls each family once (tests/openapi/client.py); then schemathesis
+# from PyPI) calls each family once (tests/openapi/client.py); the description's
+# examples are checked against their schemas and sent (tests/openapi/examples.py);
+# then schemathesis
 # (from PyPI) against the same server: every
 # operation, every check (5xx, status codes, content types, headers and bodies as
 # described, schema-valid requests accepted and schema-violating ones refused,
@@ -21,6 +23,8 @@ venv_with "$VENV" schemathesis tests/openapi/fuzz-requirements.txt
 ADMIN="fuzz-admin-$$-$RANDOM"
 KEY="$("$BIN" keys create --db "$DIR/engage.db" 2>/dev/null | tail -1)"
 export ENGAGE_ADMIN_TOKEN="$ADMIN"
+# A settable clock: `POST /_engage/clock`'s example is sent too.
+export ENGAGE_TEST_CLOCK=true
 start_server
 BASE="http://127.0.0.1:$PORT"
 ORIGIN="https://idp.example.com"
@@ -38,7 +42,14 @@ fi
 ENGAGE_URL="$BASE" ENGAGE_KEY="$KEY" ENGAGE_ADMIN="$ADMIN" ENGAGE_SCIM="$SCIM" ENGAGE_ORIGIN="$ORIGIN" \
     CLIENT_DIR="$DIR/client" "$VENV/bin/python" tests/openapi/client.py
 
+log "examples: each valid against its schema; each request body's example accepted as documented"
+ENGAGE_URL="$BASE" ENGAGE_KEY="$KEY" ENGAGE_ADMIN="$ADMIN" ENGAGE_SCIM="$SCIM" ENGAGE_ORIGIN="$ORIGIN" \
+    "$VENV/bin/python" tests/openapi/examples.py
+
 TIME="${FUZZ_TIME:-60}"
+# No crashes replayed from earlier runs (schemathesis keeps them in .schemathesis/):
+# every run, here as in CI, is its seed's alone.
+rm -rf .schemathesis
 failed=0
 fuzz() {
     local what="$1"; shift

@@ -1,6 +1,6 @@
 //! The API description of the warehouse-sync status endpoints.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::cursor::PAGE;
 use super::integration::{DataKind, JobStatus, Warehouse};
@@ -16,9 +16,10 @@ fn statuses() -> Vec<&'static str> {
         .to_vec()
 }
 
-fn page(op: Op, item: Value, what: &str) -> Op {
+fn page(op: Op, item: Value, what: &'static str, example: Value) -> Op {
     op.query("cursor", false, "A cursor from a `Link` header (opaque).", string(""))
         .reply(200, &format!("One page of {PAGE} {what} at most, newest first."), success_body("", &[("results", array(item, ""))], &["results"]))
+        .with_example(what, json!({"message": "success", "results": [example]}))
         .with_header("Link", "Pagination: `<url>; rel=\"prev\"` and `<url>; rel=\"next\"` (relative URLs with a cursor). Absent when there are no more items than one page; no `prev` without a cursor, no `next` on the last page.")
 }
 
@@ -49,7 +50,13 @@ pub fn describe(endpoint: &Cdi) -> Op {
             );
             let op = Op::new("Lists the workspace's warehouse integrations (made by the operator: `engage cdi create`). `integration_id` narrows the list to one.")
                 .query("integration_id", false, "Only this integration.", string(""));
-            page(op, item, "integrations").bad_request(
+            let example = json!({
+                "integration_id": "b2c8e6f0-1a2b-4c3d-9e8f-0123456789ab", "app_group_id": "default",
+                "integration_name": "Users from the warehouse", "integration_type": "user_attributes", "integration_status": "active",
+                "contact_emails": "data@example.com", "last_updated_at": "2026-11-26T09:59:58Z", "warehouse_type": "postgres",
+                "last_job_start_time": "2026-11-26T10:00:00Z", "last_job_status": "success", "next_scheduled_run": "2026-11-26T11:00:00Z",
+            });
+            page(op, item, "integrations", example).bad_request(
                 "An invalid cursor or integration id.",
                 &[("cursor", INVALID_CURSOR), ("integration", INVALID_INTEGRATION)],
             )
@@ -65,7 +72,11 @@ pub fn describe(endpoint: &Cdi) -> Op {
             ], &["job_status", "sync_start_time", "rows_synced", "rows_failed_with_errors"]);
             let op = Op::new(format!("Lists an integration's past sync jobs (its last {MAX_JOBS})."))
                 .path("integration_id", "The integration.");
-            page(op, item, "jobs").bad_request(
+            let example = json!({
+                "job_status": "partial", "sync_start_time": "2026-11-26T10:00:00Z", "sync_finish_time": "2026-11-26T10:00:04Z",
+                "last_timestamp_synced": "2026-11-26T09:59:58Z", "rows_synced": 1998, "rows_failed_with_errors": 2,
+            });
+            page(op, item, "jobs", example).bad_request(
                 "An invalid cursor or integration id.",
                 &[("cursor", INVALID_CURSOR), ("integration", INVALID_INTEGRATION)],
             )

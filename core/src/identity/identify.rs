@@ -107,7 +107,8 @@ pub fn parse(body: &[u8]) -> Result<Identify, ApiError> {
             Some(_) => return Err(ApiError::bad(format!("'{array}' must be an array of objects"))),
         }
     }
-    if lists.is_empty() {
+    // Arrays given but all empty identify nobody: refused as if none were given.
+    if lists.iter().all(|(_, items)| items.is_empty()) {
         return Err(ApiError::bad(
             "one of 'aliases_to_identify', 'emails_to_identify' or 'phone_numbers_to_identify' is required",
         ));
@@ -230,6 +231,8 @@ mod tests {
         );
         let many: Vec<Value> = (0..51).map(|i| alias_entry("x", &format!("a{i}"), "l")).collect();
         assert!(matches!(err(json!({"aliases_to_identify": many})), ApiError::BadRequest(_)));
+        // Empty arrays name nobody: the same 400 as no array.
+        assert!(matches!(err(json!({"aliases_to_identify": [], "emails_to_identify": null})), ApiError::BadRequest(_)));
     }
 
     #[test]

@@ -62,7 +62,9 @@ pub fn identify() -> Op {
             ("phone_numbers_to_identify", optional(entry("phone", phone("The phone (E.164)."), true), max, "Phone-only profiles to identify.")),
         ], &[]))
         .at_least_one(&["aliases_to_identify", "emails_to_identify", "phone_numbers_to_identify"])
+        .example(json!({"aliases_to_identify": [{"external_id": "user-456", "user_alias": {"alias_name": "anon-42", "alias_label": "device"}}]}))
         .reply(201, "Identified.", success_body("", &[("aliases_processed", integer("Entries processed."))], &[]))
+        .with_example("identified", json!({"message": "success", "aliases_processed": 1}))
 }
 
 /// One identifier of a merge update.
@@ -87,7 +89,9 @@ pub fn merge() -> Op {
     );
     Op::new(format!("Merges each source profile (`identifier_to_merge`) into a target (`identifier_to_keep`): fields missing on the target are filled from the source, custom attributes the target lacks are added, session counts and event and purchase summaries are combined (counts summed, first dates the earlier, last dates the later); the source is removed. Updates are applied in no guaranteed order; an update whose identifiers do not resolve to exactly one user each is skipped. At most {MAX_UPDATES} updates."))
         .body(object("", &[("merge_updates", bounded(closed(update), MAX_UPDATES, "The merges."))], &["merge_updates"]))
+        .example(json!({"merge_updates": [{"identifier_to_merge": {"external_id": "user-456"}, "identifier_to_keep": {"external_id": "user-123"}}]}))
         .reply(202, "Merged.", success_body("", &[], &[]))
+        .with_example("merged", json!({"message": "success"}))
         .bad_request("Invalid input; the message names the rule.", &[
             ("not_array", messages::NOT_ARRAY),
             ("too_many", messages::TOO_MANY),
@@ -109,7 +113,9 @@ pub fn delete() -> Op {
             ("phone_numbers", list(shared_entry("phone", "By phone (E.164)."), "By phone.")),
         ], &[]))
         .at_least_one(&["external_ids", "user_aliases", "service_ids", "email_addresses", "phone_numbers"])
+        .example(json!({"external_ids": ["user-789"], "email_addresses": [{"email": "old@example.com", "prioritization": ["unidentified"]}]}))
         .reply(201, "Deleted.", success_body("", &[("deleted", integer("Profiles removed."))], &["deleted"]))
+        .with_example("deleted", json!({"message": "success", "deleted": 1}))
 }
 
 /// POST /users/alias/new.
@@ -131,7 +137,12 @@ pub fn alias_new() -> Op {
     );
     Op::new(format!("Adds aliases: to the user with `external_id`, or as new alias-only profiles. Nothing happens for an entry whose alias exists already, whose user does not exist, or whose user has an alias with that label already (one alias per label). At most {max} entries, applied in order."))
         .body(object("", &[("user_aliases", bounded(entry, max, "The aliases to add."))], &["user_aliases"]))
+        .example(json!({"user_aliases": [
+            {"alias_name": "crm-123", "alias_label": "crm", "external_id": "user-123"},
+            {"alias_name": "anon-42", "alias_label": "device"}
+        ]}))
         .reply(201, "Added.", success_body("", &[("aliases_processed", integer("Entries processed."))], &[]))
+        .with_example("added", json!({"message": "success", "aliases_processed": 2}))
 }
 
 /// POST /users/alias/update.
@@ -148,5 +159,7 @@ pub fn alias_update() -> Op {
     );
     Op::new(format!("Renames aliases: the user with `old_alias_name` under the label gets `new_alias_name`; nothing happens when the old alias does not exist or the new one is taken. At most {max} entries, applied in order."))
         .body(object("", &[("alias_updates", bounded(entry, max, "The renames."))], &["alias_updates"]))
+        .example(json!({"alias_updates": [{"alias_label": "crm", "old_alias_name": "crm-123", "new_alias_name": "crm-0123"}]}))
         .reply(201, "Renamed.", success_body("", &[], &[]))
+        .with_example("renamed", json!({"message": "success"}))
 }

@@ -1,6 +1,6 @@
 //! The API description of the test kit's routes.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::journal::CAPACITY;
 use super::reset::CHUNK;
@@ -21,14 +21,23 @@ pub fn describe(endpoint: &Kit) -> Op {
         .query("workspace", false, "Only this workspace.", string(""))
         .query("keep", false, "`keys` (default): keep the set-up; `none`: remove it too.", string(""))
         .reply(200, "Reset.", object("", &[("removed", integer("Documents removed.")), ("integrations_reset", integer("Integrations set back to never run."))], &["removed"]))
+        .with_example("reset", json!({"removed": 42, "integrations_reset": 1}))
         .reply(400, "A bad parameter.", refer("Error")),
         Kit::SetClock => Op::new("Sets (`now`) or advances (`advance_secs`) the server's clock: link expiry, default event times, rate-limit windows, sync schedules and creation times follow it. Exists only on a server started with `--test-clock`.")
             .body(object("", &[("now", string("An RFC 3339 time.")), ("advance_secs", integer("Seconds to move on (0 to ten years)."))], &[]))
+            .example(json!({"advance_secs": 3600}))
             .reply(200, "The new time.", object("", &[("now", string("RFC 3339."))], &["now"]))
+            .with_example("now", json!({"now": "2026-11-26T11:00:00Z"}))
             .reply(400, "A bad body.", refer("Error")),
         Kit::Seed => Op::new("Loads a fixtures file (the body; the same as `engage seed` and `engage serve --seed`): workspaces with keys, groups, users, subscription states and preference centers, and SCIM users. Checked whole on an empty store first: a bad entry is a 400 naming its path, and nothing is stored. The same file again changes nothing.")
             .body(free_object("The fixtures file (see the README)."))
-            .reply(200, "Loaded (or already loaded).", object("", &[("loaded", integer("Entries loaded.")), ("already_loaded", free_object("True when this file was loaded before."))], &["loaded"]))
+            .example(json!({"workspaces": {"shop": {
+                "groups": [{"id": "newsletter", "name": "Newsletter", "channel": "email"}],
+                "users": [{"attributes": [{"external_id": "ada", "email": "ada@example.com", "first_name": "Ada"}]}],
+                "subscriptions": [{"subscription_groups": [{"subscription_group_id": "newsletter", "subscription_state": "subscribed", "external_ids": ["ada"]}]}]
+            }}}))
+            .reply(200, "Loaded (or already loaded).", object("", &[("loaded", integer("Entries loaded.")), ("already_loaded", crate::openapi::schema::boolean("True when this file was loaded before."))], &["loaded"]))
+            .with_example("loaded", json!({"loaded": 3, "already_loaded": false}))
             .reply(400, "A bad entry, named by its path.", refer("Error")),
         Kit::Journal => Op::new(format!("The latest {CAPACITY} requests the server answered (not the operator's, health checks, metrics or playground files), newest first: time, method, route, status, latency and request id; bodies only with `--journal-bodies`. Never a key or a token."))
             .query("limit", false, "At most this many.", crate::openapi::schema::with(
@@ -39,24 +48,35 @@ pub fn describe(endpoint: &Kit) -> Op {
             .reply(200, "The requests.", object("", &[("requests", array(object("", &[
                 ("at", string("RFC 3339.")), ("method", string("")), ("route", string("The route's pattern.")), ("status", integer("")),
                 ("micros", integer("Latency.")), ("request_id", string("")), ("request_body", nullable(string(""))), ("response_body", nullable(string(""))),
-            ], &["at", "method", "route", "status", "micros", "request_id"]), "Newest first.")), ("bodies", crate::openapi::schema::boolean("Whether bodies are kept (`--journal-bodies`)."))], &["requests"])),
+            ], &["at", "method", "route", "status", "micros", "request_id"]), "Newest first.")), ("bodies", crate::openapi::schema::boolean("Whether bodies are kept (`--journal-bodies`)."))], &["requests"]))
+            .with_example("requests", json!({"bodies": false, "requests": [{"at": "2026-11-26T10:00:00.123Z", "method": "POST", "route": "/users/track",
+                "status": 201, "micros": 840, "request_id": "5a10bbc1001eb5f8f3d029c29a04e06f"}]})),
         Kit::FindUsers(_) => Op::new("Profiles a workspace has for an identifier: `q` (tried as external id, email, phone, braze id and `label:name` alias) or one of `external_id`, `email`, `phone`, `braze_id`, `alias_name` with `alias_label`. Everything queued is applied first.")
             .path("workspace", "The workspace.")
             .query("q", false, "Any identifier.", string(""))
             .reply(200, "The profiles found.", object("", &[("users", array(user_found(), "At most 50."))], &["users"]))
+            .with_example("users", json!({"users": [{"external_id": "user-123", "service_id": "6745a1b2c3d4e5f601234567", "email": "ada@example.com",
+                "first_name": "Ada", "created_at": "2026-11-26T10:00:00.000Z", "updated_at": "2026-11-26T10:00:00.000Z", "email_hard_bounced": false}]}))
             .reply(400, "No identifier.", refer("Error")),
         Kit::Centers(_) => Op::new("A workspace's preference centers, as `/preference_center/v1/list` returns them.")
             .path("workspace", "The workspace.")
-            .reply(200, "The centers.", free_object("`{\"preference_centers\": [...]}`.")),
+            .reply(200, "The centers.", free_object("`{\"preference_centers\": [...]}`."))
+            .with_example("centers", json!({"preference_centers": [{"name": "newsletter_preferences", "preference_center_api_id": "0a7c3e2b-9f41-4d6e-8b15-2c9d4e7f1a30",
+                "created_at": "2026-11-26T10:00:00Z", "updated_at": "2026-11-26T10:00:00Z"}]})),
         Kit::CenterLink(..) => Op::new("A link to a preference center's page as a user, as `/preference_center/v1/{id}/url/{user}` makes it.")
             .path("workspace", "The workspace.").path("id", "The center's api id.").path("external_id", "The user.")
             .reply(200, "The link.", object("", &[("url", string(""))], &["url"]))
+            .with_example("link", json!({"url": "https://engage.example.com/preferences/AnV4b2tKcW5lRlNVd0c2bU5Ga2xqR2V0"}))
             .reply(404, "No such center or user.", refer("Error")),
         Kit::Integrations => Op::new("Every warehouse integration (of `?workspace=`), with its job count, last job and how far it has synced; never its source.")
             .query("workspace", false, "Only this workspace.", string(""))
-            .reply(200, "The integrations.", object("", &[("integrations", array(free_object("An integration."), ""))], &["integrations"])),
+            .reply(200, "The integrations.", object("", &[("integrations", array(free_object("An integration."), ""))], &["integrations"]))
+            .with_example("integrations", json!({"integrations": [{"integration_id": "b2c8e6f0-1a2b-4c3d-9e8f-0123456789ab", "workspace": "default",
+                "name": "Users from the warehouse", "kind": "user_attributes", "table": "USERS", "paused": false, "jobs": 3,
+                "last_job": {"started_at": "2026-11-26T10:00:00.000Z", "status": "success"}, "synced_up_to": "2026-11-26T09:59:58.000Z"}]})),
         Kit::Inspector => Op::new("The inspector: a page to see workspaces, users, recent requests, the queue, preference centers and syncs. Without a session, a login form for the admin token.")
-            .reply_in(200, "The page.", "text/html", string("HTML.")),
+            .reply_in(200, "The page.", "text/html", string("HTML."))
+            .with_example("page", json!("<!doctype html><html lang=\"en\"><head><title>Engage inspector</title></head><body>...</body></html>")),
         Kit::Login => Op::new("Signs in to the inspector: a form with `token` (the admin token). Sets an `HttpOnly`, `SameSite=Strict` session cookie for `/_engage`.")
             .empty(303, "Signed in: to the inspector.")
             .reply_in(401, "Not the admin token: the form again.", "text/html", string("HTML.")),

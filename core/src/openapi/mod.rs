@@ -310,8 +310,17 @@ fn operation(route: &Route) -> Value {
         },
     });
     if let Some(body) = &op.body {
-        let content: Map<String, Value> =
-            body.media.iter().map(|m| (m.to_string(), json!({"schema": body.schema}))).collect();
+        let content: Map<String, Value> = body
+            .media
+            .iter()
+            .map(|m| {
+                let mut c = json!({"schema": body.schema});
+                if let Some(example) = &body.example {
+                    c["example"] = example.clone();
+                }
+                (m.to_string(), c)
+            })
+            .collect();
         v["requestBody"] = json!({"required": body.required, "content": content});
     }
     v["security"] = match route.auth {

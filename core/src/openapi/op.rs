@@ -71,6 +71,8 @@ pub struct Body {
     pub schema: Value,
     /// Whether a body must be sent.
     pub required: bool,
+    /// A body the server accepts (sent as it is by `tests/openapi/examples.py`).
+    pub example: Option<Value>,
 }
 
 /// The description of one operation, as its family writes it.
@@ -144,7 +146,15 @@ impl Op {
 
     /// A body in these media types.
     pub fn body_in(mut self, media: &[&'static str], schema: Value, required: bool) -> Op {
-        self.body = Some(Body { media: media.to_vec(), schema, required });
+        self.body = Some(Body { media: media.to_vec(), schema, required, example: None });
+        self
+    }
+
+    /// An example of the request body, in every media type it is accepted in.
+    pub fn example(mut self, body: Value) -> Op {
+        if let Some(b) = &mut self.body {
+            b.example = Some(body);
+        }
         self
     }
 

@@ -145,3 +145,33 @@ fn the_documented_rate_limit_headers_are_the_ones_answers_carry() {
         assert!(doc["components"]["headers"].get(h).is_some(), "{h}");
     }
 }
+
+/// Every request body and every success answer with a body carries an example
+/// (`tests/openapi/examples.py` sends the bodies and checks each example against its
+/// schema, on a running server).
+#[test]
+fn every_request_body_and_success_answer_has_an_example() {
+    let doc = document();
+    let mut missing = Vec::new();
+    for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+        for (method, op) in item.as_object().into_iter().flatten() {
+            let name = format!("{} {path}", method.to_ascii_uppercase());
+            for (media, content) in op["requestBody"]["content"].as_object().into_iter().flatten() {
+                if content.get("example").is_none() {
+                    missing.push(format!("{name}: request body {media}"));
+                }
+            }
+            for (status, answer) in op["responses"].as_object().into_iter().flatten() {
+                if !(status.starts_with('2') || status.starts_with('3')) {
+                    continue;
+                }
+                for (media, content) in answer["content"].as_object().into_iter().flatten() {
+                    if content["examples"].as_object().is_none_or(|e| e.is_empty()) {
+                        missing.push(format!("{name}: {status} {media}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "no example: {missing:#?}");
+}

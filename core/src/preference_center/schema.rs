@@ -87,6 +87,34 @@ fn template_errors() -> Value {
     )
 }
 
+/// A center as its examples write it (Liquid over the example group).
+fn example_center(create: bool) -> Value {
+    let group = crate::subscriptions::schema::EXAMPLE_GROUP;
+    let page = format!(
+        "<!doctype html><html lang=\"en\"><head><title>Email preferences</title></head><body>\n\
+         <h1>Hi {{{{ ${{first_name}} | default: 'there' }}}}</h1>\n\
+         <form method=\"post\" action=\"{{{{preference_center_submit_url}}}}\">\n\
+         <label><input type=\"checkbox\" name=\"{{% form_field_name :subscription_group {group} %}}\" value=\"subscribed\" \
+         {{% if subscribed_state.${{{group}}} == 'subscribed' %}}checked{{% endif %}}> Weekly newsletter</label>\n\
+         <label><input type=\"checkbox\" name=\"{{% form_field_name :email_global_state %}}\" value=\"unsubscribed\"> No email at all</label>\n\
+         <button>Save</button></form></body></html>"
+    );
+    let mut body = json!({
+        "preference_center_title": "Email preferences",
+        "preference_center_page_html": page,
+        "confirmation_page_html": "<p>Saved. Email: {{subscribed_state.${email_global}}}</p>",
+        "state": "active",
+        "options": {"meta-viewport-content": "width=device-width, initial-scale=1"},
+    });
+    if create {
+        body["name"] = json!("newsletter_preferences");
+    }
+    body
+}
+
+/// The id the examples give a center.
+const EXAMPLE_CENTER: &str = "0a7c3e2b-9f41-4d6e-8b15-2c9d4e7f1a30";
+
 fn center_id() -> &'static str {
     "The center's `preference_center_api_id`."
 }
@@ -98,25 +126,33 @@ pub fn describe(endpoint: &PreferenceCenter) -> Op {
     match endpoint {
         PreferenceCenter::Create => Op::new(format!("Creates a preference center (at most {MAX_CENTERS} per workspace). `state` defaults to `active`."))
             .body(write_body(true))
+            .example(example_center(true))
             .reply(201, "Created.", success_body("", &[
                 ("preference_center_api_id", string("Its id.")),
                 ("liquid_tag", string("The Liquid tag that renders a user's link to it in a message.")),
                 ("created_at", time("")),
             ], &["preference_center_api_id", "liquid_tag", "created_at"]))
+            .with_example("created", json!({"message": "success", "preference_center_api_id": EXAMPLE_CENTER,
+                "liquid_tag": "{{preference_center.${newsletter_preferences}}}", "created_at": "2026-11-26T10:00:00Z"}))
             .errors(template_errors()),
         PreferenceCenter::Update(_) => not_found(Op::new("Updates a preference center: the templates are replaced; title, state and options keep their values when left out.")
             .path("preferenceCenterExternalID", center_id())
             .body(write_body(false))
+            .example(example_center(false))
             .reply(200, "Updated.", success_body("", &[
                 ("preference_center_api_id", string("Its id.")),
                 ("created_at", time("")),
                 ("updated_at", time("")),
             ], &["preference_center_api_id", "created_at", "updated_at"]))
+            .with_example("updated", json!({"message": "success", "preference_center_api_id": EXAMPLE_CENTER,
+                "created_at": "2026-11-26T10:00:00Z", "updated_at": "2026-11-26T11:00:00Z"}))
             .errors(template_errors())),
         PreferenceCenter::List => {
             let entry = object("", &[("name", string("")), ("preference_center_api_id", string("")), ("created_at", time("")), ("updated_at", time(""))], &["name", "preference_center_api_id", "created_at", "updated_at"]);
             Op::new("Lists the workspace's preference centers, oldest first.")
                 .reply(200, "The centers.", object("", &[("preference_centers", array(entry, ""))], &["preference_centers"]))
+                .with_example("centers", json!({"preference_centers": [{"name": "newsletter_preferences", "preference_center_api_id": EXAMPLE_CENTER,
+                    "created_at": "2026-11-26T10:00:00Z", "updated_at": "2026-11-26T11:00:00Z"}]}))
         }
         PreferenceCenter::Get(_) => not_found(Op::new("Reads one preference center, every field.")
             .path("preferenceCenterExternalID", center_id())
@@ -131,14 +167,25 @@ pub fn describe(endpoint: &PreferenceCenter) -> Op {
                 ("redirect_page_html", nullable(string("Always null: a submission renders the confirmation page."))),
                 ("preference_center_options", refer("PreferenceCenterOptions")),
                 ("state", state()),
-            ], &["name", "preference_center_api_id", "state"]))),
+            ], &["name", "preference_center_api_id", "state"]))
+            .with_example("center", {
+                let mut c = example_center(true);
+                let fields = c.as_object_mut().map(std::mem::take).unwrap_or_default();
+                let mut out = json!({"preference_center_api_id": EXAMPLE_CENTER, "created_at": "2026-11-26T10:00:00Z",
+                    "updated_at": "2026-11-26T11:00:00Z", "redirect_page_html": null});
+                for (k, v) in fields {
+                    out[if k == "options" { "preference_center_options" } else { k.as_str() }] = v;
+                }
+                out
+            })),
         PreferenceCenter::UserUrl(_, _) => {
             let days = DEFAULT_LINK_TTL_SECS / 86_400;
             not_found(Op::new(format!("A user's link to a preference center's page (an Engage extension to the platform's API): it carries a token signed under the workspace's secret, valid {days} days by default (the server's `--link-ttl-secs`). The page needs no other credentials."))
                 .path("preferenceCenterExternalID", center_id())
                 .path("external_id", "The user's external ID.")
                 .query("expires_in", false, &format!("A shorter lifetime for this link, in seconds: 1 to the configured lifetime ({} by default, `--link-ttl-secs`).", DEFAULT_LINK_TTL_SECS), with(with(integer(""), "minimum", json!(1)), "maximum", json!(DEFAULT_LINK_TTL_SECS)))
-                .reply(200, "The link.", object("", &[("preference_center_url", string("`<public URL>/preferences/<token>`."))], &["preference_center_url"])))
+                .reply(200, "The link.", object("", &[("preference_center_url", string("`<public URL>/preferences/<token>`."))], &["preference_center_url"]))
+                .with_example("link", json!({"preference_center_url": "https://engage.example.com/preferences/AnV4b2tKcW5lRlNVd0c2bU5Ga2xqR2V0"})))
         }
     }
 }
@@ -157,7 +204,8 @@ pub fn page() -> Op {
     page_errors(Op::new("The preference page of the user the token names: the center's template rendered with the user's states. The token (from the user's link) is the only credential. Always HTML, errors included; not cached, no referrer sent on, not to be framed (`X-Frame-Options: DENY`, `frame-ancestors 'none'`). With `?saved=1`: the confirmation page, where a saved form leads.")
         .path("token", "The signed token of the user's link.")
         .query("saved", false, "`1`: show the confirmation page (where a saved form redirects).", values(&["1"], ""))
-        .reply_in(200, "The page.", HTML, string("HTML.")))
+        .reply_in(200, "The page.", HTML, string("HTML."))
+        .with_example("page", json!("<!doctype html><html lang=\"en\"><head><title>Email preferences</title></head><body><h1>Hi Ada</h1><form method=\"post\" action=\"https://engage.example.com/preferences/AnV4...\">...</form></body></html>")))
 }
 
 /// POST /preferences/{token}.
@@ -167,7 +215,9 @@ pub fn submit() -> Op {
     page_errors(Op::new(format!("Applies the page's form as the API would (to every user sharing the address), then redirects to the confirmation page (post/redirect/get: a reload does not send the form again). A field for a group the page no longer shows is passed over. At most {n} submissions a minute per user and center, whichever of their links is used."))
         .path("token", "The signed token of the user's link.")
         .body_in(&["application/x-www-form-urlencoded"], form, true)
+        .example(json!({format!("subscription_group_{}", crate::subscriptions::schema::EXAMPLE_GROUP): "subscribed", "email_global_state": "subscribed"}))
         .reply_in(303, "Saved: the confirmation page is at `Location`.", HTML, string("A short HTML page linking it."))
+        .with_example("saved", json!("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Saved</title></head><body><p><a href=\"/preferences/AnV4...?saved=1\">Your choices were saved.</a></p></body></html>"))
         .with_header("Location", "`<public URL>/preferences/<token>?saved=1`.")
         .reply_in(400, "A malformed field name or a value the page did not offer: nothing saved.", HTML, string("An HTML page saying so."))
         .reply_in(415, "The form is not `application/x-www-form-urlencoded`.", HTML, string("An HTML page saying so."))

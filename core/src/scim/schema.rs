@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 
 use super::attrs::one_of;
+use super::discovery;
 use super::error::ScimError;
 use super::protocol::{CONTENT_TYPE, ENTERPRISE_URN, LIST_URN, MAX_USERS, PATCH_URN, SEARCH_URN, USER_URN};
 use super::read::{MAX_PAGE, NOT_FOUND};
@@ -129,6 +130,12 @@ pub fn components() -> Vec<(&'static str, Value)> {
         &[("givenName", text("Not blank.")), ("familyName", text("Not blank."))],
         &["givenName", "familyName"],
     );
+    // `null` is read as the extension left out.
+    // Any attribute, at any depth, may be `null`: the server reads it as left out.
+    null_is_absent(&mut write);
+    // Read-only attributes the server ignores on write, whatever their value.
+    write["properties"]["meta"] = json!({"description": "Read-only: ignored on write."});
+    write["properties"]["lastSignInAt"] = json!({"description": "Read-only: ignored on write."});
     write["description"] = json!("A dashboard user as written. `userName` and `name` are required, and `department` (at the top level or in the enterprise extension) on create unless the SCIM token has a default; a PUT keeps what it leaves out of `department`, `permissions`, `externalId`, `displayName` and `active`, and ignores the read-only `id`, `createdAt`, `lastSignInAt` and `meta`.");
     let list_response = object(
         "RFC 7644 §3.4.2 ListResponse.",
@@ -146,7 +153,7 @@ pub fn components() -> Vec<(&'static str, Value)> {
         &[
             (
                 "schemas",
-                json!({"type": "array", "items": {"const": SEARCH_URN}, "minItems": 1, "maxItems": 1, "description": format!("`[\"{SEARCH_URN}\"]`.")}),
+                json!({"type": "array", "items": {}, "contains": {"const": SEARCH_URN}, "description": format!("`[\"{SEARCH_URN}\"]` (an array that holds it is read as such).")}),
             ),
             (
                 "filter",
@@ -156,10 +163,11 @@ pub fn components() -> Vec<(&'static str, Value)> {
                     json!(1),
                 )),
             ),
-            ("startIndex", integer("")),
-            ("count", integer("")),
-            ("attributes", strings("Only these attributes.")),
-            ("excludedAttributes", strings("All but these.")),
+            // `null` is read as left out, as for every SCIM attribute.
+            ("startIndex", crate::openapi::schema::nullable(integer(""))),
+            ("count", crate::openapi::schema::nullable(integer(""))),
+            ("attributes", crate::openapi::schema::nullable(strings("Only these attributes."))),
+            ("excludedAttributes", crate::openapi::schema::nullable(strings("All but these."))),
         ],
         &[],
     );
@@ -177,7 +185,7 @@ pub fn components() -> Vec<(&'static str, Value)> {
         &[
             (
                 "schemas",
-                json!({"type": "array", "items": {"const": PATCH_URN}, "minItems": 1, "maxItems": 1, "description": format!("`[\"{PATCH_URN}\"]`.")}),
+                json!({"type": "array", "items": {}, "contains": {"const": PATCH_URN}, "description": format!("`[\"{PATCH_URN}\"]` (an array that holds it is read as such).")}),
             ),
             ("Operations", array(operation, "")),
         ],
@@ -190,6 +198,32 @@ pub fn components() -> Vec<(&'static str, Value)> {
         ("ScimSearchRequest", search),
         ("ScimPatchOp", patch),
     ]
+}
+
+/// A search as the examples write it.
+fn example_search() -> Value {
+    json!({"schemas": [SEARCH_URN], "filter": "userName eq \"grace.hopper@example.com\"", "startIndex": 1, "count": 10, "excludedAttributes": ["permissions"]})
+}
+
+/// Makes every property of an object schema that is not required accept `null`, in
+/// nested objects too (also those inside arrays): SCIM writes read `null` as the
+/// attribute left out.
+fn null_is_absent(schema: &mut Value) {
+    if let Some(items) = schema.get_mut("items") {
+        null_is_absent(items);
+    }
+    let required: Vec<String> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+        .unwrap_or_default();
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        for (name, property) in props.iter_mut() {
+            null_is_absent(property);
+            if !required.contains(name) {
+                *property = crate::openapi::schema::nullable(property.take());
+            }
+        }
+    }
 }
 
 /// An error answer, its example made by the error itself.
@@ -224,8 +258,47 @@ fn user_path(op: Op) -> Op {
     op.path("id", "The user's resource id (from creation or a lookup).")
 }
 
+/// The base URL the examples' locations are under.
+const EXAMPLE_BASE: &str = "https://engage.example.com";
+
+/// The id the examples give a dashboard user.
+const EXAMPLE_USER: &str = "4f1e9a7c-2b3d-4c5e-8f60-718293a4b5c6";
+
+/// A dashboard user as written in the examples.
+fn example_write(department: &str) -> Value {
+    json!({
+        "schemas": [USER_URN],
+        "userName": "grace.hopper@example.com",
+        "externalId": "00u1abcd2EFGH3ijk4x7",
+        "name": {"givenName": "Grace", "familyName": "Hopper"},
+        "department": department,
+        "permissions": {"appGroup": [{"appGroupName": "Production", "appGroupPermissions": ["basic_access", "view_user_profile"]}]},
+    })
+}
+
+/// A dashboard user as read in the examples.
+fn example_user() -> Value {
+    json!({
+        "schemas": [USER_URN, ENTERPRISE_URN],
+        "id": EXAMPLE_USER,
+        "externalId": "00u1abcd2EFGH3ijk4x7",
+        "userName": "grace.hopper@example.com",
+        "name": {"givenName": "Grace", "familyName": "Hopper"},
+        "active": true,
+        "department": "engineering",
+        "createdAt": "Thursday, November 26, 2026 10:00:00 AM",
+        "permissions": {"companyPermissions": [], "roles": [],
+            "appGroup": [{"appGroupName": "Production", "appGroupPermissions": ["basic_access", "view_user_profile"]}]},
+        "meta": {"resourceType": "User", "created": "2026-11-26T10:00:00.000Z", "lastModified": "2026-11-26T10:00:00.000Z",
+            "location": format!("{EXAMPLE_BASE}/scim/v2/Users/{EXAMPLE_USER}"), "version": "W/\"1\""},
+        ENTERPRISE_URN: {"department": "engineering"},
+    })
+}
+
 fn found(op: Op, status: u16, description: &str) -> Op {
-    op.reply_in(status, description, CONTENT_TYPE, refer("ScimUser")).with_header("ETag", "The user's version.")
+    op.reply_in(status, description, CONTENT_TYPE, refer("ScimUser"))
+        .with_header("ETag", "The user's version.")
+        .with_example("user", example_user())
 }
 
 fn body(op: Op, schema: Value) -> Op {
@@ -244,11 +317,15 @@ fn if_match(op: Op) -> Op {
 }
 
 fn listing(op: Op) -> Op {
-    bad(op).reply_in(200, "The users found.", CONTENT_TYPE, refer("ScimListResponse"))
+    let page = json!({"schemas": [LIST_URN], "totalResults": 1, "itemsPerPage": 1, "startIndex": 1, "Resources": [example_user()]});
+    bad(op).reply_in(200, "The users found.", CONTENT_TYPE, refer("ScimListResponse")).with_example("users", page)
 }
 
-fn discovery(op: Op, description: &str) -> Op {
+/// A discovery answer, its example this server's own answer (under an example base URL).
+fn discovery(op: Op, description: &str, example: crate::http::Response) -> Op {
+    let body = example.json_body();
     op.reply_in(200, description, CONTENT_TYPE, crate::openapi::schema::free_object("A SCIM resource."))
+        .with_example("resource", body)
 }
 
 /// A SCIM endpoint.
@@ -260,10 +337,10 @@ pub fn describe(endpoint: &Scim) -> Op {
                 .query("startIndex", false, "1-based index of the first user (below 1 is taken as 1).", integer(""))
                 .query("count", false, &format!("Users per page: 0 to {MAX_PAGE} (default {MAX_PAGE}; more is taken as {MAX_PAGE}, less than 0 as 0)."), integer("")),
         )),
-        Scim::SearchPost => listing(body(Op::new("As `GET /Users`, with the query in a SearchRequest body."), refer("ScimSearchRequest"))),
-        Scim::SearchRoot => listing(body(Op::new("A search of every resource type: here, dashboard users."), refer("ScimSearchRequest"))),
+        Scim::SearchPost => listing(body(Op::new("As `GET /Users`, with the query in a SearchRequest body."), refer("ScimSearchRequest")).example(example_search())),
+        Scim::SearchRoot => listing(body(Op::new("A search of every resource type: here, dashboard users."), refer("ScimSearchRequest")).example(example_search())),
         Scim::Create => {
-            let created = found(body(Op::new("Creates a dashboard user."), refer("ScimUserWrite")), 201, "Created.");
+            let created = found(body(Op::new("Creates a dashboard user."), refer("ScimUserWrite")).example(example_write("engineering")), 201, "Created.");
             taken(bad(created.with_header("Location", "The user's URL.")))
         }
         Scim::Get(_) => missing(
@@ -271,23 +348,27 @@ pub fn describe(endpoint: &Scim) -> Op {
                 .header("If-None-Match", false, "`*` or `ETag`s: a 304 when one names the current version.")
                 .empty(304, "The copy named in `If-None-Match` is current (the `ETag` header, no body)."),
         ),
-        Scim::Replace(_) => missing(taken(bad(if_match(found(body(user_path(Op::new("Replaces the writable attributes the body gives; `department`, `permissions`, `externalId`, `displayName` and `active` left out stay; read-only ones are ignored. A replacement that changes nothing keeps the version.")), refer("ScimUserWrite")), 200, "Replaced."))))),
-        Scim::Patch(_) => missing(taken(bad(if_match(found(body(user_path(Op::new("Changes some attributes of a dashboard user (RFC 7644 §3.5.2).")), refer("ScimPatchOp")), 200, "Changed."))))),
+        Scim::Replace(_) => missing(taken(bad(if_match(found(body(user_path(Op::new("Replaces the writable attributes the body gives; `department`, `permissions`, `externalId`, `displayName` and `active` left out stay; read-only ones are ignored. A replacement that changes nothing keeps the version.")), refer("ScimUserWrite")).example(example_write("finance")), 200, "Replaced."))))),
+        Scim::Patch(_) => missing(taken(bad(if_match(found(body(user_path(Op::new("Changes some attributes of a dashboard user (RFC 7644 §3.5.2).")), refer("ScimPatchOp")).example(json!({"schemas": [PATCH_URN], "Operations": [
+            {"op": "replace", "path": "name.givenName", "value": "Amazing Grace"},
+            {"op": "replace", "path": "active", "value": false}
+        ]})), 200, "Changed."))))),
         Scim::Delete(_) => missing(if_match(user_path(Op::new("Permanently deletes a dashboard user.")).empty(204, "Deleted."))),
         Scim::ServiceProviderConfig => discovery(
             Op::new("What this server supports: PATCH, ETags and filtering yes; bulk, sorting, password changes no."),
             "The configuration (RFC 7643 §5).",
+            discovery::service_provider_config(EXAMPLE_BASE),
         ),
-        Scim::ResourceTypes => discovery(Op::new("The resource types: `User`."), "A ListResponse of resource types."),
-        Scim::ResourceType(_) => missing(discovery(Op::new("One resource type.").path("id", "`User`."), "The resource type.")),
-        Scim::Schemas => discovery(Op::new("The schemas: the core User schema as this server keeps it, and the enterprise extension's `department`."), "A ListResponse of schemas."),
-        Scim::Schema(_) => missing(discovery(Op::new("One schema.").path("id", "The schema's URN."), "The schema (RFC 7643 §7).")),
+        Scim::ResourceTypes => discovery(Op::new("The resource types: `User`."), "A ListResponse of resource types.", discovery::resource_types(EXAMPLE_BASE)),
+        Scim::ResourceType(_) => missing(discovery(Op::new("One resource type.").path("id", "`User`."), "The resource type.", discovery::resource_type(EXAMPLE_BASE, "User").unwrap_or_else(ScimError::into_response))),
+        Scim::Schemas => discovery(Op::new("The schemas: the core User schema as this server keeps it, and the enterprise extension's `department`."), "A ListResponse of schemas.", discovery::schemas(EXAMPLE_BASE, true)),
+        Scim::Schema(_) => missing(discovery(Op::new("One schema.").path("id", "The schema's URN."), "The schema (RFC 7643 §7).", discovery::schema(EXAMPLE_BASE, USER_URN, true).unwrap_or_else(ScimError::into_response))),
         Scim::NotOffered(what) => {
             let detail = match what {
                 NotOffered::Me => "`/Me` is not offered (RFC 7644 §3.11): a SCIM token is no user.",
                 NotOffered::Bulk => "Bulk operations are not offered (`bulk.supported` is false).",
             };
-            error(Op::new(detail), 501, "Not offered.", super::discovery::not_offered(*what))
+            error(Op::new(detail), 501, "Not offered.", discovery::not_offered(*what))
         }
     };
     if endpoint.is_discovery() {

@@ -13,6 +13,10 @@ use crate::openapi::schema::{
 use crate::subscriptions::email::BAD_EMAIL_STATE;
 use crate::subscriptions::{BAD_GROUP_ID, BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS};
 
+/// The email group the examples name (`tests/openapi/examples.py` makes one and
+/// puts its id in their place).
+pub const EXAMPLE_GROUP: &str = "6c2bdb0e-3e57-4a8b-9d0a-0c4d1f5e8a21";
+
 fn group_state() -> Value {
     values(&["subscribed", "unsubscribed"], "The state to set.")
 }
@@ -66,7 +70,10 @@ pub fn set_v1() -> Op {
     let body = with(body, "not", json!({"required": ["email", "phone"]}));
     let op = Op::new("Sets users' state in one subscription group. Every user sharing a given email or phone is updated; for SMS and RCS groups give `external_id` or `phone`, for email groups `external_id` or `email`. Identifiers that name no user are listed in `errors` and the rest is applied.")
         .body(body)
-        .reply(201, "Set.", success_body("", &[("errors", not_found())], &[]));
+        .example(json!({"subscription_group_id": EXAMPLE_GROUP, "subscription_state": "unsubscribed", "external_id": ["user-123"]}))
+        .reply(201, "Set.", success_body("", &[("errors", not_found())], &[]))
+        .with_example("set", json!({"message": "success"}))
+        .with_example("some_not_found", json!({"message": "success", "errors": [{"type": "No user found with this external_id", "external_id": "user-000"}]}));
     set_errors(op)
 }
 
@@ -105,7 +112,9 @@ pub fn set_v2() -> Op {
     );
     let op = Op::new("Sets users' states in several subscription groups in one request. With `external_ids`, email and SMS groups may be set together; with `emails` or `phones` they need separate requests. Every user sharing a given email or phone is updated.")
         .body(body)
-        .reply(201, "Set.", success_body("", &[("errors", not_found())], &[]));
+        .example(json!({"subscription_groups": [{"subscription_group_id": EXAMPLE_GROUP, "subscription_state": "subscribed", "external_ids": ["user-123"]}]}))
+        .reply(201, "Set.", success_body("", &[("errors", not_found())], &[]))
+        .with_example("set", json!({"message": "success"}));
     set_errors(op)
 }
 
@@ -174,6 +183,10 @@ pub fn user_status() -> Op {
                 &["users", "total_count"],
             ),
         )
+        .with_example("users", json!({"message": "success", "total_count": 1, "users": [{
+            "external_id": "user-123", "email": "ada@example.com", "phone": null,
+            "subscription_groups": [{"id": EXAMPLE_GROUP, "name": "Weekly newsletter", "channel": "email", "status": "Unsubscribed"}]
+        }]}))
 }
 
 /// GET /subscription/status/get.
@@ -197,6 +210,10 @@ pub fn status_get() -> Op {
                 &["status"],
             ),
         )
+        .with_example(
+            "statuses",
+            json!({"message": "success", "status": {"user-123": "Unsubscribed", "user-000": "Unknown"}}),
+        )
         .bad_request("Invalid input.", &[("email_and_phone", EMAIL_AND_PHONE), ("bad_group", BAD_GROUP_ID)])
 }
 
@@ -211,7 +228,9 @@ pub fn email_status() -> Op {
             ("email", emails(&format!("One address, or 1 to {MAX_IDS}."))),
             ("subscription_state", values(&["subscribed", "unsubscribed", "opted_in"], "The global state.")),
         ], &["email", "subscription_state"]))
+        .example(json!({"email": "ada@example.com", "subscription_state": "opted_in"}))
         .reply(201, "Set.", success_body("", &[], &[]))
+        .with_example("set", json!({"message": "success"}))
         .bad_request("Invalid input.", &[("bad_state", BAD_EMAIL_STATE)])
 }
 
@@ -219,5 +238,7 @@ pub fn email_status() -> Op {
 pub fn email_blocklist() -> Op {
     Op::new("Unsubscribes addresses from email globally and marks them as hard bounced. `/email/blocklist` and `/email/blacklist` are the same endpoint; `blocklist` is preferred.")
         .body(object("", &[("email", emails(&format!("One address, or 1 to {MAX_IDS}.")))], &["email"]))
+        .example(json!({"email": ["bounced@example.com"]}))
         .reply(201, "Blocklisted.", success_body("", &[], &[]))
+        .with_example("blocklisted", json!({"message": "success"}))
 }

@@ -109,12 +109,21 @@ pub fn track() -> Op {
     Op::new(format!("Records events and purchases and updates profile attributes. The request is acknowledged once durably queued (201); it is applied shortly after, and every other endpoint first applies what was acknowledged before it (read your writes).\n\nEach request holds at most {MAX_OBJECTS} attribute, {MAX_OBJECTS} event and {MAX_OBJECTS} purchase objects; each object updates one user. Invalid objects are listed in `errors` and the rest is processed; when nothing is valid the request fails as a whole."))
         .body(body(MAX_OBJECTS, "At least one of the three arrays, not empty."))
         .at_least_one(&["attributes", "events", "purchases"])
+        .example(json!({
+            "attributes": [{"external_id": "user-123", "first_name": "Ada", "email": "ada@example.com",
+                            "country": "GB", "loyalty_tier": "gold", "visits": {"inc": 1}}],
+            "events": [{"external_id": "user-123", "name": "played_song", "time": "2026-11-26T10:00:00Z",
+                        "properties": {"song": "Blue Moon", "seconds": 185}}],
+            "purchases": [{"external_id": "user-123", "product_id": "album-42", "currency": "EUR", "price": 9.99,
+                           "quantity": 1, "time": "2026-11-26T10:01:00Z"}]
+        }))
         .reply(201, "Queued. `errors` lists what was not processed.", success_body("", &[
             ("attributes_processed", counted("Attribute")),
             ("events_processed", counted("Event")),
             ("purchases_processed", counted("Purchase")),
             ("errors", non_fatal()),
         ], &[]))
+        .with_example("queued", json!({"message": "success", "attributes_processed": 1, "events_processed": 1, "purchases_processed": 1}))
         .errors(refer("TrackError"))
 }
 
@@ -169,9 +178,12 @@ pub fn track_sync() -> Op {
     );
     Op::new("As `/users/track`, for one object, applied before answering: the answer shows the result (a value over a bound, or a missing user with `_update_existing_only`, is not applied, so treat the answer as the outcome). A request holds exactly one attribute, event or purchase object.")
         .body(with(body(1, "Exactly one object in one of the three arrays."), "oneOf", exactly_one()))
+        .example(json!({"events": [{"external_id": "user-123", "name": "signed_up", "time": "2026-11-26T10:00:00Z"}]}))
         .reply(201, "Applied.", success_body("", &[
             ("users", array(user, "The user updated (empty when none was found and `_update_existing_only` is true).")),
             ("errors", non_fatal()),
         ], &["users"]))
+        .with_example("applied", json!({"message": "success", "users": [{"external_id": "user-123",
+            "custom_events": [{"name": "signed_up", "first": "2026-11-26T10:00:00.000Z", "last": "2026-11-26T10:00:00.000Z", "count": 1}]}]}))
         .errors(refer("TrackError"))
 }

@@ -226,6 +226,10 @@ async fn identify_rejects_bodies_without_entries_or_with_invalid_ones() {
             json!({"message": "one of 'aliases_to_identify', 'emails_to_identify' or 'phone_numbers_to_identify' is required"})
         )
     );
+    // Arrays that are all empty name nobody: the same 400.
+    let r = api.post("/users/identify", json!({"aliases_to_identify": [], "emails_to_identify": null})).await;
+    assert_eq!(r.status, 400);
+    assert!(r.body["message"].as_str().is_some_and(|m| m.contains("is required")), "{}", r.body);
     let r = api.post("/users/identify", json!({"aliases_to_identify": [identify_alias("undefined", "a", "l")]})).await;
     assert_eq!((r.status, r.body), (400, json!({"message": "provided external_id is blacklisted and disallowed"})));
     // One invalid entry rejects the request: the valid one before it is not applied.
