@@ -1,10 +1,13 @@
-//! The two baselines the figures are compared with, run in the same session:
-//! a bare hyper + serde server that parses a body and answers without storing
-//! anything, and a bare rusqlite writer that applies the same objects as plain
-//! row-per-object read-modify-writes, one transaction per batch.
+//! The baselines the figures are compared with, run in the same session: a bare
+//! hyper + serde server that parses a body and answers without storing anything; a
+//! bare rusqlite writer that applies the same objects as plain row-per-object
+//! read-modify-writes, one transaction per batch; and, for the endpoints, bare
+//! hyper + rusqlite servers that read 50 documents by key (export) or make one
+//! durable read-modify-write per request (`/users/track/sync`).
 
 use std::convert::Infallible;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -116,4 +119,179 @@ pub fn bare_writer(profiles: u64, users: Users, seconds: u64) -> f64 {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
     rate
+}
+
+/// A bare hyper server whose every request runs `handle` on a blocking thread with
+/// the request's body, answering `status` and what `handle` returns (500 and the
+/// reason when it fails).
+fn bare_with<F>(rt: &tokio::runtime::Runtime, status: u16, handle: F) -> String
+where
+    F: Fn(&[u8]) -> Result<Vec<u8>, String> + Send + Sync + 'static,
+{
+    let handle = Arc::new(handle);
+    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    rt.spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { continue };
+            let handle = handle.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let handle = handle.clone();
+                    async move {
+                        let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                        let out = tokio::task::spawn_blocking(move || handle(&body)).await;
+                        let (code, answer) = match out {
+                            Ok(Ok(answer)) => (status, answer),
+                            Ok(Err(e)) => (500, e.into_bytes()),
+                            Err(e) => (500, e.to_string().into_bytes()),
+                        };
+                        let resp = Response::builder()
+                            .status(code)
+                            .header("Content-Type", "application/json")
+                            .body(Full::new(Bytes::from(answer)))
+                            .expect("response");
+                        Ok::<_, Infallible>(resp)
+                    }
+                });
+                let _ =
+                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// A fresh copy of the bare writer's table of `profiles` rows, for one baseline.
+fn bare_copy(profiles: u64, name: &str) -> PathBuf {
+    let db = root().join(format!("bare-{name}.db"));
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+    }
+    std::fs::copy(bare_db(profiles), &db).expect("copy");
+    db
+}
+
+thread_local! {
+    /// Each blocking thread's own read connection to the export baseline's table.
+    static READER: std::cell::RefCell<Option<Connection>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The export baseline: bare hyper + rusqlite. Each request's `external_ids` are
+/// read by key from a table of `profiles` documents (one connection per thread, as
+/// the server's readers) and written back as a JSON array of the documents.
+pub fn bare_export_server(rt: &tokio::runtime::Runtime, profiles: u64) -> String {
+    let db = bare_copy(profiles, "export");
+    bare_with(rt, 200, move |body| {
+        let v: Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+        let ids = v["external_ids"].as_array().ok_or("no external_ids")?;
+        READER.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            if cell.is_none() {
+                *cell = Some(Connection::open(&db).map_err(|e| e.to_string())?);
+            }
+            let c = cell.as_ref().expect("opened");
+            let mut st = c.prepare_cached("SELECT value FROM docs WHERE key = ?1").map_err(|e| e.to_string())?;
+            let mut users = Vec::with_capacity(ids.len());
+            for id in ids {
+                let value: Vec<u8> =
+                    st.query_row(params![id.as_str().unwrap_or("")], |r| r.get(0)).map_err(|e| e.to_string())?;
+                users.push(serde_json::from_slice::<Value>(&value).map_err(|e| e.to_string())?);
+            }
+            serde_json::to_vec(&serde_json::json!({"users": users, "message": "success"})).map_err(|e| e.to_string())
+        })
+    })
+}
+
+/// The `/users/track/sync` baseline: bare hyper + rusqlite, one durable
+/// read-modify-write transaction per request (`synchronous = FULL`, WAL) on the
+/// document of the first event's `external_id`: read, decode, a counter bumped,
+/// encode, write, commit.
+pub fn bare_sync_server(rt: &tokio::runtime::Runtime, profiles: u64) -> String {
+    let db = bare_copy(profiles, "sync");
+    let conn = Connection::open(&db).expect("open");
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL").expect("pragmas");
+    let conn = Mutex::new(conn);
+    bare_with(rt, 201, move |body| {
+        let v: Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+        let key = v["events"][0]["external_id"].as_str().ok_or("no external_id")?.to_string();
+        let mut c = conn.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = c.transaction().map_err(|e| e.to_string())?;
+        let value: Vec<u8> = tx
+            .prepare_cached("SELECT value FROM docs WHERE key = ?1")
+            .and_then(|mut st| st.query_row(params![key], |r| r.get(0)))
+            .map_err(|e| e.to_string())?;
+        let mut doc: Value = serde_json::from_slice(&value).map_err(|e| e.to_string())?;
+        doc["visits"] = (doc["visits"].as_u64().unwrap_or(0) + 1).into();
+        let encoded = serde_json::to_vec(&doc).map_err(|e| e.to_string())?;
+        tx.prepare_cached("UPDATE docs SET value = ?2 WHERE key = ?1")
+            .and_then(|mut st| st.execute(params![key, encoded]))
+            .map_err(|e| e.to_string())?;
+        tx.commit().map_err(|e| e.to_string())?;
+        Ok(br#"{"message":"success"}"#.to_vec())
+    })
+}
+
+/// The acknowledgement baseline with durability counted: bare hyper + serde, each
+/// parsed body appended to a file, and one `fdatasync` per group of the requests
+/// waiting meanwhile (group commit) before any of them is answered 201.
+pub fn bare_durable_server(rt: &tokio::runtime::Runtime) -> String {
+    use std::io::Write;
+    type Waiting = (Bytes, tokio::sync::oneshot::Sender<()>);
+    let (tx, rx) = std::sync::mpsc::channel::<Waiting>();
+    let path = root().join("bare-queue.log");
+    let _ = std::fs::remove_file(&path);
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).expect("queue file");
+    std::thread::spawn(move || {
+        while let Ok(first) = rx.recv() {
+            let mut group = vec![first];
+            group.extend(rx.try_iter());
+            for (body, _) in &group {
+                file.write_all(&(body.len() as u32).to_le_bytes()).expect("write");
+                file.write_all(body).expect("write");
+            }
+            file.sync_data().expect("fdatasync");
+            for (_, done) in group {
+                let _ = done.send(());
+            }
+        }
+    });
+    let tx = Arc::new(Mutex::new(tx));
+    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    rt.spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { continue };
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let tx = tx.clone();
+                    async move {
+                        let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                        let parsed = serde_json::from_slice::<Value>(&body).is_ok();
+                        let (status, answer) = if parsed {
+                            let (done, wait) = tokio::sync::oneshot::channel();
+                            let sent = tx.lock().unwrap_or_else(|e| e.into_inner()).send((body, done)).is_ok();
+                            if sent && wait.await.is_ok() {
+                                (201, &br#"{"message":"success"}"#[..])
+                            } else {
+                                (500, &br#"{"message":"not stored"}"#[..])
+                            }
+                        } else {
+                            (400, &br#"{"message":"bad json"}"#[..])
+                        };
+                        let resp = Response::builder()
+                            .status(status)
+                            .header("Content-Type", "application/json")
+                            .body(Full::new(Bytes::from_static(answer)))
+                            .expect("response");
+                        Ok::<_, Infallible>(resp)
+                    }
+                });
+                let _ =
+                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+            });
+        }
+    });
+    format!("http://{addr}")
 }

@@ -245,6 +245,45 @@ fn main() {
             eprintln!("{}", line(&row));
             rows.push(row);
         }
+        drop(server);
+        // Their baselines in the same run, on the same requests (issue 39's ratios).
+        let bare: [(&str, &str, u16, String, Next); 2] = [
+            (
+                "POST /users/track/sync (1 event)",
+                "bare hyper + rusqlite, one durable read-modify-write transaction per request",
+                201,
+                baseline::bare_sync_server(&rt, p),
+                Arc::new(move |n| Req::post("/users/track/sync", bodies::sync_event(n, p))),
+            ),
+            (
+                "POST /users/export/ids (50 users)",
+                "bare hyper + rusqlite, 50 documents read by key and written as JSON",
+                200,
+                baseline::bare_export_server(&rt, p),
+                Arc::new(move |n| Req::post("/users/export/ids", bodies::export_50(n, p))),
+            ),
+        ];
+        for (ours, what, expect, base, next) in bare {
+            let out = load::closed_loop(&rt, &Target { base, key: String::new() }, next, expect, 32, s.secs(15));
+            if let Some(row) = rows.iter_mut().find(|r| r.endpoint == ours) {
+                row.note = format!(
+                    "Engage / bare = {:.2} (bare {:.0} req/s)",
+                    row.outcome.rate / out.rate.max(1e-9),
+                    out.rate
+                );
+            }
+            let row = Row {
+                endpoint: what.into(),
+                set: set_name(p),
+                offered: "closed loop, 32 conns".into(),
+                rss_mib: f64::NAN,
+                anon_mib: f64::NAN,
+                outcome: out,
+                note: format!("baseline of {ours}"),
+            };
+            eprintln!("{}", line(&row));
+            rows.push(row);
+        }
     }
     if s.runs("baselines") {
         let seconds = s.secs(15);
@@ -257,10 +296,19 @@ fn main() {
             32,
             seconds,
         );
+        let durable = load::closed_loop(
+            &rt,
+            &Target { base: baseline::bare_durable_server(&rt), key: String::new() },
+            cycle(requests.clone()),
+            201,
+            32,
+            seconds,
+        );
         let server = Server::start(&seed::seed(main_set), &[]);
         server.reset_peak();
         let ours = load::closed_loop(&rt, &server.target(), cycle(requests), 201, 32, seconds);
         let ack_ratio = ours.rate / bare.rate.max(1e-9);
+        let durable_ratio = ours.rate / durable.rate.max(1e-9);
         let (rss, anon) = (server.peak_rss_mib(), server.peak_anon_mib());
         // The backlog that load left, applied with nothing else running, against the
         // bare writer applying the same kind of objects.
@@ -277,6 +325,15 @@ fn main() {
             note: "parses into serde_json::Value, answers 201, stores nothing".into(),
         });
         rows.push(Row {
+            endpoint: "bare hyper + serde + group fdatasync, track batches".into(),
+            set: "-".into(),
+            offered: "closed loop, 32 conns".into(),
+            rss_mib: f64::NAN,
+            anon_mib: f64::NAN,
+            outcome: durable,
+            note: "parses, appends the body to a file, one fdatasync per group of waiting requests, then 201".into(),
+        });
+        rows.push(Row {
             endpoint: "POST /users/track (75+75+75), max".into(),
             set: set_name(main_set),
             offered: "closed loop, 32 conns".into(),
@@ -284,13 +341,13 @@ fn main() {
             anon_mib: anon,
             outcome: ours,
             note: format!(
-                "acknowledged / bare server = {ack_ratio:.2}; backlog then applied at {:.0}k objects/s, bare rusqlite writer {:.0}k objects/s: ratio {:.2}",
+                "acknowledged / bare server = {ack_ratio:.2}, / bare server with group fdatasync = {durable_ratio:.2}; backlog then applied at {:.0}k objects/s, bare rusqlite writer {:.0}k objects/s: ratio {:.2}",
                 applied / 1000.0,
                 bare_applied / 1000.0,
                 applied / bare_applied.max(1e-9)
             ),
         });
-        for row in &rows[rows.len() - 2..] {
+        for row in &rows[rows.len() - 3..] {
             eprintln!("{}", line(row));
         }
     }
