@@ -114,11 +114,15 @@ async fn create_integration<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Res
     let text = |k: &str| -> Result<String, ApiError> {
         b.get(k).and_then(Value::as_str).map(str::to_string).ok_or_else(|| ApiError::bad(format!("'{k}' is required")))
     };
-    let kind = DataKind::parse(b.get("kind").and_then(Value::as_str).unwrap_or("users"))
-        .ok_or_else(|| ApiError::bad("'kind' must be users, events, purchases or deletes"))?;
+    let kind = match b.get("kind") {
+        None | Some(Value::Null) => Some(DataKind::Users),
+        Some(Value::String(k)) => DataKind::parse(k),
+        Some(_) => None,
+    }
+    .ok_or_else(|| ApiError::bad("'kind' must be users, events, purchases or deletes"))?;
     let schedule_secs = match b.get("schedule_secs") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(v.as_u64().ok_or_else(|| ApiError::bad("'schedule_secs' must be a whole number"))?),
+        Some(v) => Some(whole(v).ok_or_else(|| ApiError::bad("'schedule_secs' must be a whole number"))?),
     };
     let contact_emails = match b.get("contact_emails") {
         None | Some(Value::Null) => Vec::new(),
@@ -139,6 +143,12 @@ async fn create_integration<S: Store>(store: &S, req: &Request, ctx: Ctx) -> Res
     };
     let i = manage::create(store, &ws, &spec, ctx).await?;
     Ok(Response::json(201, &json!({"integration_id": i.id, "workspace": ws.as_str()})))
+}
+
+/// A whole number of seconds: JSON's `60` or `60.0` (JSON Schema's `integer` takes both).
+fn whole(v: &Value) -> Option<u64> {
+    v.as_u64()
+        .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(f)).map(|f| f as u64))
 }
 
 /// The state of an integration as the operator routes that change one answer it.
@@ -172,7 +182,7 @@ async fn update_integration<S: Store>(store: &S, id: &str, req: &Request, ctx: C
             None => None,
             Some(Value::Null) => Some(None),
             Some(v) => {
-                Some(Some(v.as_u64().ok_or_else(|| ApiError::bad("'schedule_secs' must be a whole number or null"))?))
+                Some(Some(whole(v).ok_or_else(|| ApiError::bad("'schedule_secs' must be a whole number or null"))?))
             }
         },
         contact_emails: match b.get("contact_emails") {

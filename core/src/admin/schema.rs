@@ -29,6 +29,48 @@ fn group() -> Value {
     )
 }
 
+/// An integration's name, as `Spec::check` takes it.
+fn integration_name() -> Value {
+    let max = crate::cdi::integration::MAX_NAME_CHARS;
+    with(with(string(&format!("1 to {max} characters, not blank.")), "pattern", json!("\\S")), "maxLength", json!(max))
+}
+
+/// An integration's source, as `Warehouse::of` and `Spec::check` take it.
+fn integration_source() -> Value {
+    with(
+        string("`sqlite:/ABSOLUTE/PATH` or `postgres://USER@HOST/DATABASE` (a password is better named by `PGPASSFILE` or `${VAR}` than written here)."),
+        "pattern",
+        json!("^(sqlite:/|postgres://|postgresql://)"),
+    )
+}
+
+/// An integration's table: a name, or schema.name, put into SQL as a quoted identifier.
+fn integration_table() -> Value {
+    let max = crate::cdi::integration::MAX_NAME_CHARS;
+    let pattern = format!("^[A-Za-z0-9_$]+(\\.[A-Za-z0-9_$]+)?{}", crate::openapi::schema::END);
+    with(
+        with(
+            string("The table to read: letters, digits, `_` and `$`, with one `.` for a schema."),
+            "pattern",
+            json!(pattern),
+        ),
+        "maxLength",
+        json!(max),
+    )
+}
+
+/// Seconds between scheduled runs.
+fn schedule(none: &str) -> Value {
+    use crate::cdi::integration::{MAX_SCHEDULE_SECS, MIN_SCHEDULE_SECS};
+    let secs = integer(&format!("Run every this many seconds ({MIN_SCHEDULE_SECS} to {MAX_SCHEDULE_SECS}); {none}"));
+    with(with(secs, "minimum", json!(MIN_SCHEDULE_SECS)), "maximum", json!(MAX_SCHEDULE_SECS))
+}
+
+/// Who hears about failed jobs.
+fn contacts() -> Value {
+    array(crate::openapi::schema::email("An email address."), "Email addresses.")
+}
+
 /// An operator route.
 pub fn describe(endpoint: &Operator) -> Op {
     let not_found = |op: Op, what: &str| op.reply(404, what, refer("Error"));
@@ -83,12 +125,12 @@ pub fn describe(endpoint: &Operator) -> Op {
         Operator::CreateIntegration => Op::new("Creates a warehouse integration (as `engage cdi create`). The source URL is never returned or logged.")
             .body(object("", &[
                 workspace("Its workspace"),
-                ("name", string("")),
-                ("source", string("`sqlite:PATH` or `postgres://USER@HOST/DATABASE`.")),
-                ("table", string("The table to read.")),
-                ("kind", values(&["users", "events", "purchases", "deletes"], "What its rows are (default `users`).")),
-                ("schedule_secs", integer("Run every this many seconds (at least 60); none: only on request.")),
-                ("contact_emails", array(string(""), "")),
+                ("name", integration_name()),
+                ("source", integration_source()),
+                ("table", integration_table()),
+                ("kind", nullable(values(&["users", "events", "purchases", "deletes"], "What its rows are (default, or `null`: `users`)."))),
+                ("schedule_secs", nullable(schedule("none or `null`: only on request."))),
+                ("contact_emails", nullable(contacts())),
             ], &["name", "source", "table"]))
             .example(json!({"workspace": "default", "name": "Users from the warehouse", "source": "sqlite:/var/lib/warehouse/users.db",
                 "table": "USERS", "kind": "users", "schedule_secs": 3600, "contact_emails": ["data@example.com"]}))
@@ -105,14 +147,14 @@ pub fn describe(endpoint: &Operator) -> Op {
             .with_example("state", json!({"integration_id": "b2c8e6f0-1a2b-4c3d-9e8f-0123456789ab", "jobs": 3, "last_job_status": "success"})), "No such integration."),
         Operator::UpdateIntegration(_) => not_found(Op::new("Changes an integration (as `engage cdi update`, `pause`, `resume`): each field optional; a changed schedule is due at once. The cursor is kept (rewind to read a new source from its start).")
             .path("id", "The integration.")
-            .body(object("", &[
-                ("name", string("")),
-                ("source", string("`sqlite:/ABSOLUTE/PATH` or `postgres://USER@HOST/DATABASE`.")),
-                ("table", string("")),
-                ("schedule_secs", nullable(integer("Run every this many seconds (at least 60); null: only on request."))),
-                ("contact_emails", array(string(""), "")),
+            .body(crate::openapi::schema::closed(object("Unknown fields are refused.", &[
+                ("name", integration_name()),
+                ("source", integration_source()),
+                ("table", integration_table()),
+                ("schedule_secs", nullable(schedule("`null`: only on request."))),
+                ("contact_emails", contacts()),
                 ("paused", boolean("Pause (no job runs) or resume.")),
-            ], &[]))
+            ], &[])))
             .example(json!({"schedule_secs": 3600, "paused": false}))
             .reply(200, "Its state (the `/cdi/integrations` entry, its table and schedule).", free_object("The integration."))
             .with_example("integration", json!({"integration_id": "b2c8e6f0-1a2b-4c3d-9e8f-0123456789ab", "app_group_id": "default", "integration_name": "Users from the warehouse", "integration_type": "user_attributes", "integration_status": "active", "contact_emails": "data@example.com", "last_updated_at": null, "warehouse_type": "sqlite", "last_job_start_time": "2026-11-26T10:00:00.000Z", "last_job_status": "success", "next_scheduled_run": "2026-11-26T11:00:00.000Z", "table": "USERS", "schedule_secs": 3600}))

@@ -18,8 +18,8 @@ pub fn describe(endpoint: &Kit) -> Op {
         Kit::Reset => Op::new(format!(
             "Removes the deployment's data, or a workspace's (`?workspace=`): profiles, events, purchases, aliases, subscription and email states, preference centers, sync jobs, set-aside queued jobs and (deployment-wide) SCIM users. Workspaces, API keys, groups, SCIM tokens and integrations stay unless `?keep=none`. Everything queued is applied first. Up to {CHUNK} documents go in one unit of work."
         ))
-        .query("workspace", false, "Only this workspace.", string(""))
-        .query("keep", false, "`keys` (default): keep the set-up; `none`: remove it too.", string(""))
+        .query("workspace", false, "Only this workspace.", crate::openapi::schema::workspace_name(""))
+        .query("keep", false, "`keys` (default): keep the set-up; `none`: remove it too.", crate::openapi::schema::values(&["keys", "none"], ""))
         .reply(200, "Reset.", object("", &[("removed", integer("Documents removed.")), ("integrations_reset", integer("Integrations set back to never run."))], &["removed"]))
         .with_example("reset", json!({"removed": 42, "integrations_reset": 1}))
         .reply(400, "A bad parameter.", refer("Error")),

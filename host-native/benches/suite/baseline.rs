@@ -21,27 +21,32 @@ use serde_json::Value;
 use crate::bodies::{Rng, Users};
 use crate::seed::{root, user};
 
-/// Starts the bare server on `rt` and returns its base URL: every request's body is
-/// parsed into a `serde_json::Value` and answered 201 `{"message":"success"}`.
-pub fn bare_server(rt: &tokio::runtime::Runtime) -> String {
+/// Serves HTTP/1.1 on a new port on `rt`: every request's body is read whole and
+/// `answer` gives the status and JSON body. Returns the base URL.
+fn serve<F, Fut>(rt: &tokio::runtime::Runtime, answer: F) -> String
+where
+    F: Fn(Bytes) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = (u16, Vec<u8>)> + Send + 'static,
+{
     let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
     let addr = listener.local_addr().expect("addr");
     rt.spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else { continue };
+            let answer = answer.clone();
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(|req: Request<Incoming>| async move {
-                    let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                    let (status, answer) = match serde_json::from_slice::<Value>(&body) {
-                        Ok(_) => (201, &br#"{"message":"success"}"#[..]),
-                        Err(_) => (400, &br#"{"message":"bad json"}"#[..]),
-                    };
-                    let resp = Response::builder()
-                        .status(status)
-                        .header("Content-Type", "application/json")
-                        .body(Full::new(Bytes::from_static(answer)))
-                        .expect("response");
-                    Ok::<_, Infallible>(resp)
+                let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+                    let answer = answer.clone();
+                    async move {
+                        let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                        let (status, body) = answer(body).await;
+                        let resp = Response::builder()
+                            .status(status)
+                            .header("Content-Type", "application/json")
+                            .body(Full::new(Bytes::from(body)))
+                            .expect("response");
+                        Ok::<_, Infallible>(resp)
+                    }
                 });
                 let _ =
                     hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
@@ -49,6 +54,19 @@ pub fn bare_server(rt: &tokio::runtime::Runtime) -> String {
         }
     });
     format!("http://{addr}")
+}
+
+const SUCCESS: &[u8] = br#"{"message":"success"}"#;
+
+/// Starts the bare server on `rt` and returns its base URL: every request's body is
+/// parsed into a `serde_json::Value` and answered 201 `{"message":"success"}`.
+pub fn bare_server(rt: &tokio::runtime::Runtime) -> String {
+    serve(rt, |body| async move {
+        match serde_json::from_slice::<Value>(&body) {
+            Ok(_) => (201, SUCCESS.to_vec()),
+            Err(_) => (400, br#"{"message":"bad json"}"#.to_vec()),
+        }
+    })
 }
 
 /// A profile-like document (the seed's profiles are about this size).
@@ -129,37 +147,16 @@ where
     F: Fn(&[u8]) -> Result<Vec<u8>, String> + Send + Sync + 'static,
 {
     let handle = Arc::new(handle);
-    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    rt.spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
-            let handle = handle.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                    let handle = handle.clone();
-                    async move {
-                        let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                        let out = tokio::task::spawn_blocking(move || handle(&body)).await;
-                        let (code, answer) = match out {
-                            Ok(Ok(answer)) => (status, answer),
-                            Ok(Err(e)) => (500, e.into_bytes()),
-                            Err(e) => (500, e.to_string().into_bytes()),
-                        };
-                        let resp = Response::builder()
-                            .status(code)
-                            .header("Content-Type", "application/json")
-                            .body(Full::new(Bytes::from(answer)))
-                            .expect("response");
-                        Ok::<_, Infallible>(resp)
-                    }
-                });
-                let _ =
-                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-            });
+    serve(rt, move |body| {
+        let handle = handle.clone();
+        async move {
+            match tokio::task::spawn_blocking(move || handle(&body)).await {
+                Ok(Ok(answer)) => (status, answer),
+                Ok(Err(e)) => (500, e.into_bytes()),
+                Err(e) => (500, e.to_string().into_bytes()),
+            }
         }
-    });
-    format!("http://{addr}")
+    })
 }
 
 /// A fresh copy of the bare writer's table of `profiles` rows, for one baseline.
@@ -228,7 +225,7 @@ pub fn bare_sync_server(rt: &tokio::runtime::Runtime, profiles: u64) -> String {
             .and_then(|mut st| st.execute(params![key, encoded]))
             .map_err(|e| e.to_string())?;
         tx.commit().map_err(|e| e.to_string())?;
-        Ok(br#"{"message":"success"}"#.to_vec())
+        Ok(SUCCESS.to_vec())
     })
 }
 
@@ -257,41 +254,19 @@ pub fn bare_durable_server(rt: &tokio::runtime::Runtime) -> String {
         }
     });
     let tx = Arc::new(Mutex::new(tx));
-    let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    rt.spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req: Request<Incoming>| {
-                    let tx = tx.clone();
-                    async move {
-                        let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                        let parsed = serde_json::from_slice::<Value>(&body).is_ok();
-                        let (status, answer) = if parsed {
-                            let (done, wait) = tokio::sync::oneshot::channel();
-                            let sent = tx.lock().unwrap_or_else(|e| e.into_inner()).send((body, done)).is_ok();
-                            if sent && wait.await.is_ok() {
-                                (201, &br#"{"message":"success"}"#[..])
-                            } else {
-                                (500, &br#"{"message":"not stored"}"#[..])
-                            }
-                        } else {
-                            (400, &br#"{"message":"bad json"}"#[..])
-                        };
-                        let resp = Response::builder()
-                            .status(status)
-                            .header("Content-Type", "application/json")
-                            .body(Full::new(Bytes::from_static(answer)))
-                            .expect("response");
-                        Ok::<_, Infallible>(resp)
-                    }
-                });
-                let _ =
-                    hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
-            });
+    serve(rt, move |body| {
+        let tx = tx.clone();
+        async move {
+            if serde_json::from_slice::<Value>(&body).is_err() {
+                return (400, br#"{"message":"bad json"}"#.to_vec());
+            }
+            let (done, wait) = tokio::sync::oneshot::channel();
+            let sent = tx.lock().unwrap_or_else(|e| e.into_inner()).send((body, done)).is_ok();
+            if sent && wait.await.is_ok() {
+                (201, SUCCESS.to_vec())
+            } else {
+                (500, br#"{"message":"not stored"}"#.to_vec())
+            }
         }
-    });
-    format!("http://{addr}")
+    })
 }

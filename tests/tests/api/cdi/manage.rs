@@ -11,6 +11,23 @@ fn route(id: &str) -> String {
 }
 
 #[tokio::test]
+async fn creating_an_integration_refuses_a_kind_that_is_not_a_string() {
+    let api = Api::new().await;
+    let body = |kind: Value| {
+        json!({"workspace": api.workspace, "name": "k", "source": "postgres://engage@127.0.0.1:9/warehouse",
+               "table": "USERS", "kind": kind})
+    };
+    for kind in [json!({}), json!(7), json!(["users"]), json!("people")] {
+        let r = admin("POST", "/_engage/cdi/integrations", body(kind.clone())).await;
+        assert_eq!(r.status, 400, "{kind}: {}", r.body);
+        assert!(r.body["message"].as_str().unwrap().contains("'kind' must be"), "{kind}: {}", r.body);
+    }
+    // Left out or null: users.
+    let r = admin("POST", "/_engage/cdi/integrations", body(Value::Null)).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+}
+
+#[tokio::test]
 async fn an_integration_can_be_changed_paused_rewound_and_deleted() {
     let api = Api::new().await;
     let wh = Warehouse::new(&[("MANAGED", true)]);
@@ -34,8 +51,9 @@ async fn an_integration_can_be_changed_paused_rewound_and_deleted() {
         assert_eq!(r.status, 400, "{body}: {}", r.body);
         assert!(r.body["message"].as_str().unwrap().contains(message), "{body}: {}", r.body);
     }
+    // A whole number written with a fraction of zero is a whole number (JSON Schema's `integer`).
     let r =
-        admin("PATCH", &route(&id), json!({"name": "renamed", "schedule_secs": 3600, "contact_emails": ["a@b.co"]}))
+        admin("PATCH", &route(&id), json!({"name": "renamed", "schedule_secs": 3600.0, "contact_emails": ["a@b.co"]}))
             .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!((&r.body["integration_name"], &r.body["schedule_secs"]), (&json!("renamed"), &json!(3600)));
