@@ -5,8 +5,8 @@ use serde_json::json;
 use crate::export::{FIELDS, MAX_IDS};
 use crate::openapi::op::Op;
 use crate::openapi::schema::{
-    any, array, boolean, closed, email, external_id, free_object, integer, nullable, number, object, phone, refer,
-    string, success_body, time, values, with,
+    any, array, boolean, closed, email, external_id, free_object, nullable, number, object, phone, refer, string,
+    success_body, time, values, with,
 };
 
 /// POST /users/export/ids.
@@ -48,21 +48,7 @@ pub fn export_ids() -> Op {
             given("phone", false),
         ]),
     );
-    let summaries = |what: &str| {
-        array(
-            object(
-                "",
-                &[
-                    ("name", string("The event name or product id.")),
-                    ("first", time("First occurrence.")),
-                    ("last", time("Last occurrence.")),
-                    ("count", integer("Occurrences.")),
-                ],
-                &["name", "first", "last", "count"],
-            ),
-            what,
-        )
-    };
+    let summaries = |what: &str| array(crate::users::schema::summary("name", "The event name or product id."), what);
     let states = |what: &str| values(&["subscribed", "unsubscribed", "opted_in"], what);
     let group = object(
         "",

@@ -151,18 +151,7 @@ fn exactly_one() -> Value {
 
 /// POST /users/track/sync.
 pub fn track_sync() -> Op {
-    let summary = |key: &str| {
-        object(
-            "",
-            &[
-                (key, string("Its name.")),
-                ("first", time("First occurrence.")),
-                ("last", time("Last occurrence.")),
-                ("count", integer("Occurrences.")),
-            ],
-            &[key, "first", "last", "count"],
-        )
-    };
+    let summary = |key: &str| crate::users::schema::summary(key, "Its name.");
     let user = with(
         object(
             "The request's identifier, and what the request named as now stored.",

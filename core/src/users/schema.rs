@@ -3,7 +3,22 @@
 
 use serde_json::Value;
 
-use crate::openapi::schema::{array, external_id, object, values, with};
+use crate::openapi::schema::{array, external_id, integer, object, string, time, values, with};
+
+/// An event's or a product's summary on a profile, its name under `key`: what
+/// `/users/export/ids` and `/users/track/sync` answer.
+pub fn summary(key: &str, name: &str) -> Value {
+    object(
+        "",
+        &[
+            (key, string(name)),
+            ("first", time("First occurrence.")),
+            ("last", time("Last occurrence.")),
+            ("count", integer("Occurrences.")),
+        ],
+        &[key, "first", "last", "count"],
+    )
+}
 
 /// `#/components/schemas` of users' identifiers.
 pub fn components() -> Vec<(&'static str, Value)> {
