@@ -47,6 +47,10 @@ pub enum ApiError {
     },
     /// A named resource does not exist: `{"message": ...}` with 404.
     NotFound(String),
+    /// The request is valid but the resource's state refuses it now (a paused
+    /// integration asked to sync, a running one asked to rewind): 409, since the same
+    /// request succeeds once that state changes, which a 400 would deny.
+    Conflict(String),
     /// The endpoint is listed in the spec but not built yet.
     NotImplemented,
     /// Contention did not settle after several retries.
@@ -112,6 +116,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => 415,
             ApiError::RateLimited { .. } => 429,
             ApiError::BadRequest(_) | ApiError::Fatal { .. } => 400,
+            ApiError::Conflict(_) => 409,
             ApiError::NotImplemented | ApiError::UnsupportedTransferCoding(_) => 501,
             ApiError::UriTooLong { .. } => 414,
             ApiError::HeadersTooLarge { .. } => 431,
@@ -146,7 +151,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => {
                 json!({"message": "Unsupported Media Type: send the body as 'Content-Type: application/json'"})
             }
-            ApiError::BadRequest(m) | ApiError::NotFound(m) => json!({"message": m}),
+            ApiError::BadRequest(m) | ApiError::NotFound(m) | ApiError::Conflict(m) => json!({"message": m}),
             ApiError::Fatal { message, errors } => json!({"message": message, "errors": errors}),
             ApiError::NotImplemented => json!({"message": "Not Implemented: this endpoint is not available yet"}),
             ApiError::Busy => json!({"message": "Service Unavailable: too much contention, retry"}),

@@ -140,7 +140,8 @@ pub fn describe(endpoint: &Operator) -> Op {
             .path("id", "The integration.")
             .reply(202, "Requested.", object("", &[("message", string("`success`."))], &["message"]))
             .with_example("requested", json!({"message": "success"}))
-            .reply(400, "This host runs no syncs.", refer("Error")), "No such integration."),
+            .reply(400, "This host runs no syncs.", refer("Error"))
+            .reply(409, "The integration is paused.", refer("Error")), "No such integration."),
         Operator::IntegrationState(_) => not_found(Op::new("An integration's job count and last job status, for an operator (or a test) waiting for a job without spending the API's rate limit.")
             .path("id", "The integration.")
             .reply(200, "Its state.", object("", &[("integration_id", string("")), ("jobs", integer("Jobs so far.")), ("last_job_status", nullable(string("")))], &["integration_id", "jobs"]))
@@ -169,7 +170,8 @@ pub fn describe(endpoint: &Operator) -> Op {
             .example(json!({"to": "2026-11-01T00:00:00Z"}))
             .reply(200, "Its state.", free_object("The integration."))
             .with_example("integration", json!({"integration_id": "b2c8e6f0-1a2b-4c3d-9e8f-0123456789ab", "app_group_id": "default", "integration_name": "Users from the warehouse", "integration_type": "user_attributes", "integration_status": "active", "contact_emails": "data@example.com", "last_updated_at": null, "warehouse_type": "sqlite", "last_job_start_time": "2026-11-26T10:00:00.000Z", "last_job_status": "success", "next_scheduled_run": "2026-11-26T11:00:00.000Z", "table": "USERS", "schedule_secs": 3600}))
-            .reply(400, "`to` is invalid, or a job is running.", refer("Error")), "No such integration."),
+            .reply(400, "`to` is invalid.", refer("Error"))
+            .reply(409, "A job of this integration is running.", refer("Error")), "No such integration."),
         Operator::IntegrationJobs(_) => not_found(Op::new("An integration's newest 100 jobs, newest first, each as in `job_sync_status` plus its number, why it failed as a whole (`failure`) and its first 100 row errors.")
             .path("id", "The integration.")
             .reply(200, "Its jobs.", object("", &[

@@ -112,7 +112,9 @@ pub async fn rewind<S: Store>(store: &S, id: &str, to: Option<Timestamp>, ctx: C
     transact(store, &i.workspace, ctx.seed, async |tx, _| {
         let mut cur: Integration = tx.doc(INTEGRATION_TABLE, id).await?.ok_or_else(|| missing(id))?;
         if matches!(cur.last_job, Some((_, JobStatus::Running))) {
-            return Err(ApiError::bad("a job of this integration is running: rewind it once the job has ended"));
+            return Err(ApiError::Conflict(
+                "a job of this integration is running: rewind it once the job has ended".into(),
+            ));
         }
         cur.cursor = to.map(|updated_at| Cursor { updated_at, within: None });
         cur.updated_at = ctx.now;
@@ -148,7 +150,7 @@ pub async fn delete<S: Store>(store: &S, id: &str, ctx: Ctx) -> Result<bool, Api
 pub async fn request_run<S: Store>(store: &S, id: &str, ctx: Ctx) -> Result<(), ApiError> {
     let i = get(store, id).await?.ok_or_else(|| ApiError::NotFound(format!("no integration '{id}'")))?;
     if i.paused {
-        return Err(ApiError::bad("the integration is paused: resume it first"));
+        return Err(ApiError::Conflict("the integration is paused: resume it first".into()));
     }
     transact(store, &i.workspace, ctx.seed, async |tx, _| {
         tx.put_doc(Table::CdiRequest, id, &ctx.now)?;

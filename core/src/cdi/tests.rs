@@ -89,6 +89,25 @@ fn a_crashed_job_is_closed_and_the_next_resumes_after_its_last_commit() {
 }
 
 #[test]
+fn a_state_that_refuses_a_valid_request_is_a_409() {
+    let kit = Kit::new();
+    let store = kit.engine().store();
+    let ws = WorkspaceName::parse("test").unwrap();
+    let i = pollster::block_on(super::manage::create(store, &ws, &spec(DataKind::Users), kit.ctx())).unwrap();
+    let begun = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
+    let running = pollster::block_on(super::manage::rewind(store, &i.id, None, kit.ctx())).unwrap_err();
+    assert_eq!((running.status(), running.message().contains("running")), (409, true), "{running:?}");
+    pollster::block_on(finish(store, &begun, None, kit.ctx())).unwrap();
+    pollster::block_on(super::manage::rewind(store, &i.id, None, kit.ctx())).expect("rewound once the job ended");
+
+    let pause = super::manage::Update { paused: Some(true), ..Default::default() };
+    pollster::block_on(super::manage::update(store, &i.id, &pause, kit.ctx())).unwrap();
+    let paused = pollster::block_on(super::manage::request_run(store, &i.id, kit.ctx())).unwrap_err();
+    assert_eq!((paused.status(), paused.message().contains("paused")), (409, true), "{paused:?}");
+    assert!(!pollster::block_on(super::manage::requested(store, &i.id)).unwrap(), "nothing asked for");
+}
+
+#[test]
 fn pages_of_ten_with_links_and_bad_cursors_and_ids() {
     let kit = Kit::new();
     let store = kit.engine().store();
