@@ -5,7 +5,8 @@
 //!   its list entry; `job.rs`: a job and its counts.
 //! - `rows.rs`: a source row → a `/users/track` object or a user to delete (pure).
 //! - `sync.rs`: begin a job, commit a batch (effects, counts and cursor in one
-//!   unit of work), finish it.
+//!   unit of work), finish it; `pipeline.rs`: a job's batches, each built while
+//!   the one before it commits.
 //! - `position.rs`: where a job stands inside a group of rows sharing one
 //!   `UPDATED_AT` (a batch may end inside it); `resume.rs`: moving the cursor
 //!   over a group, and skipping what is committed when reading on from it.
@@ -20,6 +21,7 @@ pub mod cursor;
 pub mod integration;
 pub mod job;
 pub mod manage;
+pub mod pipeline;
 pub mod position;
 pub mod read;
 pub mod resume;

@@ -123,7 +123,7 @@ pub struct BatchReport {
 }
 
 /// A row ready to apply, or why it failed.
-enum Prepared {
+pub(super) enum Prepared {
     Track(TrackOp),
     Delete(crate::ids::Identifier),
     Failed(String),
@@ -200,8 +200,8 @@ async fn apply_rows<S: Store>(
 /// A batch read and parsed, ready to commit: parsing needs no unit of work, so a
 /// host may parse the next batch while the one before commits.
 pub struct PreparedBatch {
-    rows: Vec<Row>,
-    prepared: Vec<Prepared>,
+    pub(super) rows: Vec<Row>,
+    pub(super) prepared: Vec<Prepared>,
 }
 
 /// Parses a batch of the rows of integration `i` (each row on its own).
@@ -245,43 +245,12 @@ pub async fn commit_prepared<S: Store>(
     let Some(to) = next_cursor(after, &rows, group_continues) else {
         return Ok((BatchReport::default(), after.cloned()));
     };
-    let i = &begun.integration;
-    let ws = i.workspace.clone();
+    let ws = begun.integration.workspace.clone();
     // Each pass either commits or finds one more row too large for its profile.
     loop {
         let oversized = std::cell::Cell::new(None);
         let committed = transact(store, &ws, ctx.seed, async |tx, ids| {
-            let mut current: Integration = tx
-                .doc(INTEGRATION_TABLE, &i.id)
-                .await?
-                .ok_or_else(|| ApiError::NotFound("integration deleted".into()))?;
-            if current.cursor.as_ref() != after || current.jobs != begun.seq {
-                return Err(ApiError::bad("the integration's cursor moved: another job is running"));
-            }
-            let key = job_key(&ws, &i.id, begun.seq);
-            let mut job: Job = tx.doc(Table::CdiJob, &key).await?.ok_or_else(|| ApiError::NotFound("job".into()))?;
-            apply_rows(tx, &prepared, ctx.now, ids, &oversized).await?;
-            let mut report = BatchReport::default();
-            for (row, p) in rows.iter().zip(&prepared) {
-                match p {
-                    Prepared::Failed(reason) => {
-                        report.failed += 1;
-                        job.fail_row(RowError {
-                            updated_at: Some(row.updated_at),
-                            identifier: row.describe(),
-                            reason: reason.clone(),
-                        });
-                    }
-                    _ => {
-                        report.synced += 1;
-                        job.rows_synced += 1;
-                    }
-                }
-            }
-            job.last_timestamp_synced = Some(to.updated_at);
-            current.cursor = Some(to.clone());
-            tx.put_doc(Table::CdiJob, &key, &job)?;
-            tx.put_doc(INTEGRATION_TABLE, &i.id, &current)?;
+            let report = apply_batch(tx, ids, begun, after, &to, &rows, &prepared, ctx.now, &oversized).await?;
             Ok((report, Some(to.clone())))
         })
         .await;
@@ -290,6 +259,54 @@ pub async fn commit_prepared<S: Store>(
             (committed, _) => return committed,
         }
     }
+}
+
+/// In a unit of work: applies a batch of job `begun` read after the cursor `after`,
+/// adds its counts to the job and moves the integration's cursor to `to`. A row too
+/// large for its profile fails the unit of work and is named in `oversized`.
+#[allow(clippy::too_many_arguments)] // one unit of work's inputs, shared by two callers
+pub(super) async fn apply_batch<S: Store>(
+    tx: &mut Tx<'_, S>,
+    ids: &mut IdGen,
+    begun: &Begun,
+    after: Option<&Cursor>,
+    to: &Cursor,
+    rows: &[Row],
+    prepared: &[Prepared],
+    now: Timestamp,
+    oversized: &std::cell::Cell<Option<(usize, String)>>,
+) -> Result<BatchReport, ApiError> {
+    let i = &begun.integration;
+    let mut current: Integration =
+        tx.doc(INTEGRATION_TABLE, &i.id).await?.ok_or_else(|| ApiError::NotFound("integration deleted".into()))?;
+    if current.cursor.as_ref() != after || current.jobs != begun.seq {
+        return Err(ApiError::bad("the integration's cursor moved: another job is running"));
+    }
+    let key = job_key(&i.workspace, &i.id, begun.seq);
+    let mut job: Job = tx.doc(Table::CdiJob, &key).await?.ok_or_else(|| ApiError::NotFound("job".into()))?;
+    apply_rows(tx, prepared, now, ids, oversized).await?;
+    let mut report = BatchReport::default();
+    for (row, p) in rows.iter().zip(prepared) {
+        match p {
+            Prepared::Failed(reason) => {
+                report.failed += 1;
+                job.fail_row(RowError {
+                    updated_at: Some(row.updated_at),
+                    identifier: row.describe(),
+                    reason: reason.clone(),
+                });
+            }
+            _ => {
+                report.synced += 1;
+                job.rows_synced += 1;
+            }
+        }
+    }
+    job.last_timestamp_synced = Some(to.updated_at);
+    current.cursor = Some(to.clone());
+    tx.put_doc(Table::CdiJob, &key, &job)?;
+    tx.put_doc(INTEGRATION_TABLE, &i.id, &current)?;
+    Ok(report)
 }
 
 /// Counts rows that could not be read as failed on job `seq` (their reasons kept,

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::integration::{DataKind, JobStatus, Spec};
 use super::rows::Row;
-use super::sync::{begin, commit_batch, finish, INTERRUPTED};
+use super::sync::{begin, commit_batch, finish, prepare_batch, INTERRUPTED};
 use crate::http::Method;
 use crate::ids::WorkspaceName;
 use crate::testkit::Kit;
@@ -105,6 +105,46 @@ fn a_state_that_refuses_a_valid_request_is_a_409() {
     let paused = pollster::block_on(super::manage::request_run(store, &i.id, kit.ctx())).unwrap_err();
     assert_eq!((paused.status(), paused.message().contains("paused")), (409, true), "{paused:?}");
     assert!(!pollster::block_on(super::manage::requested(store, &i.id)).unwrap(), "nothing asked for");
+}
+
+#[test]
+fn a_pipelined_job_applies_each_row_once_whatever_happens_between_its_batches() {
+    let kit = Kit::new();
+    let store = kit.engine().store();
+    let ws = WorkspaceName::parse("test").unwrap();
+    let i = pollster::block_on(super::manage::create(store, &ws, &spec(DataKind::Users), kit.ctx())).unwrap();
+    let begun = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
+    let mut pipeline = super::pipeline::Pipeline::new(store, &begun, None);
+    let mut push = |rows: Vec<Row>| {
+        let batch = pollster::block_on(prepare_batch(store, &i, rows, kit.ctx().now)).unwrap();
+        pollster::block_on(pipeline.push(batch, false, kit.ctx())).unwrap();
+    };
+    push(vec![row(1000, "u1", r#"{"a":1}"#), row(1001, "u2", r#"{"a":1}"#)]);
+    // u1 again, in a batch built while the one that made u1 is still in flight.
+    push(vec![row(2000, "u1", r#"{"b":2}"#), row(2001, "u3", r#"{"a":3}"#)]);
+    // A request makes u3 while the batch that makes it is in flight: that commit
+    // conflicts, and it and the batch built on it are committed the plain way.
+    let (status, body) = kit.post("/users/track/sync", json!({"attributes": [{"external_id": "u3", "c": 3}]}));
+    assert_eq!(status, 201, "{body}");
+    push(vec![row(3000, "u5", r#"{"a":5}"#)]);
+    // A row too large for its profile, in a batch built on one in flight: it fails alone.
+    let wide = |from: usize, n: usize| {
+        let m: serde_json::Map<String, Value> = (from..from + n).map(|k| (format!("k{k}"), json!(k))).collect();
+        Value::Object(m).to_string()
+    };
+    push(vec![row(4000, "u4", &wide(0, 999)), row(4001, "u4", &wide(999, 5)), row(4002, "u6", r#"{"a":6}"#)]);
+    pollster::block_on(pipeline.flush(kit.ctx())).unwrap();
+    let job = pollster::block_on(finish(store, &begun, None, kit.ctx())).unwrap();
+    assert_eq!((job.rows_synced, job.rows_failed, job.status), (7, 1, JobStatus::Partial), "{job:?}");
+    assert!(job.errors[0].reason.contains("1004 custom attributes"), "{:?}", job.errors);
+    let attrs = |id: &str| kit.user(id)["custom_attributes"].clone();
+    assert_eq!(attrs("u1"), json!({"a": 1, "b": 2}));
+    assert_eq!(attrs("u2"), json!({"a": 1}));
+    assert_eq!(attrs("u3"), json!({"a": 3, "c": 3}));
+    assert_eq!(attrs("u4").as_object().map(|m| m.len()), Some(999));
+    assert_eq!((attrs("u5"), attrs("u6")), (json!({"a": 5}), json!({"a": 6})));
+    let (_, list) = kit.call(Method::Get, "/cdi/integrations", Value::Null);
+    assert_eq!(list["results"][0]["last_updated_at"], "1970-01-01T00:00:04.002Z");
 }
 
 #[test]

@@ -180,26 +180,24 @@ fn sync_from<S: Store + Sync>(
     })
 }
 
-/// Commits what the reader sends, in order, until it stops.
+/// Commits what the reader sends, in order, until it stops: each batch is built
+/// while the one before it commits (the store's writer thread).
 fn commit_steps<S: Store>(
     store: &S,
     begun: &Begun,
-    mut cursor: Option<Cursor>,
+    cursor: Option<Cursor>,
     steps: std::sync::mpsc::Receiver<Step>,
 ) -> Result<(), String> {
+    let mut pipeline = warehouse::Pipeline::new(store, begun, cursor);
     for step in steps {
         match step {
-            Step::Unreadable(failed) => pollster::block_on(warehouse::fail_rows(store, begun, failed, ctx()))
+            Step::Unreadable(failed) => pollster::block_on(pipeline.fail_rows(failed, ctx()))
                 .map_err(|e| format!("recording failed rows failed: {e:?}"))?,
-            Step::Batch(batch, continues) => {
-                let committed = warehouse::commit_prepared(store, begun, cursor.as_ref(), batch, continues, ctx());
-                let (_, moved) =
-                    pollster::block_on(committed).map_err(|e| format!("committing a batch failed: {e:?}"))?;
-                cursor = moved;
-            }
+            Step::Batch(batch, continues) => pollster::block_on(pipeline.push(batch, continues, ctx()))
+                .map_err(|e| format!("committing a batch failed: {e:?}"))?,
         }
     }
-    Ok(())
+    pollster::block_on(pipeline.flush(ctx())).map_err(|e| format!("committing a batch failed: {e:?}"))
 }
 
 /// Reads the source after `start`, parses its rows in batches, and sends them.
