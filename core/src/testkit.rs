@@ -37,13 +37,18 @@ impl Kit {
     /// An engine over `store` (a fresh one has workspace `test` created) whose host
     /// applies the queue in the background or not ([`Config::applies_in_background`]).
     pub(crate) fn over(store: MemoryStore, applies_in_background: bool) -> Kit {
-        let config = Config {
+        Kit::configured(store, |c| c.applies_in_background = applies_in_background)
+    }
+
+    /// An engine over `store` with the kit's configuration changed by `tune`.
+    pub(crate) fn configured(store: MemoryStore, tune: impl FnOnce(&mut Config)) -> Kit {
+        let mut config = Config {
             rate_limits: false,
             admin_token: Some(ADMIN_TOKEN.into()),
-            applies_in_background,
             test_clock: true,
             ..Config::default()
         };
+        tune(&mut config);
         let engine = Engine::new(store, config);
         let ws = WorkspaceName::parse("test").expect("name");
         // A different seed per kit: a second kit over the same store makes another key.

@@ -19,7 +19,7 @@ use crate::store::Store;
 use crate::time::Timestamp;
 use crate::track::backlog::Backlog;
 use crate::track::ledger::Ledger;
-use crate::track::pressure::Pressure;
+use crate::track::pressure::{Pressure, UNMEASURED_ROUNDS};
 use crate::track::queue::QueueRun;
 use crate::{cdi, export, identity, input, preference_center, scim, service, subscriptions, track};
 
@@ -445,6 +445,12 @@ impl<S: Store> Engine<S> {
     /// before it commits, for hosts whose store commits on another thread or machine.
     /// Stops after the first batch when requests wait for their turn to catch up.
     pub async fn apply_queued_pipelined(&self, ctx: Ctx, rounds: usize) -> Result<QueueRun, ApiError> {
+        let bounded = self.config.max_backlog_secs.is_some();
+        let pressure = &self.gate.pressure;
+        pressure.turn_started(ctx.now);
+        // Until the appliers' rate is measured the backlog bound refuses nothing: short
+        // turns measure it within seconds of the first backlog.
+        let rounds = if bounded && !pressure.measured() { rounds.min(UNMEASURED_ROUNDS) } else { rounds };
         let mut backlog = self.gate.backlog.lock().await;
         let waiting = || self.requests_waiting();
         let run = track::queue::apply_pipelined(
@@ -458,7 +464,10 @@ impl<S: Store> Engine<S> {
         .await?;
         self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
         drop(backlog);
-        self.note_applied(&run, ctx.now).await;
+        if bounded {
+            let left = self.store.queue_tail().await.is_ok_and(|tail| tail > pressure.through().unwrap_or(0));
+            pressure.turn_ended(ctx.now, run.applied + run.set_aside, left);
+        }
         Ok(run)
     }
 

@@ -16,6 +16,11 @@ pub const MIN_PENDING: u64 = 1024;
 /// How long one rate measurement lasts, in milliseconds.
 const WINDOW_MS: i64 = 2000;
 
+/// Most batches a background applier's turn pipelines while no rate is measured:
+/// a turn is measured once it ends, and a full turn may last many seconds (64
+/// batches at 140 batches/s, 7 s), through which nothing bounded the backlog.
+pub const UNMEASURED_ROUNDS: usize = 4;
+
 /// Measures the appliers' rate and the queue's cursor, shared by the engine's
 /// acknowledgements and its appliers.
 #[derive(Default)]
@@ -25,6 +30,10 @@ pub struct Pressure {
     /// `through` was learned (an applier moved it, or the queue was read once).
     known: std::sync::atomic::AtomicBool,
     meter: Mutex<Meter>,
+    /// The background applier's last turn: when it started, the jobs it applied, and
+    /// whether jobs were left waiting. Measured when the next turn starts, which is
+    /// when this one's time is known (the core reads no clock).
+    last_turn: Mutex<Option<(Timestamp, u64, bool)>>,
 }
 
 #[derive(Default)]
@@ -60,18 +69,37 @@ impl Pressure {
             }
             (Some(since), _) => {
                 m.applied += applied as u64;
-                let took = now.0 - since;
-                if took >= WINDOW_MS {
-                    let measured = m.applied as f64 * 1000.0 / took as f64;
-                    m.rate = Some(match m.rate {
-                        Some(r) => 0.5 * r + 0.5 * measured,
-                        None => measured,
-                    });
-                    m.since = backlog.then_some(now.0);
-                    m.applied = 0;
-                }
+                m.close_window(since, now.0, backlog);
             }
         }
+    }
+
+    /// A background applier's turn starts at `now`: the turn before it (if any) is
+    /// measured over its whole length, from its start to this one's.
+    pub fn turn_started(&self, now: Timestamp) {
+        let last = self.last_turn.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some((started, applied, backlog)) = last {
+            let mut m = self.meter.lock().unwrap_or_else(|e| e.into_inner());
+            if !backlog {
+                // The queue ran dry: the turn measured the offer, not the capacity.
+                m.since = None;
+                return;
+            }
+            let since = *m.since.get_or_insert(started.0);
+            m.applied += applied;
+            m.close_window(since, now.0, true);
+        }
+    }
+
+    /// The turn that started at `started` applied `applied` jobs; `backlog`: jobs
+    /// were left waiting.
+    pub fn turn_ended(&self, started: Timestamp, applied: usize, backlog: bool) {
+        *self.last_turn.lock().unwrap_or_else(|e| e.into_inner()) = Some((started, applied as u64, backlog));
+    }
+
+    /// Whether the appliers' rate has been measured (until then nothing is refused).
+    pub fn measured(&self) -> bool {
+        self.meter.lock().unwrap_or_else(|e| e.into_inner()).rate.is_some()
     }
 
     /// Seconds to wait before a new job would start within `max_secs` of applying,
@@ -83,6 +111,24 @@ impl Pressure {
         let rate = self.meter.lock().unwrap_or_else(|e| e.into_inner()).rate?;
         let ahead = pending as f64 / rate.max(0.001);
         (ahead > max_secs as f64).then(|| ((ahead - max_secs as f64).ceil() as u64).clamp(1, 60))
+    }
+}
+
+impl Meter {
+    /// Ends the window begun at `since` once it lasted [`WINDOW_MS`] by `now`: the
+    /// rate it measured joins the smoothed one; the next window starts now if a
+    /// backlog remains.
+    fn close_window(&mut self, since: i64, now: i64, backlog: bool) {
+        let took = now - since;
+        if took >= WINDOW_MS {
+            let measured = self.applied as f64 * 1000.0 / took as f64;
+            self.rate = Some(match self.rate {
+                Some(r) => 0.5 * r + 0.5 * measured,
+                None => measured,
+            });
+            self.since = backlog.then_some(now);
+            self.applied = 0;
+        }
     }
 }
 
@@ -103,6 +149,26 @@ mod tests {
         assert_eq!(p.wait_secs(3100, 30), Some(1));
         assert_eq!(p.wait_secs(4500, 30), Some(15));
         assert_eq!(p.wait_secs(1_000_000, 30), Some(60), "at most a minute");
+    }
+
+    #[test]
+    fn a_turn_is_measured_from_its_start_to_the_next_ones() {
+        let p = Pressure::default();
+        p.turn_started(Timestamp(0));
+        p.turn_ended(Timestamp(0), 300, true);
+        assert!(!p.measured(), "a turn's length is known when the next one starts");
+        p.turn_started(Timestamp(1500));
+        p.turn_ended(Timestamp(1500), 150, true);
+        assert!(!p.measured(), "1.5 s is not a window yet");
+        // 450 jobs from 0 to 3 s: 150 jobs/s, the first turn counted whole.
+        p.turn_started(Timestamp(3000));
+        assert!(p.measured());
+        assert_eq!(p.wait_secs(4_500, 30), None);
+        assert_eq!(p.wait_secs(6_000, 30), Some(10));
+        // A turn that emptied the queue measures nothing.
+        p.turn_ended(Timestamp(3000), 10, false);
+        p.turn_started(Timestamp(60_000));
+        assert_eq!(p.wait_secs(6_000, 30), Some(10));
     }
 
     #[test]

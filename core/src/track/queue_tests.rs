@@ -187,3 +187,27 @@ fn a_host_can_apply_fewer_jobs_per_commit_than_its_batch_and_always_at_least_one
     assert_eq!(applied(100), 0);
     check_chained(&kit);
 }
+
+#[test]
+fn turns_stay_short_until_the_appliers_rate_is_measured_and_then_the_bound_refuses() {
+    let kit = Kit::configured(MemoryStore::new(), |c| {
+        c.max_backlog_secs = Some(1);
+        c.apply_batch = 1;
+        c.applies_in_background = true;
+    });
+    let jobs = crate::track::pressure::MIN_PENDING as usize + 200;
+    for i in 0..jobs {
+        kit.track(json!({"attributes": [{"external_id": format!("u{i}"), "n": i}]}));
+    }
+    let at = |ms: i64| crate::ctx::Ctx { now: crate::time::Timestamp(ms), seed: [3; 16] };
+    let turn = |ms: i64| pollster::block_on(kit.engine().apply_queued_pipelined(at(ms), 64)).unwrap().applied;
+    // No rate yet: a short turn, measured when the next one starts.
+    assert_eq!(turn(0), crate::track::pressure::UNMEASURED_ROUNDS);
+    // Measured (4 jobs in 2 s): a full turn, and the backlog is far past 1 s of applying.
+    assert_eq!(turn(2000), 64);
+    let (status, body) = kit.post("/users/track", json!({"attributes": [{"external_id": "late", "n": 1}]}));
+    assert_eq!(status, 503, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("too many writes are waiting"), "{body}");
+    let pending = pollster::block_on(kit.engine().store().queued(0, jobs * 2)).unwrap().len();
+    assert_eq!(pending, jobs - 4 - 64, "the refused request queued nothing");
+}
