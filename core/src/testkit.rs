@@ -42,12 +42,8 @@ impl Kit {
 
     /// An engine over `store` with the kit's configuration changed by `tune`.
     pub(crate) fn configured(store: MemoryStore, tune: impl FnOnce(&mut Config)) -> Kit {
-        let mut config = Config {
-            rate_limits: false,
-            admin_token: Some(ADMIN_TOKEN.into()),
-            test_clock: true,
-            ..Config::default()
-        };
+        let mut config =
+            Config { rate_limits: false, admin_token: Some(ADMIN_TOKEN.into()), test_clock: true, ..Config::default() };
         tune(&mut config);
         let engine = Engine::new(store, config);
         let ws = WorkspaceName::parse("test").expect("name");

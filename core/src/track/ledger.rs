@@ -5,7 +5,11 @@
 //! always applied whole and never set aside.
 //!
 //! Growth is kept per target identifier (external id, alias, service id, or an
-//! email's or phone's index prefix), summed: added when a request is acknowledged
+//! email's or phone's index prefix), by name: a custom attribute, event name or
+//! product counts once however many queued operations name it (a user everyone
+//! writes the same few attributes and events to no longer looks, after a thousand
+//! queued jobs, as if it gained a thousand names), and a value's bytes count as its
+//! largest replacing update plus every appending one. Added when a request is acknowledged
 //! (before its job is queued, so the applier can never see a job whose growth is
 //! not counted), taken off when its operations are committed, in order or early.
 //! At its first use an engine counts the jobs already queued (they survive a restart).
@@ -15,7 +19,9 @@
 //! The applier applies such a job anyway: a profile may then pass a bound by one
 //! request's growth, which later requests are refused for.
 
+use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::Mutex;
 
 use super::parse::{AttrUpdate, TrackJob, TrackOp};
@@ -32,16 +38,17 @@ const LOAD_CHUNK: usize = 1000;
 /// increment's growth of at most 20 digits.
 const PER_UPDATE_BYTES: usize = 40;
 
-/// What operations may add to one profile, as upper bounds.
+/// What operations may add to one profile, as upper bounds: each counts a custom
+/// attribute, event name or product once however many pending operations name it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Growth {
-    /// Custom attributes (one per custom update).
+    /// Custom attributes.
     pub custom: usize,
     /// Bytes of custom attributes.
     pub bytes: usize,
-    /// Custom event names (one per event).
+    /// Custom event names.
     pub events: usize,
-    /// Purchased products (one per purchase).
+    /// Purchased products.
     pub purchases: usize,
 }
 
@@ -65,22 +72,74 @@ impl Growth {
         }
     }
 
-    /// What one operation may add to its target.
-    pub fn of(op: &TrackOp) -> Growth {
+    /// One more distinct name of `kind`.
+    fn count(&mut self, kind: Kind, by: isize) {
+        let field = match kind {
+            Kind::Custom => &mut self.custom,
+            Kind::Event => &mut self.events,
+            Kind::Product => &mut self.purchases,
+        };
+        *field = field.saturating_add_signed(by);
+    }
+}
+
+/// What a name adds to a profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Kind {
+    Custom,
+    Event,
+    Product,
+}
+
+/// One name an operation adds to its profile, and what its value may take: `set`
+/// bytes for an update that replaces the value (the largest of a name's pending
+/// ones counts), `appended` for one that adds to it (all of them count).
+#[derive(Clone, Copy, Debug)]
+struct Name {
+    kind: Kind,
+    hash: u64,
+    set: u32,
+    appended: u32,
+}
+
+/// The names operations add to their profiles, for the ledger.
+#[derive(Clone, Debug, Default)]
+pub struct Names(Vec<Name>);
+
+/// A byte count kept in 32 bits: past 4 GiB it stays there, still over every bound.
+fn bytes32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+impl Names {
+    /// The names `op` adds (`hasher` keys the names' hashes: see [`Ledger`]).
+    fn of(op: &TrackOp, hasher: &RandomState) -> Names {
+        let name = |kind: Kind, text: &str, set: usize, appended: usize| Name {
+            kind,
+            hash: hasher.hash_one((kind, text)),
+            set: bytes32(set),
+            appended: bytes32(appended),
+        };
         match op {
-            TrackOp::Attributes { updates, .. } => {
-                let mut g = Growth::default();
-                for u in updates {
-                    if let AttrUpdate::Custom(key, value) = u {
-                        g.custom += 1;
-                        g.bytes =
-                            g.bytes.saturating_add(key.len() + PER_UPDATE_BYTES).saturating_add(encoded_len(value));
-                    }
-                }
-                g
-            }
-            TrackOp::Event { .. } => Growth { events: 1, ..Growth::default() },
-            TrackOp::Purchase { .. } => Growth { purchases: 1, ..Growth::default() },
+            TrackOp::Attributes { updates, .. } => Names(
+                updates
+                    .iter()
+                    .filter_map(|u| match u {
+                        AttrUpdate::Custom(key, value) => {
+                            let base = key.len() + PER_UPDATE_BYTES;
+                            let len = encoded_len(value);
+                            Some(if value.appends() {
+                                name(Kind::Custom, key, base, len)
+                            } else {
+                                name(Kind::Custom, key, base.saturating_add(len), 0)
+                            })
+                        }
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            TrackOp::Event { name: event, .. } => Names(vec![name(Kind::Event, event, 0, 0)]),
+            TrackOp::Purchase { product_id, .. } => Names(vec![name(Kind::Product, product_id, 0, 0)]),
         }
     }
 }
@@ -100,6 +159,8 @@ pub fn target_key(ws: &WorkspaceName, ident: &Identifier) -> String {
 struct Counts {
     pending: Growth,
     added: Growth,
+    /// Pending operations.
+    ops: u32,
     /// Which entry this is: a key's entry is dropped when nothing is pending for
     /// it, and a later one starts its `added` again. 0: no entry.
     born: u64,
@@ -117,50 +178,76 @@ fn slot(key: &str) -> Slot {
     h.finish()
 }
 
+/// How many pending operations name one name of one target, and the bytes its
+/// value may take ([`Name`]).
+#[derive(Clone, Copy, Debug)]
+struct NameCount {
+    ops: u32,
+    set: u32,
+    appended: u32,
+}
+
+impl NameCount {
+    fn bytes(&self) -> usize {
+        self.set as usize + self.appended as usize
+    }
+}
+
 #[derive(Default)]
 struct State {
     loaded: bool,
     keys: HashMap<Slot, Counts>,
+    /// Each target's pending names: (its slot, the name's kind and hash).
+    names: HashMap<(Slot, Kind, u64), NameCount>,
     births: u64,
 }
 
 /// A request's reservation, until its job is queued or refused.
 #[derive(Debug)]
-pub struct Reservation(Vec<(Slot, Growth)>);
+pub struct Reservation(Vec<(Slot, Names)>);
 
 /// Each target's counts as seen before the stored profiles were read.
 pub struct Snapshot(Vec<(Slot, Counts)>);
 
 /// What applied operations added, to take off the ledger once they are committed.
 #[derive(Debug, Default)]
-pub struct Applied(Vec<(Slot, Growth)>);
-
-impl Applied {
-    /// The operations of `jobs`.
-    pub fn of(jobs: &[(u64, TrackJob)]) -> Applied {
-        Applied(
-            jobs.iter()
-                .flat_map(|(_, job)| {
-                    job.ops.iter().map(|op| (slot(&target_key(&job.workspace, &op.target().ident)), Growth::of(op)))
-                })
-                .collect(),
-        )
-    }
-}
+pub struct Applied(Vec<(Slot, Names)>);
 
 /// The pending growth of every user with queued jobs, for one engine. Added when a
 /// request is acknowledged (before its job is queued, so it is never applied before
 /// it is counted); taken off when its operations are committed, by whoever applies
 /// them ([`Applied`]).
+///
+/// Names are kept as 64-bit hashes keyed at random for each engine (as a `HashMap`
+/// keys its own): two names of one user sharing a hash would be counted once, which
+/// nobody can arrange without the key; the applier's exact check would still set
+/// such a job aside rather than store a profile over a bound.
 #[derive(Default)]
 pub struct Ledger {
     state: Mutex<State>,
     loading: futures_util::lock::Mutex<()>,
+    hasher: RandomState,
 }
 
 impl Ledger {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The names operation `op` adds to its profile.
+    pub fn names(&self, op: &TrackOp) -> Names {
+        Names::of(op, &self.hasher)
+    }
+
+    /// What the operations of `jobs` added, to release once they are committed.
+    pub fn applied(&self, jobs: &[(u64, TrackJob)]) -> Applied {
+        Applied(
+            jobs.iter()
+                .flat_map(|(_, job)| {
+                    job.ops.iter().map(|op| (slot(&target_key(&job.workspace, &op.target().ident)), self.names(op)))
+                })
+                .collect(),
+        )
     }
 
     /// Counts the jobs already queued, once per engine. Acknowledging and applying
@@ -175,7 +262,7 @@ impl Ledger {
             return Ok(());
         }
         let early = super::early::read_early(store).await?;
-        let mut found: Vec<(Slot, Growth)> = Vec::new();
+        let mut found: Vec<(Slot, Names)> = Vec::new();
         let mut after = 0;
         loop {
             let jobs = store.queued(after, LOAD_CHUNK).await?;
@@ -184,15 +271,15 @@ impl Ledger {
                 let Ok(job) = decode::<TrackJob>(&q.job) else { continue };
                 for (i, op) in job.ops.iter().enumerate() {
                     if !early.contains(&(q.seq, i as u32)) {
-                        found.push((slot(&target_key(&job.workspace, &op.target().ident)), Growth::of(op)));
+                        found.push((slot(&target_key(&job.workspace, &op.target().ident)), self.names(op)));
                     }
                 }
             }
             after = last;
         }
         let mut state = self.lock();
-        for (slot, growth) in found {
-            state.add(slot, growth);
+        for (slot, names) in &found {
+            state.add(*slot, names);
         }
         state.loaded = true;
         Ok(())
@@ -205,35 +292,34 @@ impl Ledger {
         Snapshot(keys.iter().map(|k| slot(k)).map(|s| (s, state.keys.get(&s).copied().unwrap_or_default())).collect())
     }
 
-    /// Reserves `growth` (per target key) when `fits(pending, own)` holds for every
+    /// Reserves `names` (per target key) when `fits(pending, own)` holds for every
     /// key: its pending growth (as of the snapshot, plus whatever was added since)
-    /// and this request's; `None` when it does not.
+    /// and this request's (each name once); `None` when it does not.
     pub fn reserve(
         &self,
         snapshot: &Snapshot,
-        growth: Vec<(String, Growth)>,
+        names: Vec<(String, Names)>,
         fits: impl Fn(Growth, Growth) -> bool,
     ) -> Option<Reservation> {
-        let growth: Vec<(Slot, Growth)> = growth.into_iter().map(|(k, g)| (slot(&k), g)).collect();
-        let mut state = self.lock();
-        let mut mine: HashMap<Slot, Growth> = HashMap::new();
-        for (s, g) in &growth {
-            let sum = mine.entry(*s).or_default();
-            *sum = sum.plus(*g);
+        let names: Vec<(Slot, Names)> = names.into_iter().map(|(k, n)| (slot(&k), n)).collect();
+        let mut mine: HashMap<Slot, State> = HashMap::new();
+        for (s, n) in &names {
+            mine.entry(*s).or_default().add(*s, n);
         }
+        let mut state = self.lock();
         for (s, then) in &snapshot.0 {
             let now = state.keys.get(s).copied().unwrap_or_default();
             let since = if now.born == then.born { now.added.minus(then.added) } else { now.added };
             let pending = then.pending.plus(since);
-            let own = mine.get(s).copied().unwrap_or_default();
+            let own = mine.get(s).and_then(|m| m.keys.get(s)).map(|c| c.pending).unwrap_or_default();
             if !fits(pending, own) {
                 return None;
             }
         }
-        for (s, g) in &growth {
-            state.add(*s, *g);
+        for (s, n) in &names {
+            state.add(*s, n);
         }
-        Some(Reservation(growth))
+        Some(Reservation(names))
     }
 
     /// The reserved job could not be queued: nothing of it is pending.
@@ -244,32 +330,72 @@ impl Ledger {
     /// These operations are committed: no longer pending.
     pub fn release(&self, applied: &Applied) {
         let mut state = self.lock();
-        for (s, growth) in &applied.0 {
-            state.sub(*s, *growth);
+        for (s, names) in &applied.0 {
+            state.sub(*s, names);
         }
     }
 }
 
 impl State {
-    fn add(&mut self, slot: Slot, growth: Growth) {
+    fn add(&mut self, slot: Slot, names: &Names) {
         let births = &mut self.births;
         let counts = self.keys.entry(slot).or_insert_with(|| {
             *births += 1;
             Counts { born: *births, ..Counts::default() }
         });
-        counts.pending = counts.pending.plus(growth);
-        counts.added = counts.added.plus(growth);
+        // Every operation is counted in `ops`, even one naming nothing (a standard
+        // attribute), so that its entry lives until it is released.
+        counts.ops += 1;
+        let mut grew = Growth::default();
+        for n in &names.0 {
+            let entry = self.names.entry((slot, n.kind, n.hash));
+            let before = match &entry {
+                std::collections::hash_map::Entry::Occupied(e) => Some(e.get().bytes()),
+                std::collections::hash_map::Entry::Vacant(_) => None,
+            };
+            let c = entry.or_insert(NameCount { ops: 0, set: 0, appended: 0 });
+            c.ops += 1;
+            c.set = c.set.max(n.set);
+            c.appended = c.appended.saturating_add(n.appended);
+            if before.is_none() {
+                grew.count(n.kind, 1);
+            }
+            if n.kind == Kind::Custom {
+                grew.bytes += c.bytes() - before.unwrap_or(0);
+            }
+        }
+        counts.pending = counts.pending.plus(grew);
+        counts.added = counts.added.plus(grew);
     }
 
-    fn sub(&mut self, slot: Slot, growth: Growth) {
-        if let Some(counts) = self.keys.get_mut(&slot) {
-            counts.pending = counts.pending.minus(growth);
-            if counts.pending == Growth::default() {
-                // Forgotten once nothing is pending (the map stays the size of the
-                // set of users with queued work); a reservation against an older
-                // snapshot sees a new entry.
-                self.keys.remove(&slot);
+    fn sub(&mut self, slot: Slot, names: &Names) {
+        let Some(counts) = self.keys.get_mut(&slot) else { return };
+        let mut shrank = Growth::default();
+        for n in &names.0 {
+            let key = (slot, n.kind, n.hash);
+            let Some(c) = self.names.get_mut(&key) else { continue };
+            let before = c.bytes();
+            c.ops -= 1;
+            c.appended = c.appended.saturating_sub(n.appended);
+            let after = if c.ops == 0 {
+                self.names.remove(&key);
+                shrank.count(n.kind, 1);
+                0
+            } else {
+                // A name's largest replacing value stays until its last operation goes.
+                self.names[&key].bytes()
+            };
+            if n.kind == Kind::Custom {
+                shrank.bytes += before - after;
             }
+        }
+        counts.pending = counts.pending.minus(shrank);
+        counts.ops = counts.ops.saturating_sub(1);
+        if counts.ops == 0 {
+            // Forgotten once nothing is pending (the map stays the size of the set of
+            // users with queued work); a reservation against an older snapshot sees a
+            // new entry.
+            self.keys.remove(&slot);
         }
     }
 }

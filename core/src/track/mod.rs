@@ -21,7 +21,7 @@ mod size_tests;
 pub use sync::track_sync;
 
 use self::apply::look_up_groups;
-use self::ledger::{Growth, Ledger};
+use self::ledger::{Growth, Ledger, Names};
 use self::parse::{nothing_valid, TrackJob};
 use crate::ctx::Ctx;
 use crate::error::ApiError;
@@ -152,8 +152,8 @@ pub async fn track<S: Store>(
     let encoded = encode(&job)?;
     ledger.load(store).await?;
     let seeds = || job.ops.iter().map(|op| op.target().ident.clone()).collect();
-    let growth: Vec<(String, Growth)> =
-        job.ops.iter().map(|op| (ledger::target_key(ws, &op.target().ident), Growth::of(op))).collect();
+    let growth: Vec<(String, Names)> =
+        job.ops.iter().map(|op| (ledger::target_key(ws, &op.target().ident), ledger.names(op))).collect();
     let mut keys: Vec<String> = growth.iter().map(|(k, _)| k.clone()).collect();
     keys.sort_unstable();
     keys.dedup();

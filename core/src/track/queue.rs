@@ -76,7 +76,7 @@ pub async fn apply_batch<S: Store>(
         // several batches (catch-up) and then the request's own handler.
         let mut ids = IdGen::derive(seed, "queue", jobs[0].seq.wrapping_mul(64).wrapping_add(attempt as u64));
         let (batch, txs) = prepare(store, &jobs, backlog, &mut ids).await?;
-        let applied = Applied::of(&batch.jobs);
+        let applied = backlog.ledger().applied(&batch.jobs);
         let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
         for tx in txs.into_values() {
             changes.ops.extend(tx.into_changes()?.ops);
@@ -148,7 +148,7 @@ pub async fn apply_early<S: Store>(
         match store.commit(changes).await {
             Ok(()) => {
                 backlog.applied_early(&records);
-                backlog.ledger().release(&Applied::of(&jobs));
+                backlog.ledger().release(&backlog.ledger().applied(&jobs));
                 return Ok(QueueRun { applied: jobs.len(), set_aside: 0 });
             }
             // Another writer (a request, not an applier: the gate keeps those apart)
@@ -349,7 +349,7 @@ pub async fn apply_pipelined<S: Store>(
         }
         let mut changes = prepared?;
         changes.ack = Some(QueueAck { through, count: jobs.len() as u64 });
-        in_flight = Some((changes, batch.run(), through, Applied::of(&batch.jobs)));
+        in_flight = Some((changes, batch.run(), through, backlog.ledger().applied(&batch.jobs)));
         after = through;
     }
     if let Some((changes, run, through, applied)) = in_flight {

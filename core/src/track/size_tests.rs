@@ -323,3 +323,54 @@ fn a_registry_larger_than_one_range_read_is_read_by_key() {
     let (status, body) = kit.post("/users/track", json!({"attributes": [object("large-000", 2000, 6)]}));
     assert_eq!(status, 201, "{body}");
 }
+
+#[test]
+fn a_user_every_request_names_by_the_same_names_is_acknowledged_without_catching_up() {
+    let kit = Kit::configured(crate::store::memory::MemoryStore::new(), |c| c.applies_in_background = true);
+    let jobs = MAX_NAMES + 500;
+    let time = "2026-11-01T10:00:00Z";
+    for _ in 0..jobs {
+        let (status, body) = kit.post(
+            "/users/track",
+            json!({
+                "attributes": [{"external_id": "hot", "visits": {"inc": 1}, "tier": "t1"}],
+                "events": [{"external_id": "hot", "name": "viewed", "time": time}],
+                "purchases": [{"external_id": "hot", "product_id": "sku", "price": 1, "currency": "USD", "time": time}],
+            }),
+        );
+        assert_eq!(status, 201, "{body}");
+    }
+    // Each name counts once however many queued jobs name it: no request had to have
+    // the hot user's queued jobs applied first.
+    let store = kit.engine().store();
+    assert_eq!(pollster::block_on(crate::store::Store::queued(store, 0, jobs * 2)).unwrap().len(), jobs);
+    let early = pollster::block_on(crate::store::Store::scan(store, crate::store::Table::QueueEarly, "", 10)).unwrap();
+    assert!(early.is_empty(), "nothing applied early");
+    apply_all(&kit);
+    assert_eq!(kit.user("hot")["custom_attributes"]["visits"], json!(jobs));
+    let (_, body) = kit.operator(Method::Get, "/_engage/queue/set-aside");
+    assert_eq!(body["count"], json!(0), "{body}");
+}
+
+#[test]
+fn what_appending_updates_add_to_one_name_accumulates() {
+    let kit = Kit::new();
+    // Each request appends 100 strings of 255 characters to each of 9 lists: about
+    // 231 KB, under the bound alone; five of them, queued, hold about 1.16 MB.
+    let long: Vec<String> = (0..500).map(|i| format!("{i:0>255}")).collect();
+    let mut statuses = Vec::new();
+    for chunk in long.chunks(100) {
+        let mut obj = Map::new();
+        obj.insert("external_id".into(), json!("appender"));
+        for i in 0..9 {
+            obj.insert(format!("list{i}"), json!({"add": chunk}));
+        }
+        let (status, body) = kit.post("/users/track", json!({"attributes": [obj]}));
+        assert!(status == 201 || body["message"].as_str().unwrap().contains("bytes of custom attributes"), "{body}");
+        statuses.push(status);
+    }
+    assert!(statuses.contains(&400), "the queued appends are counted together: {statuses:?}");
+    apply_all(&kit);
+    let (_, body) = kit.operator(Method::Get, "/_engage/queue/set-aside");
+    assert_eq!(body["count"], json!(0), "{body}");
+}

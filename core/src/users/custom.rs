@@ -41,6 +41,16 @@ pub enum CustomOp {
 }
 
 impl CustomOp {
+    /// Whether the update adds to the attribute's value rather than replacing it:
+    /// what such updates add accumulates, a replaced value is only as large as the
+    /// largest update.
+    pub fn appends(&self) -> bool {
+        matches!(
+            self,
+            CustomOp::Array { .. } | CustomOp::Object(_) | CustomOp::ObjectsAdd(_) | CustomOp::ObjectsUpdate(_)
+        )
+    }
+
     /// Nested operations are the ones rule 2 drops together when any nested value is invalid.
     pub fn is_nested(&self) -> bool {
         matches!(
