@@ -63,15 +63,6 @@ impl Growth {
         }
     }
 
-    fn minus(self, o: Growth) -> Growth {
-        Growth {
-            custom: self.custom.saturating_sub(o.custom),
-            bytes: self.bytes.saturating_sub(o.bytes),
-            events: self.events.saturating_sub(o.events),
-            purchases: self.purchases.saturating_sub(o.purchases),
-        }
-    }
-
     /// One more distinct name of `kind`.
     fn count(&mut self, kind: Kind, by: isize) {
         let field = match kind {
@@ -153,12 +144,49 @@ pub fn target_key(ws: &WorkspaceName, ident: &Identifier) -> String {
     }
 }
 
+/// A [`Growth`] in 32 bits a field (a ledger entry per user with queued work is
+/// kept small): pending counts saturate, which only refuses more; the running
+/// totals wrap, and only their differences are read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Tally {
+    custom: u32,
+    bytes: u32,
+    events: u32,
+    purchases: u32,
+}
+
+impl Tally {
+    fn of(g: Growth) -> Tally {
+        let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+        Tally { custom: n(g.custom), bytes: n(g.bytes), events: n(g.events), purchases: n(g.purchases) }
+    }
+
+    fn growth(self) -> Growth {
+        Growth {
+            custom: self.custom as usize,
+            bytes: self.bytes as usize,
+            events: self.events as usize,
+            purchases: self.purchases as usize,
+        }
+    }
+
+    fn zip(self, o: Tally, f: impl Fn(u32, u32) -> u32) -> Tally {
+        Tally {
+            custom: f(self.custom, o.custom),
+            bytes: f(self.bytes, o.bytes),
+            events: f(self.events, o.events),
+            purchases: f(self.purchases, o.purchases),
+        }
+    }
+}
+
 /// One key's counts: what is pending, and everything added since the entry was
 /// made (to tell what was added between a snapshot and a reservation).
 #[derive(Clone, Copy, Debug, Default)]
 struct Counts {
-    pending: Growth,
-    added: Growth,
+    pending: Tally,
+    /// Running totals (wrapping).
+    added: Tally,
     /// Pending operations.
     ops: u32,
     /// Which entry this is: a key's entry is dropped when nothing is pending for
@@ -197,8 +225,8 @@ impl NameCount {
 struct State {
     loaded: bool,
     keys: HashMap<Slot, Counts>,
-    /// Each target's pending names: (its slot, the name's kind and hash).
-    names: HashMap<(Slot, Kind, u64), NameCount>,
+    /// Each target's pending names: its slot, and the name's hash (of its kind and text).
+    names: HashMap<(Slot, u64), NameCount>,
     births: u64,
 }
 
@@ -309,9 +337,9 @@ impl Ledger {
         let mut state = self.lock();
         for (s, then) in &snapshot.0 {
             let now = state.keys.get(s).copied().unwrap_or_default();
-            let since = if now.born == then.born { now.added.minus(then.added) } else { now.added };
-            let pending = then.pending.plus(since);
-            let own = mine.get(s).and_then(|m| m.keys.get(s)).map(|c| c.pending).unwrap_or_default();
+            let since = if now.born == then.born { now.added.zip(then.added, u32::wrapping_sub) } else { now.added };
+            let pending = then.pending.zip(since, u32::saturating_add).growth();
+            let own = mine.get(s).and_then(|m| m.keys.get(s)).map(|c| c.pending.growth()).unwrap_or_default();
             if !fits(pending, own) {
                 return None;
             }
@@ -348,7 +376,7 @@ impl State {
         counts.ops += 1;
         let mut grew = Growth::default();
         for n in &names.0 {
-            let entry = self.names.entry((slot, n.kind, n.hash));
+            let entry = self.names.entry((slot, n.hash));
             let before = match &entry {
                 std::collections::hash_map::Entry::Occupied(e) => Some(e.get().bytes()),
                 std::collections::hash_map::Entry::Vacant(_) => None,
@@ -364,15 +392,16 @@ impl State {
                 grew.bytes += c.bytes() - before.unwrap_or(0);
             }
         }
-        counts.pending = counts.pending.plus(grew);
-        counts.added = counts.added.plus(grew);
+        let grew = Tally::of(grew);
+        counts.pending = counts.pending.zip(grew, u32::saturating_add);
+        counts.added = counts.added.zip(grew, u32::wrapping_add);
     }
 
     fn sub(&mut self, slot: Slot, names: &Names) {
         let Some(counts) = self.keys.get_mut(&slot) else { return };
         let mut shrank = Growth::default();
         for n in &names.0 {
-            let key = (slot, n.kind, n.hash);
+            let key = (slot, n.hash);
             let Some(c) = self.names.get_mut(&key) else { continue };
             let before = c.bytes();
             c.ops -= 1;
@@ -389,7 +418,7 @@ impl State {
                 shrank.bytes += before - after;
             }
         }
-        counts.pending = counts.pending.minus(shrank);
+        counts.pending = counts.pending.zip(Tally::of(shrank), u32::saturating_sub);
         counts.ops = counts.ops.saturating_sub(1);
         if counts.ops == 0 {
             // Forgotten once nothing is pending (the map stays the size of the set of
