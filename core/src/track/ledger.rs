@@ -20,7 +20,7 @@
 //! request's growth, which later requests are refused for.
 
 use std::collections::hash_map::RandomState;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::hash::BuildHasher;
 use std::sync::Mutex;
 
@@ -144,56 +144,6 @@ pub fn target_key(ws: &WorkspaceName, ident: &Identifier) -> String {
     }
 }
 
-/// A [`Growth`] in 32 bits a field (a ledger entry per user with queued work is
-/// kept small): pending counts saturate, which only refuses more; the running
-/// totals wrap, and only their differences are read.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Tally {
-    custom: u32,
-    bytes: u32,
-    events: u32,
-    purchases: u32,
-}
-
-impl Tally {
-    fn of(g: Growth) -> Tally {
-        let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
-        Tally { custom: n(g.custom), bytes: n(g.bytes), events: n(g.events), purchases: n(g.purchases) }
-    }
-
-    fn growth(self) -> Growth {
-        Growth {
-            custom: self.custom as usize,
-            bytes: self.bytes as usize,
-            events: self.events as usize,
-            purchases: self.purchases as usize,
-        }
-    }
-
-    fn zip(self, o: Tally, f: impl Fn(u32, u32) -> u32) -> Tally {
-        Tally {
-            custom: f(self.custom, o.custom),
-            bytes: f(self.bytes, o.bytes),
-            events: f(self.events, o.events),
-            purchases: f(self.purchases, o.purchases),
-        }
-    }
-}
-
-/// One key's counts: what is pending, and everything added since the entry was
-/// made (to tell what was added between a snapshot and a reservation).
-#[derive(Clone, Copy, Debug, Default)]
-struct Counts {
-    pending: Tally,
-    /// Running totals (wrapping).
-    added: Tally,
-    /// Pending operations.
-    ops: u32,
-    /// Which entry this is: a key's entry is dropped when nothing is pending for
-    /// it, and a later one starts its `added` again. 0: no entry.
-    born: u64,
-}
-
 /// A target's key, hashed: the ledger keeps one small entry per user with queued
 /// operations, whatever the backlog's length. Two users sharing a hash are counted
 /// together, which can only refuse more, never less.
@@ -210,6 +160,7 @@ fn slot(key: &str) -> Slot {
 /// value may take ([`Name`]).
 #[derive(Clone, Copy, Debug)]
 struct NameCount {
+    kind: Kind,
     ops: u32,
     set: u32,
     appended: u32,
@@ -221,21 +172,62 @@ impl NameCount {
     }
 }
 
+/// The growth of one target's names: each once, custom bytes summed.
+fn growth<'a>(names: impl IntoIterator<Item = &'a NameCount>) -> Growth {
+    let mut g = Growth::default();
+    for c in names {
+        g.count(c.kind, 1);
+        if c.kind == Kind::Custom {
+            g.bytes = g.bytes.saturating_add(c.bytes());
+        }
+    }
+    g
+}
+
+/// Every target's pending names, ordered by target: one entry per name a queued
+/// operation adds to a user (no entry per user, no empty buckets), so the ledger
+/// stays the size of what is pending.
 #[derive(Default)]
 struct State {
     loaded: bool,
-    keys: HashMap<Slot, Counts>,
-    /// Each target's pending names: its slot, and the name's hash (of its kind and text).
-    names: HashMap<(Slot, u64), NameCount>,
-    births: u64,
+    names: BTreeMap<(Slot, u64), NameCount>,
+}
+
+impl State {
+    /// The names pending for `slot`.
+    fn of(&self, slot: Slot) -> impl Iterator<Item = (u64, &NameCount)> {
+        self.names.range((slot, 0)..=(slot, u64::MAX)).map(|(&(_, hash), c)| (hash, c))
+    }
+
+    fn add(&mut self, slot: Slot, names: &Names) {
+        for n in &names.0 {
+            let c = self.names.entry((slot, n.hash)).or_insert(NameCount { kind: n.kind, ops: 0, set: 0, appended: 0 });
+            c.ops += 1;
+            c.set = c.set.max(n.set);
+            c.appended = c.appended.saturating_add(n.appended);
+        }
+    }
+
+    fn sub(&mut self, slot: Slot, names: &Names) {
+        for n in &names.0 {
+            let key = (slot, n.hash);
+            let Some(c) = self.names.get_mut(&key) else { continue };
+            c.ops -= 1;
+            c.appended = c.appended.saturating_sub(n.appended);
+            // A name's largest replacing value stays until its last operation goes.
+            if c.ops == 0 {
+                self.names.remove(&key);
+            }
+        }
+    }
 }
 
 /// A request's reservation, until its job is queued or refused.
 #[derive(Debug)]
 pub struct Reservation(Vec<(Slot, Names)>);
 
-/// Each target's counts as seen before the stored profiles were read.
-pub struct Snapshot(Vec<(Slot, Counts)>);
+/// Each target's pending names as seen before the stored profiles were read.
+pub struct Snapshot(Vec<(Slot, Vec<(u64, NameCount)>)>);
 
 /// What applied operations added, to take off the ledger once they are committed.
 #[derive(Debug, Default)]
@@ -313,16 +305,17 @@ impl Ledger {
         Ok(())
     }
 
-    /// The counts of `keys` now: taken before the stored profiles are read, so that
-    /// an operation applied in between is counted twice rather than not at all.
+    /// The names pending for `keys` now: taken before the stored profiles are read,
+    /// so that an operation applied in between is counted twice rather than not at all.
     pub fn snapshot(&self, keys: &[String]) -> Snapshot {
         let state = self.lock();
-        Snapshot(keys.iter().map(|k| slot(k)).map(|s| (s, state.keys.get(&s).copied().unwrap_or_default())).collect())
+        Snapshot(keys.iter().map(|k| slot(k)).map(|s| (s, state.of(s).map(|(hash, c)| (hash, *c)).collect())).collect())
     }
 
     /// Reserves `names` (per target key) when `fits(pending, own)` holds for every
-    /// key: its pending growth (as of the snapshot, plus whatever was added since)
-    /// and this request's (each name once); `None` when it does not.
+    /// key: its pending growth (the names pending at the snapshot or now, each once,
+    /// a name's appended bytes from both) and this request's (each name once);
+    /// `None` when it does not.
     pub fn reserve(
         &self,
         snapshot: &Snapshot,
@@ -330,17 +323,24 @@ impl Ledger {
         fits: impl Fn(Growth, Growth) -> bool,
     ) -> Option<Reservation> {
         let names: Vec<(Slot, Names)> = names.into_iter().map(|(k, n)| (slot(&k), n)).collect();
-        let mut mine: HashMap<Slot, State> = HashMap::new();
+        let mut mine = State::default();
         for (s, n) in &names {
-            mine.entry(*s).or_default().add(*s, n);
+            mine.add(*s, n);
         }
         let mut state = self.lock();
         for (s, then) in &snapshot.0 {
-            let now = state.keys.get(s).copied().unwrap_or_default();
-            let since = if now.born == then.born { now.added.zip(then.added, u32::wrapping_sub) } else { now.added };
-            let pending = then.pending.zip(since, u32::saturating_add).growth();
-            let own = mine.get(s).and_then(|m| m.keys.get(s)).map(|c| c.pending.growth()).unwrap_or_default();
-            if !fits(pending, own) {
+            let mut union: BTreeMap<u64, NameCount> = then.iter().copied().collect();
+            for (hash, now) in state.of(*s) {
+                union
+                    .entry(hash)
+                    .and_modify(|c| {
+                        c.set = c.set.max(now.set);
+                        c.appended = c.appended.saturating_add(now.appended);
+                    })
+                    .or_insert(*now);
+            }
+            let own = growth(mine.of(*s).map(|(_, c)| c));
+            if !fits(growth(union.values()), own) {
                 return None;
             }
         }
@@ -360,71 +360,6 @@ impl Ledger {
         let mut state = self.lock();
         for (s, names) in &applied.0 {
             state.sub(*s, names);
-        }
-    }
-}
-
-impl State {
-    fn add(&mut self, slot: Slot, names: &Names) {
-        let births = &mut self.births;
-        let counts = self.keys.entry(slot).or_insert_with(|| {
-            *births += 1;
-            Counts { born: *births, ..Counts::default() }
-        });
-        // Every operation is counted in `ops`, even one naming nothing (a standard
-        // attribute), so that its entry lives until it is released.
-        counts.ops += 1;
-        let mut grew = Growth::default();
-        for n in &names.0 {
-            let entry = self.names.entry((slot, n.hash));
-            let before = match &entry {
-                std::collections::hash_map::Entry::Occupied(e) => Some(e.get().bytes()),
-                std::collections::hash_map::Entry::Vacant(_) => None,
-            };
-            let c = entry.or_insert(NameCount { ops: 0, set: 0, appended: 0 });
-            c.ops += 1;
-            c.set = c.set.max(n.set);
-            c.appended = c.appended.saturating_add(n.appended);
-            if before.is_none() {
-                grew.count(n.kind, 1);
-            }
-            if n.kind == Kind::Custom {
-                grew.bytes += c.bytes() - before.unwrap_or(0);
-            }
-        }
-        let grew = Tally::of(grew);
-        counts.pending = counts.pending.zip(grew, u32::saturating_add);
-        counts.added = counts.added.zip(grew, u32::wrapping_add);
-    }
-
-    fn sub(&mut self, slot: Slot, names: &Names) {
-        let Some(counts) = self.keys.get_mut(&slot) else { return };
-        let mut shrank = Growth::default();
-        for n in &names.0 {
-            let key = (slot, n.hash);
-            let Some(c) = self.names.get_mut(&key) else { continue };
-            let before = c.bytes();
-            c.ops -= 1;
-            c.appended = c.appended.saturating_sub(n.appended);
-            let after = if c.ops == 0 {
-                self.names.remove(&key);
-                shrank.count(n.kind, 1);
-                0
-            } else {
-                // A name's largest replacing value stays until its last operation goes.
-                self.names[&key].bytes()
-            };
-            if n.kind == Kind::Custom {
-                shrank.bytes += before - after;
-            }
-        }
-        counts.pending = counts.pending.zip(Tally::of(shrank), u32::saturating_sub);
-        counts.ops = counts.ops.saturating_sub(1);
-        if counts.ops == 0 {
-            // Forgotten once nothing is pending (the map stays the size of the set of
-            // users with queued work); a reservation against an older snapshot sees a
-            // new entry.
-            self.keys.remove(&slot);
         }
     }
 }
