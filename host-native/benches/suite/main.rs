@@ -304,7 +304,9 @@ fn main() {
             32,
             seconds,
         );
-        let server = Server::start(&seed::seed(main_set), &[]);
+        // Acknowledging capacity: without the backlog bound, which (on by default) turns
+        // a closed loop into quick 503s once 30 s of applying is queued.
+        let server = Server::start(&seed::seed(main_set), &["--max-backlog-secs", "0"]);
         server.reset_peak();
         let ours = load::closed_loop(&rt, &server.target(), cycle(requests), 201, 32, seconds);
         let ack_ratio = ours.rate / bare.rate.max(1e-9);
