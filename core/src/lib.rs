@@ -105,7 +105,7 @@ pub mod warehouse {
     pub use crate::cdi::resume::Resume;
     pub use crate::cdi::rows::Row;
     pub use crate::cdi::sync::{
-        begin, close_interrupted, commit_batch, commit_prepared, fail_rows, finish, job, prepare_batch, reads_payload,
-        BatchReport, Begun, PreparedBatch,
+        begin, close_interrupted, commit_batch, finish, job, prepare_batch, reads_payload, BatchReport, Begun,
+        PreparedBatch,
     };
 }

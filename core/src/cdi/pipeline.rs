@@ -31,6 +31,13 @@ struct InFlight {
     continues: bool,
 }
 
+impl InFlight {
+    /// Commits the batch the plain way, after its pipelined commit failed on contention.
+    async fn redo<S: Store>(self, store: &S, begun: &Begun, ctx: Ctx) -> Result<(), ApiError> {
+        commit_prepared(store, begun, self.after.as_ref(), self.batch, self.continues, ctx).await.map(|_| ())
+    }
+}
+
 /// Commits the batches of one job, in the order they are pushed.
 pub struct Pipeline<'s, S: Store> {
     store: &'s S,
@@ -89,7 +96,7 @@ impl<'s, S: Store> Pipeline<'s, S> {
             (redo, _) => {
                 self.tx = None;
                 if let Some(f) = redo {
-                    commit_prepared(store, begun, f.after.as_ref(), f.batch, f.continues, ctx).await?;
+                    f.redo(store, begun, ctx).await?;
                 }
                 let (_, moved) = commit_prepared(store, begun, after.as_ref(), batch, continues, ctx).await?;
                 self.cursor = moved;
@@ -111,9 +118,7 @@ impl<'s, S: Store> Pipeline<'s, S> {
         let Some((changes, f)) = self.in_flight.take() else { return Ok(()) };
         match self.store.commit(changes).await {
             Ok(()) => Ok(()),
-            Err(CommitError::Conflict) => {
-                commit_prepared(self.store, self.begun, f.after.as_ref(), f.batch, f.continues, ctx).await.map(|_| ())
-            }
+            Err(CommitError::Conflict) => f.redo(self.store, self.begun, ctx).await,
             Err(CommitError::Store(e)) => Err(e.into()),
         }
     }

@@ -465,8 +465,7 @@ impl<S: Store> Engine<S> {
         self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
         drop(backlog);
         if bounded {
-            let left = self.store.queue_tail().await.is_ok_and(|tail| tail > pressure.through().unwrap_or(0));
-            pressure.turn_ended(ctx.now, run.applied + run.set_aside, left);
+            pressure.turn_ended(ctx.now, run.applied + run.set_aside, self.backlog_left().await);
         }
         Ok(run)
     }

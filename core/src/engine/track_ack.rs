@@ -77,9 +77,14 @@ impl<S: Store> Engine<S> {
     /// An applier's turn applied `run`: measures the appliers' rate.
     pub(super) async fn note_applied(&self, run: &QueueRun, now: Timestamp) {
         if self.config.max_backlog_secs.is_some() {
-            let through = self.gate.pressure.through().unwrap_or(0);
-            let left = self.store.queue_tail().await.is_ok_and(|tail| tail > through);
+            let left = self.backlog_left().await;
             self.gate.pressure.note_applied(run.applied + run.set_aside, left, now);
         }
+    }
+
+    /// Whether jobs are left waiting past the queue cursor the appliers reached.
+    pub(super) async fn backlog_left(&self) -> bool {
+        let through = self.gate.pressure.through().unwrap_or(0);
+        self.store.queue_tail().await.is_ok_and(|tail| tail > through)
     }
 }

@@ -64,13 +64,12 @@ impl Growth {
     }
 
     /// One more distinct name of `kind`.
-    fn count(&mut self, kind: Kind, by: isize) {
-        let field = match kind {
-            Kind::Custom => &mut self.custom,
-            Kind::Event => &mut self.events,
-            Kind::Product => &mut self.purchases,
-        };
-        *field = field.saturating_add_signed(by);
+    fn count(&mut self, kind: Kind) {
+        match kind {
+            Kind::Custom => self.custom += 1,
+            Kind::Event => self.events += 1,
+            Kind::Product => self.purchases += 1,
+        }
     }
 }
 
@@ -176,7 +175,7 @@ impl NameCount {
 fn growth<'a>(names: impl IntoIterator<Item = &'a NameCount>) -> Growth {
     let mut g = Growth::default();
     for c in names {
-        g.count(c.kind, 1);
+        g.count(c.kind);
         if c.kind == Kind::Custom {
             g.bytes = g.bytes.saturating_add(c.bytes());
         }
