@@ -3,10 +3,12 @@
 //! bare rusqlite writer that applies the same objects as plain row-per-object
 //! read-modify-writes, one transaction per batch; and, for the endpoints, bare
 //! hyper + rusqlite servers that read 50 documents by key (export) or make one
-//! durable read-modify-write per request (`/users/track/sync`).
+//! durable read-modify-write per request (`/users/track/sync`); and a bare pipeline
+//! of the three (parse, group fdatasync, writer) for the sustainable rate.
 
 use std::convert::Infallible;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -269,4 +271,113 @@ pub fn bare_durable_server(rt: &tokio::runtime::Runtime) -> String {
             }
         }
     })
+}
+
+/// The bare pipeline, the sustainable rate's baseline: bare hyper + serde parse
+/// (the objects' `external_id`s taken from the parsed body), each body appended to a
+/// file with one `fdatasync` per group of waiting requests before their 201, and one
+/// rusqlite writer applying every accepted batch as [`bare_writer`] does (each
+/// object a read, decode, bump, encode and write; one transaction per batch),
+/// behind the acknowledgements. Dropping it stops its threads.
+pub struct BarePipeline {
+    pub base: String,
+    accepted: Arc<AtomicU64>,
+    applied: Arc<AtomicU64>,
+    stop: Arc<AtomicBool>,
+}
+
+impl BarePipeline {
+    /// Accepted batches not yet applied.
+    pub fn pending(&self) -> u64 {
+        self.accepted.load(Ordering::SeqCst).saturating_sub(self.applied.load(Ordering::SeqCst))
+    }
+}
+
+impl Drop for BarePipeline {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Starts a bare pipeline on `rt` over a fresh copy of the bare table of `profiles` rows.
+pub fn bare_pipeline(rt: &tokio::runtime::Runtime, profiles: u64) -> BarePipeline {
+    use std::io::Write;
+    type Waiting = (Bytes, Vec<String>, tokio::sync::oneshot::Sender<()>);
+    let db = bare_copy(profiles, "pipeline");
+    let (accepted, applied, stop) =
+        (Arc::<AtomicU64>::default(), Arc::<AtomicU64>::default(), Arc::<AtomicBool>::default());
+    let (to_writer, batches) = std::sync::mpsc::channel::<Vec<String>>();
+    {
+        let (applied, stop) = (applied.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut c = Connection::open(&db).expect("open");
+            c.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL").expect("pragmas");
+            while let Ok(keys) = batches.recv() {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let tx = c.transaction().expect("tx");
+                {
+                    let mut read = tx.prepare_cached("SELECT value FROM docs WHERE key = ?1").expect("prepare");
+                    let mut write = tx.prepare_cached("UPDATE docs SET value = ?2 WHERE key = ?1").expect("prepare");
+                    for key in &keys {
+                        let value: Vec<u8> = read.query_row(params![key], |r| r.get(0)).expect("read");
+                        let mut v: Value = serde_json::from_slice(&value).expect("decode");
+                        v["visits"] = (v["visits"].as_u64().unwrap_or(0) + 1).into();
+                        write.execute(params![key, serde_json::to_vec(&v).expect("encode")]).expect("write");
+                    }
+                }
+                tx.commit().expect("commit");
+                applied.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+    }
+    let (tx, rx) = std::sync::mpsc::channel::<Waiting>();
+    let path = root().join("bare-pipeline.log");
+    let _ = std::fs::remove_file(&path);
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).expect("queue file");
+    {
+        let (accepted, stop) = (accepted.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while let Ok(first) = rx.recv() {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let mut group = vec![first];
+                group.extend(rx.try_iter());
+                for (body, _, _) in &group {
+                    file.write_all(&(body.len() as u32).to_le_bytes()).expect("write");
+                    file.write_all(body).expect("write");
+                }
+                file.sync_data().expect("fdatasync");
+                for (_, keys, done) in group {
+                    accepted.fetch_add(1, Ordering::SeqCst);
+                    let _ = to_writer.send(keys);
+                    let _ = done.send(());
+                }
+            }
+        });
+    }
+    let tx = Arc::new(Mutex::new(tx));
+    let base = serve(rt, move |body| {
+        let tx = tx.clone();
+        async move {
+            let Ok(parsed) = serde_json::from_slice::<Value>(&body) else {
+                return (400, br#"{"message":"bad json"}"#.to_vec());
+            };
+            let keys: Vec<String> = ["attributes", "events", "purchases"]
+                .iter()
+                .flat_map(|k| parsed[*k].as_array().into_iter().flatten())
+                .filter_map(|o| o["external_id"].as_str().map(str::to_string))
+                .collect();
+            let (done, wait) = tokio::sync::oneshot::channel();
+            let sent = tx.lock().unwrap_or_else(|e| e.into_inner()).send((body, keys, done)).is_ok();
+            if sent && wait.await.is_ok() {
+                (201, SUCCESS.to_vec())
+            } else {
+                (500, br#"{"message":"not stored"}"#.to_vec())
+            }
+        }
+    });
+    BarePipeline { base, accepted, applied, stop }
 }

@@ -7,7 +7,7 @@
 //! endpoint, data set, offered and achieved req/s, p50/p95/p99, the server's peak
 //! RSS, and what the phase compares (applied rate, backlog, ratio to a baseline).
 //!
-//! Phases (`BENCH_ONLY=scale,cache,sustained,burst,endpoints,baselines,cdi` picks some):
+//! Phases (`BENCH_ONLY=scale,cache,sustained,burst,endpoints,baselines,rate,cdi` picks some):
 //! - scale: full track batches offered at 1,000/s on every data set, uniform and
 //!   Zipf users: acknowledgements, the rate applied during the load, memory;
 //! - cache: the same on 1M with the old 1 GiB profile cache, against the default;
@@ -15,6 +15,8 @@
 //! - endpoints: closed loop, 32 connections, 15 s each, on 1M;
 //! - baselines: acknowledged throughput against a bare hyper + serde server, and
 //!   applied throughput against a bare rusqlite writer of the same objects;
+//! - rate: the sustainable rate of full track batches on 1M (backlog flat for a
+//!   minute), searched for Engage and for a bare pipeline the same way (`rate.rs`);
 //! - cdi: a warehouse sync of 1M users rows from SQLite and PostgreSQL against a
 //!   plain copy of the same table (see `cdi.rs`).
 //!
@@ -27,6 +29,7 @@ mod baseline;
 mod bodies;
 mod cdi;
 mod load;
+mod rate;
 mod seed;
 mod server;
 
@@ -154,7 +157,7 @@ fn main() {
     needed.sort_unstable();
     needed.dedup();
     // The cdi phase needs no seeded profiles.
-    let seeded_phases = ["scale", "cache", "sustained", "burst", "endpoints", "baselines", "seed-only"];
+    let seeded_phases = ["scale", "cache", "sustained", "burst", "endpoints", "baselines", "rate", "seed-only"];
     if !seeded_phases.iter().any(|p| s.only.as_ref().is_none_or(|o| o.iter().any(|x| x == p))) {
         needed.clear();
     }
@@ -354,6 +357,10 @@ fn main() {
         }
     }
 
+    if s.runs("rate") {
+        rows.extend(sustainable_rates(&rt, &s));
+    }
+
     if s.runs("cdi") {
         rows.extend(cdi::phase(if s.quick { 100_000 } else { 1_000_000 }));
     }
@@ -380,6 +387,69 @@ fn main() {
     for line in seeded {
         println!("Seed: {line} (through the store, 20,000 profiles per commit)");
     }
+}
+
+/// The sustainable rate of full track batches on the main data set, Engage's and the
+/// bare pipeline's, searched the same way; two rows: each one's highest flat probe.
+fn sustainable_rates(rt: &tokio::runtime::Runtime, s: &Settings) -> Vec<Row> {
+    let (set, seconds) = (s.main_set, s.secs(60));
+    let requests = batches(set, Users::Uniform);
+    // Both start near what Engage applies under overload at 1M (176-260 batches/s).
+    let start = if s.quick { 400 } else { 160 };
+    let mut peaks = Vec::new();
+    let (ours, our_probes) = rate::search(start, |r| {
+        let server = Server::start(&seed::seed(set), &[]);
+        server.reset_peak();
+        let p = rate::probe(rt, &server.target(), requests.clone(), r, seconds, || server.pending());
+        peaks.push((r, server.peak_rss_mib(), server.peak_anon_mib()));
+        p
+    });
+    let (bare, bare_probes) = rate::search(start, |r| {
+        let pipeline = baseline::bare_pipeline(rt, set);
+        let target = Target { base: pipeline.base.clone(), key: String::new() };
+        rate::probe(rt, &target, requests.clone(), r, seconds, || pipeline.pending())
+    });
+    let ratio = ours as f64 / (bare as f64).max(1e-9);
+    let row = |endpoint: &str, best: u64, probes: Vec<rate::Probe>, note: String, mem: Option<(f64, f64)>| {
+        let trail = probes.iter().map(rate::Probe::describe).collect::<Vec<_>>().join("; ");
+        let outcome = probes.into_iter().find(|p| p.rate == best && p.flat()).map(|p| p.out).unwrap_or(Outcome {
+            sent: 0,
+            ok: 0,
+            rate: 0.0,
+            latencies: Vec::new(),
+            first_failure: Some("no rate probed was flat".into()),
+        });
+        Row {
+            endpoint: endpoint.into(),
+            set: set_name(set),
+            offered: format!("sustainable: {best}/s × {seconds} s"),
+            outcome,
+            rss_mib: mem.map_or(f64::NAN, |m| m.0),
+            anon_mib: mem.map_or(f64::NAN, |m| m.1),
+            note: format!("{note}; probes: {trail}"),
+        }
+    };
+    let mem = peaks.iter().find(|p| p.0 == ours).map(|p| (p.1, p.2));
+    let rows = vec![
+        row(
+            "POST /users/track (75+75+75), sustainable rate",
+            ours,
+            our_probes,
+            format!("Engage / bare pipeline = {ratio:.2} ({ours} vs {bare} batches/s)"),
+            mem,
+        ),
+        row(
+            "bare pipeline: hyper + serde, group fdatasync, rusqlite writer",
+            bare,
+            bare_probes,
+            "baseline of the sustainable rate".into(),
+            None,
+        ),
+    ];
+    for r in &rows {
+        eprintln!("{}", line(r));
+    }
+    rows
 }
 
 /// A closed loop's requests taken in turn from a fixed list.
