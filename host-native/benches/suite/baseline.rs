@@ -118,19 +118,8 @@ pub fn bare_writer(profiles: u64, users: Users, seconds: u64) -> f64 {
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     let (started, mut objects) = (Instant::now(), 0u64);
     while started.elapsed() < Duration::from_secs(seconds) {
-        let tx = c.transaction().expect("tx");
-        {
-            let mut read = tx.prepare_cached("SELECT value FROM docs WHERE key = ?1").expect("prepare");
-            let mut write = tx.prepare_cached("UPDATE docs SET value = ?2 WHERE key = ?1").expect("prepare");
-            for _ in 0..225 {
-                let key = user(users.pick(&mut rng, profiles));
-                let value: Vec<u8> = read.query_row(params![key], |r| r.get(0)).expect("read");
-                let mut v: Value = serde_json::from_slice(&value).expect("decode");
-                v["visits"] = (v["visits"].as_u64().unwrap_or(0) + 1).into();
-                write.execute(params![key, serde_json::to_vec(&v).expect("encode")]).expect("write");
-            }
-        }
-        tx.commit().expect("commit");
+        let keys: Vec<String> = (0..225).map(|_| user(users.pick(&mut rng, profiles))).collect();
+        apply_objects(&mut c, &keys);
         objects += 225;
     }
     let rate = objects as f64 / started.elapsed().as_secs_f64();
@@ -139,6 +128,23 @@ pub fn bare_writer(profiles: u64, users: Users, seconds: u64) -> f64 {
         let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
     }
     rate
+}
+
+/// The bare writer's unit of work: one transaction in which each of `keys` is a read
+/// of its row, a JSON decode, one counter bumped, an encode and a write.
+fn apply_objects(c: &mut Connection, keys: &[String]) {
+    let tx = c.transaction().expect("tx");
+    {
+        let mut read = tx.prepare_cached("SELECT value FROM docs WHERE key = ?1").expect("prepare");
+        let mut write = tx.prepare_cached("UPDATE docs SET value = ?2 WHERE key = ?1").expect("prepare");
+        for key in keys {
+            let value: Vec<u8> = read.query_row(params![key], |r| r.get(0)).expect("read");
+            let mut v: Value = serde_json::from_slice(&value).expect("decode");
+            v["visits"] = (v["visits"].as_u64().unwrap_or(0) + 1).into();
+            write.execute(params![key, serde_json::to_vec(&v).expect("encode")]).expect("write");
+        }
+    }
+    tx.commit().expect("commit");
 }
 
 /// A bare hyper server whose every request runs `handle` on a blocking thread with
@@ -235,35 +241,53 @@ pub fn bare_sync_server(rt: &tokio::runtime::Runtime, profiles: u64) -> String {
 /// parsed body appended to a file, and one `fdatasync` per group of the requests
 /// waiting meanwhile (group commit) before any of them is answered 201.
 pub fn bare_durable_server(rt: &tokio::runtime::Runtime) -> String {
+    group_commit_server(rt, "bare-queue.log", |_| (), |()| {}, Arc::default())
+}
+
+/// Serves bodies as [`bare_durable_server`] does; `keep` takes what is kept of each
+/// parsed body, and `then` is given it once the body is durable (before its 201).
+/// Once `stop` is set, the next group is not written and its requests answer 500.
+fn group_commit_server<T: Send + 'static>(
+    rt: &tokio::runtime::Runtime,
+    log: &str,
+    keep: impl Fn(&Value) -> T + Send + Sync + 'static,
+    mut then: impl FnMut(T) + Send + 'static,
+    stop: Arc<AtomicBool>,
+) -> String {
     use std::io::Write;
-    type Waiting = (Bytes, tokio::sync::oneshot::Sender<()>);
-    let (tx, rx) = std::sync::mpsc::channel::<Waiting>();
-    let path = root().join("bare-queue.log");
+    type Waiting<T> = (Bytes, T, tokio::sync::oneshot::Sender<()>);
+    let (tx, rx) = std::sync::mpsc::channel::<Waiting<T>>();
+    let path = root().join(log);
     let _ = std::fs::remove_file(&path);
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).expect("queue file");
     std::thread::spawn(move || {
         while let Ok(first) = rx.recv() {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
             let mut group = vec![first];
             group.extend(rx.try_iter());
-            for (body, _) in &group {
+            for (body, _, _) in &group {
                 file.write_all(&(body.len() as u32).to_le_bytes()).expect("write");
                 file.write_all(body).expect("write");
             }
             file.sync_data().expect("fdatasync");
-            for (_, done) in group {
+            for (_, kept, done) in group {
+                then(kept);
                 let _ = done.send(());
             }
         }
     });
-    let tx = Arc::new(Mutex::new(tx));
+    let (tx, keep) = (Arc::new(Mutex::new(tx)), Arc::new(keep));
     serve(rt, move |body| {
-        let tx = tx.clone();
+        let (tx, keep) = (tx.clone(), keep.clone());
         async move {
-            if serde_json::from_slice::<Value>(&body).is_err() {
+            let Ok(parsed) = serde_json::from_slice::<Value>(&body) else {
                 return (400, br#"{"message":"bad json"}"#.to_vec());
-            }
+            };
+            let kept = keep(&parsed);
             let (done, wait) = tokio::sync::oneshot::channel();
-            let sent = tx.lock().unwrap_or_else(|e| e.into_inner()).send((body, done)).is_ok();
+            let sent = tx.lock().unwrap_or_else(|e| e.into_inner()).send((body, kept, done)).is_ok();
             if sent && wait.await.is_ok() {
                 (201, SUCCESS.to_vec())
             } else {
@@ -301,8 +325,6 @@ impl Drop for BarePipeline {
 
 /// Starts a bare pipeline on `rt` over a fresh copy of the bare table of `profiles` rows.
 pub fn bare_pipeline(rt: &tokio::runtime::Runtime, profiles: u64) -> BarePipeline {
-    use std::io::Write;
-    type Waiting = (Bytes, Vec<String>, tokio::sync::oneshot::Sender<()>);
     let db = bare_copy(profiles, "pipeline");
     let (accepted, applied, stop) =
         (Arc::<AtomicU64>::default(), Arc::<AtomicU64>::default(), Arc::<AtomicBool>::default());
@@ -316,68 +338,27 @@ pub fn bare_pipeline(rt: &tokio::runtime::Runtime, profiles: u64) -> BarePipelin
                 if stop.load(Ordering::SeqCst) {
                     break;
                 }
-                let tx = c.transaction().expect("tx");
-                {
-                    let mut read = tx.prepare_cached("SELECT value FROM docs WHERE key = ?1").expect("prepare");
-                    let mut write = tx.prepare_cached("UPDATE docs SET value = ?2 WHERE key = ?1").expect("prepare");
-                    for key in &keys {
-                        let value: Vec<u8> = read.query_row(params![key], |r| r.get(0)).expect("read");
-                        let mut v: Value = serde_json::from_slice(&value).expect("decode");
-                        v["visits"] = (v["visits"].as_u64().unwrap_or(0) + 1).into();
-                        write.execute(params![key, serde_json::to_vec(&v).expect("encode")]).expect("write");
-                    }
-                }
-                tx.commit().expect("commit");
+                apply_objects(&mut c, &keys);
                 applied.fetch_add(1, Ordering::SeqCst);
             }
         });
     }
-    let (tx, rx) = std::sync::mpsc::channel::<Waiting>();
-    let path = root().join("bare-pipeline.log");
-    let _ = std::fs::remove_file(&path);
-    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).expect("queue file");
-    {
-        let (accepted, stop) = (accepted.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while let Ok(first) = rx.recv() {
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                let mut group = vec![first];
-                group.extend(rx.try_iter());
-                for (body, _, _) in &group {
-                    file.write_all(&(body.len() as u32).to_le_bytes()).expect("write");
-                    file.write_all(body).expect("write");
-                }
-                file.sync_data().expect("fdatasync");
-                for (_, keys, done) in group {
-                    accepted.fetch_add(1, Ordering::SeqCst);
-                    let _ = to_writer.send(keys);
-                    let _ = done.send(());
-                }
+    let base = group_commit_server(
+        rt,
+        "bare-pipeline.log",
+        |parsed| {
+            let objects =
+                ["attributes", "events", "purchases"].iter().flat_map(|k| parsed[*k].as_array().into_iter().flatten());
+            objects.filter_map(|o| o["external_id"].as_str().map(str::to_string)).collect::<Vec<String>>()
+        },
+        {
+            let accepted = accepted.clone();
+            move |keys| {
+                accepted.fetch_add(1, Ordering::SeqCst);
+                let _ = to_writer.send(keys);
             }
-        });
-    }
-    let tx = Arc::new(Mutex::new(tx));
-    let base = serve(rt, move |body| {
-        let tx = tx.clone();
-        async move {
-            let Ok(parsed) = serde_json::from_slice::<Value>(&body) else {
-                return (400, br#"{"message":"bad json"}"#.to_vec());
-            };
-            let keys: Vec<String> = ["attributes", "events", "purchases"]
-                .iter()
-                .flat_map(|k| parsed[*k].as_array().into_iter().flatten())
-                .filter_map(|o| o["external_id"].as_str().map(str::to_string))
-                .collect();
-            let (done, wait) = tokio::sync::oneshot::channel();
-            let sent = tx.lock().unwrap_or_else(|e| e.into_inner()).send((body, keys, done)).is_ok();
-            if sent && wait.await.is_ok() {
-                (201, SUCCESS.to_vec())
-            } else {
-                (500, br#"{"message":"not stored"}"#.to_vec())
-            }
-        }
-    });
+        },
+        stop.clone(),
+    );
     BarePipeline { base, accepted, applied, stop }
 }
