@@ -302,7 +302,8 @@ fn group_commit_server<T: Send + 'static>(
 /// file with one `fdatasync` per group of waiting requests before their 201, and one
 /// rusqlite writer applying every accepted batch as [`bare_writer`] does (each
 /// object a read, decode, bump, encode and write; one transaction per batch),
-/// behind the acknowledgements. Dropping it stops its threads.
+/// behind the acknowledgements. Once it is dropped its threads do no more work: each
+/// ends at its next message (the listener, like every bare server's, stays idle).
 pub struct BarePipeline {
     pub base: String,
     accepted: Arc<AtomicU64>,

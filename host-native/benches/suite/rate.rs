@@ -18,13 +18,12 @@ pub struct Probe {
 
 impl Probe {
     /// Flat: everything offered was acknowledged, and what was left to apply at the
-    /// end is at most [`SLACK`] of the offer plus one applier's turn (an applier
-    /// works in turns, so a server keeping up may still hold one).
+    /// end is at most [`SLACK`] of the offer plus [`IN_FLIGHT`] batches.
     pub fn flat(&self) -> bool {
         let offered = self.rate * self.seconds;
         self.out.sent as u64 == offered
             && self.out.ok == self.out.sent
-            && self.pending as f64 <= SLACK * offered as f64 + TURN as f64
+            && self.pending as f64 <= SLACK * offered as f64 + IN_FLIGHT as f64
     }
 
     /// Batches applied per second during the load.
@@ -47,8 +46,9 @@ impl Probe {
 /// The part of a flat load that may be left unapplied at its end.
 const SLACK: f64 = 0.03;
 
-/// Batches an applier's turn takes at most (the server's pipelined turn).
-const TURN: u64 = 64;
+/// Track batches (jobs) a server keeping up may still hold when the load ends: those
+/// its applier is reading and committing, four of its batches of jobs (64 by default).
+const IN_FLIGHT: u64 = 4 * engage::server::APPLY_BATCH as u64;
 
 /// At most this many probes a search.
 const MAX_PROBES: usize = 7;
@@ -84,6 +84,8 @@ pub fn search(start: u64, mut run: impl FnMut(u64) -> Probe) -> (u64, Vec<Probe>
         probes.push(p);
         rate = match grows {
             None => rate + rate / 2,
+            // Nothing flat yet; even 1/s growing ends the search.
+            Some(1) if flat == 0 => break,
             Some(g) if flat == 0 => (g * 2 / 3).max(1),
             Some(g) => {
                 if (g - flat) as f64 <= 0.05 * flat as f64 || g - flat <= 1 {
@@ -92,9 +94,6 @@ pub fn search(start: u64, mut run: impl FnMut(u64) -> Probe) -> (u64, Vec<Probe>
                 (flat + g) / 2
             }
         };
-        if rate <= 1 && flat == 0 && grows == Some(1) {
-            break;
-        }
     }
     (flat, probes)
 }
