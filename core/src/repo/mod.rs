@@ -86,10 +86,11 @@ pub struct Tx<'s, S: Store> {
     touched: HashSet<ServiceId>,
     /// Unique-identifier index entries already read from the store.
     unique_read: BTreeMap<String, Option<ServiceId>>,
-    /// Index entries of the profiles whose identifiers changed in the change set last
-    /// settled ([`Tx::settle`]): that commit may not have landed, so the store's index
-    /// may not show them yet (removed entries need nothing: `resolve` checks every
-    /// candidate against the profile itself).
+    /// Shared index entries (emails, phones) of the profiles whose identifiers changed
+    /// in the change set last settled ([`Tx::settle`]): that commit may not have
+    /// landed, so the store's index may not show them yet (removed entries need
+    /// nothing: `resolve` checks every candidate against the profile itself). Unique
+    /// entries that changed are in `unique_read`.
     settled: BTreeMap<String, BTreeSet<ServiceId>>,
 }
 
@@ -379,10 +380,13 @@ impl<'s, S: Store> Tx<'s, S> {
                     }
                 }
                 for (k, unique) in slot.doc.as_ref().map(|p| index_entries(ws, p)).unwrap_or_default() {
+                    // A unique entry's owner is in `unique_read`, which `resolve` reads
+                    // first; only shared entries (many owners) need `settled`.
                     if unique {
-                        unique_read.insert(k.clone(), Some(id.clone()));
+                        unique_read.insert(k, Some(id.clone()));
+                    } else {
+                        settled.entry(k).or_default().insert(id.clone());
                     }
-                    settled.entry(k).or_default().insert(id.clone());
                 }
             }
             slot.version = slot.doc.as_ref().map(|_| next_version(slot.version));

@@ -7,6 +7,7 @@ use engage_core::store::{expectation_holds, next_version, ChangeSet, CommitError
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use super::base::err;
+use super::doc_cache::Admit;
 use super::shared::{Shared, Writer, APPLY_SYNC_INTERVAL};
 
 pub(super) const UPDATE_BY_ROWID: &str =
@@ -78,7 +79,7 @@ impl Shared {
     /// the others are committed together, synced once (`synchronous = FULL`), and
     /// only then answered. Each answer is exactly what committing that set alone, in
     /// this order, would have given.
-    pub(super) fn commit_group(&self, sets: &[ChangeSet]) -> Vec<Result<(), CommitError>> {
+    pub(super) fn commit_group(&self, sets: Vec<ChangeSet>) -> Vec<Result<(), CommitError>> {
         let all = |e: CommitError| sets.iter().map(|_| Err(e.clone())).collect();
         let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(e) = w.conn.pragma_update(None, "synchronous", "FULL") {
@@ -89,7 +90,7 @@ impl Shared {
             Err(e) => return all(CommitError::Store(err(e))),
         };
         let mut outcomes: Vec<Result<Vec<Option<i64>>, CommitError>> = Vec::with_capacity(sets.len());
-        for set in sets {
+        for set in &sets {
             debug_assert!(set.ack.is_none(), "queue acknowledgements commit alone");
             let hints = self.hints(&set.ops);
             let outcome = (|| {
@@ -111,9 +112,9 @@ impl Shared {
             return all(CommitError::Store(err(e)));
         }
         if let Some(cache) = &self.cache {
-            for (set, outcome) in sets.iter().zip(&outcomes) {
+            for (set, outcome) in sets.into_iter().zip(&outcomes) {
                 if let Ok(rowids) = outcome {
-                    cache.committed(set.ops.iter().cloned().zip(rowids.iter().copied()));
+                    cache.committed(set.ops.into_iter().zip(rowids.iter().copied()), Admit::Known);
                 }
             }
         }
@@ -180,7 +181,7 @@ impl Shared {
         tx.commit().map_err(err)?;
         if let Some(cache) = &self.cache {
             // The change set is done with: its documents move into the cache.
-            cache.committed(changes.ops.into_iter().zip(rowids));
+            cache.committed(changes.ops.into_iter().zip(rowids), Admit::New);
         }
         if let Some(ack) = changes.ack {
             w.applied_not_synced = Some(ack.through);
@@ -266,7 +267,7 @@ mod rowid_hints {
             set(vec![put("c", "c1", Expect::Absent), put("a", "a2", Expect::Absent)]),
             set(vec![put("d", "d1", Expect::Absent), put("a", "a2", Expect::Version(1))]),
         ];
-        assert_eq!(shared.commit_group(&sets), vec![Ok(()), Err(CommitError::Conflict), Ok(())]);
+        assert_eq!(shared.commit_group(sets.to_vec()), vec![Ok(()), Err(CommitError::Conflict), Ok(())]);
         let w = shared.writer.lock().unwrap();
         assert_eq!(value(&w.conn, "a"), (2, "a2".into()));
         assert_eq!(value(&w.conn, "b"), (1, "b1".into()));

@@ -60,6 +60,20 @@ pub fn cached(table: Table) -> bool {
     matches!(table, Table::Profile | Table::Ident)
 }
 
+/// Which documents a commit puts in the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admit {
+    /// Every document it wrote: the queue applier's commits, whose new profiles
+    /// the next jobs are likely to touch.
+    New,
+    /// Only documents that existed before it (updated in place); documents it
+    /// created enter when first read. Requests' commits, warehouse syncs among
+    /// them: a sync of a million new users would otherwise fill the cache with
+    /// them (evicting the applier's working set), and inserting them cost about a
+    /// tenth of the commit thread's time (perf).
+    Known,
+}
+
 /// Held while a fill reads the database and inserts what it read.
 pub struct FillGuard<'a>(#[allow(dead_code)] RwLockReadGuard<'a, ()>);
 
@@ -90,8 +104,10 @@ impl DocCache {
         let map = self.map();
         ops.iter()
             .map(|op| match op {
+                // A document expected absent has no row yet: nothing to look up (a
+                // warehouse sync's batches are mostly new profiles).
+                Op::Put { expect: Expect::Absent, .. } | Op::Delete { .. } => None,
                 Op::Put { table, key, .. } => map.get(*table, key).map(|c| c.rowid),
-                Op::Delete { .. } => None,
             })
             .collect()
     }
@@ -111,12 +127,16 @@ impl DocCache {
     }
 
     /// Brings the cache up to date with a change set SQLite has just committed,
-    /// each operation with the row it wrote when known.
-    pub fn committed(&self, ops: impl IntoIterator<Item = (Op, Option<i64>)>) {
+    /// each operation with the row it wrote when known; `admit` says whether the
+    /// documents it created enter the cache.
+    pub fn committed(&self, ops: impl IntoIterator<Item = (Op, Option<i64>)>, admit: Admit) {
         let _fills = self.fill.write().unwrap_or_else(|e| e.into_inner());
         let mut map = self.map();
         for (op, rowid) in ops {
             match (op, rowid) {
+                // It was absent, so the cache cannot hold it: leaving it out keeps the
+                // cache coherent.
+                (Op::Put { expect: Expect::Absent, .. }, _) if admit == Admit::Known => {}
                 (Op::Put { table, key, value, expect }, Some(rowid)) if cached(table) => {
                     let before = match expect {
                         Expect::Version(v) => Some(v),
@@ -192,27 +212,50 @@ mod tests {
     #[test]
     fn commits_keep_versions_and_rows_and_forget_what_they_cannot_know() {
         let c = DocCache::new(1 << 20);
-        c.committed(vec![
-            (put("a", "1", Expect::Absent), Some(10)),
-            (put("b", "2", Expect::Version(4)), Some(11)),
-            (put("c", "3", Expect::Any), None),
-            (put("d", "4", Expect::Version(1)), None),
-        ]);
+        c.committed(
+            vec![
+                (put("a", "1", Expect::Absent), Some(10)),
+                (put("b", "2", Expect::Version(4)), Some(11)),
+                (put("c", "3", Expect::Any), None),
+                (put("d", "4", Expect::Version(1)), None),
+            ],
+            Admit::New,
+        );
         assert_eq!(c.get(Table::Profile, "a"), Some(Entry { version: 1, value: b"1".to_vec() }));
         assert_eq!(c.get(Table::Profile, "b"), Some(Entry { version: 5, value: b"2".to_vec() }));
         assert_eq!(c.get(Table::Profile, "c"), None);
         assert_eq!(c.get(Table::Profile, "d"), None, "a write whose row is unknown is read again");
         let next = [put("a", "x", Expect::Version(1)), put("b", "y", Expect::Version(5)), put("c", "z", Expect::Any)];
         assert_eq!(c.rowids(&next), vec![Some(10), Some(11), None]);
-        c.committed(vec![(Op::Delete { table: Table::Profile, key: "a".into(), expect: Expect::Any }, None)]);
+        c.committed(
+            vec![(Op::Delete { table: Table::Profile, key: "a".into(), expect: Expect::Any }, None)],
+            Admit::New,
+        );
         assert_eq!(c.get(Table::Profile, "a"), None);
         assert_eq!(c.rowids(&next)[0], None);
         // Tables applying does not read are never held.
-        c.committed(vec![(
-            Op::Put { table: Table::ApiKey, key: "k".into(), value: vec![1], expect: Expect::Absent },
-            Some(1),
-        )]);
+        c.committed(
+            vec![(Op::Put { table: Table::ApiKey, key: "k".into(), value: vec![1], expect: Expect::Absent }, Some(1))],
+            Admit::New,
+        );
         assert_eq!(c.get(Table::ApiKey, "k"), None);
+    }
+
+    #[test]
+    fn requests_commits_admit_only_documents_that_existed() {
+        let c = DocCache::new(1 << 20);
+        c.committed(vec![(put("a", "1", Expect::Absent), Some(10))], Admit::New);
+        c.committed(
+            vec![
+                (put("a", "2", Expect::Version(1)), Some(10)),
+                (put("b", "3", Expect::Absent), Some(11)),
+                (put("c", "4", Expect::Version(7)), Some(12)),
+            ],
+            Admit::Known,
+        );
+        assert_eq!(c.get(Table::Profile, "a"), Some(Entry { version: 2, value: b"2".to_vec() }));
+        assert_eq!(c.get(Table::Profile, "b"), None, "a document the commit created waits for its first read");
+        assert_eq!(c.get(Table::Profile, "c"), Some(Entry { version: 8, value: b"4".to_vec() }));
     }
 
     #[test]

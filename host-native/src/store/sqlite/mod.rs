@@ -115,7 +115,7 @@ fn spawn_group_writer(shared: Arc<Shared>) -> Result<Background<ApplyCommit>, St
                     }
                 }
                 let (sets, replies): (Vec<ChangeSet>, Vec<_>) = group.into_iter().unzip();
-                for (reply, outcome) in replies.into_iter().zip(shared.commit_group(&sets)) {
+                for (reply, outcome) in replies.into_iter().zip(shared.commit_group(sets)) {
                     let _ = reply.send(outcome);
                 }
             }
