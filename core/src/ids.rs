@@ -253,7 +253,12 @@ impl IdGen {
         };
         self.object = Some((middle, counter.wrapping_add(1)));
         let secs = (now.0.div_euclid(1000)).clamp(0, i64::from(u32::MAX));
-        ServiceId(format!("{secs:08x}{:010x}{:06x}", middle & 0xFF_FFFF_FFFF, counter & 0xFF_FFFF))
+        // The 96 bits as 24 hex digits, by hand: `format!` of the three fields cost
+        // 2,000 instructions an id, 2% of a warehouse sync of new users (callgrind).
+        let bits = (secs as u128) << 64 | u128::from(middle & 0xFF_FFFF_FFFF) << 24 | u128::from(counter & 0xFF_FFFF);
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let hex: String = (0..24).rev().map(|i| HEX[(bits >> (4 * i)) as usize & 0xF] as char).collect();
+        ServiceId(hex)
     }
 
     /// A fresh random (version 4 layout) UUID.
@@ -311,6 +316,22 @@ mod tests {
         assert!(!ExternalId::parse("user-17").unwrap().is_blocked());
         assert!(ExternalId::parse("").is_none());
         assert!(ExternalId::parse("a\u{1f}b").is_none());
+    }
+
+    #[test]
+    fn service_ids_are_the_second_the_generators_bytes_and_a_counter_in_hex() {
+        for (seed, ms) in [([0u8; 16], 0i64), ([7; 16], 1_735_689_600_123), ([255; 16], i64::MAX)] {
+            let mut g = IdGen::new(seed);
+            let first = g.service_id(crate::time::Timestamp(ms)).0;
+            let second = g.service_id(crate::time::Timestamp(ms)).0;
+            let secs = ms.div_euclid(1000).clamp(0, i64::from(u32::MAX));
+            assert_eq!(&first[..8], format!("{secs:08x}"));
+            assert_eq!(first.len(), 24);
+            assert!(first.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)), "{first}");
+            assert_eq!(first[..18], second[..18], "one generator's ids share second and bytes");
+            let counter = |id: &str| u32::from_str_radix(&id[18..], 16).unwrap();
+            assert_eq!(counter(&second), (counter(&first) + 1) & 0xFF_FFFF);
+        }
     }
 
     #[test]

@@ -108,4 +108,5 @@ pub mod warehouse {
         begin, close_interrupted, commit_batch, finish, job, prepare_batch, reads_payload, BatchReport, Begun,
         PreparedBatch,
     };
+    pub use crate::repo::Retired;
 }

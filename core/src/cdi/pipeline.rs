@@ -20,7 +20,7 @@ use super::sync::{apply_batch, commit_prepared, fail_rows, Begun, PreparedBatch}
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::ids::IdGen;
-use crate::repo::Tx;
+use crate::repo::{Retired, Tx};
 use crate::store::{ChangeSet, CommitError, Store};
 
 /// A batch whose change set is being committed, kept to be committed again the
@@ -48,12 +48,14 @@ pub struct Pipeline<'s, S: Store> {
     tx: Option<Tx<'s, S>>,
     in_flight: Option<(ChangeSet, InFlight)>,
     built: u64,
+    /// What building the last batch let go of (see [`Pipeline::take_retired`]).
+    retired: Option<Retired>,
 }
 
 impl<'s, S: Store> Pipeline<'s, S> {
     /// A pipeline for job `begun`, whose rows are read after `start`.
     pub fn new(store: &'s S, begun: &'s Begun, start: Option<Cursor>) -> Pipeline<'s, S> {
-        Pipeline { store, begun, cursor: start, tx: None, in_flight: None, built: 0 }
+        Pipeline { store, begun, cursor: start, tx: None, in_flight: None, built: 0, retired: None }
     }
 
     /// Builds `batch` (`continues`: the next row shares its last `UPDATED_AT`) while
@@ -78,7 +80,7 @@ impl<'s, S: Store> Pipeline<'s, S> {
             if tx.take_oversized().is_some() {
                 return Err(ApiError::bad("a row is too large for its profile"));
             }
-            Ok::<ChangeSet, ApiError>(tx.settle()?)
+            Ok::<(ChangeSet, Retired), ApiError>(tx.settle_retiring()?)
         };
         let (committed, built) = futures_util::future::join(commit, build).await;
         let redo = match committed {
@@ -87,7 +89,8 @@ impl<'s, S: Store> Pipeline<'s, S> {
             Some((Err(CommitError::Store(e)), _)) => return Err(e.into()),
         };
         match (redo, built) {
-            (None, Ok(changes)) => {
+            (None, Ok((changes, retired))) => {
+                self.retired = Some(retired);
                 self.in_flight = Some((changes, InFlight { after, batch, continues }));
                 self.cursor = Some(to);
                 Ok(())
@@ -103,6 +106,13 @@ impl<'s, S: Store> Pipeline<'s, S> {
                 Ok(())
             }
         }
+    }
+
+    /// What building the last batch let go of (the profiles of the batch before it),
+    /// for the host to free on another thread; left here, it is freed at the next
+    /// batch.
+    pub fn take_retired(&mut self) -> Option<Retired> {
+        self.retired.take()
     }
 
     /// Counts rows that could not be read as failed, once the batch in flight has

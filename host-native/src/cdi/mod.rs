@@ -168,9 +168,13 @@ fn sync_from<S: Store + Sync>(
     // One thread reads and parses the source while this one commits the batches:
     // the source's query, parsing and the store's commit overlap.
     let (send, steps) = std::sync::mpsc::sync_channel::<Step>(READ_AHEAD);
+    // A third frees what each batch's building lets go of (the batch before's
+    // profiles), off the committing thread, which is the job's critical path.
+    let (retire, retired) = std::sync::mpsc::sync_channel::<warehouse::Retired>(1);
     std::thread::scope(|scope| {
         let reader = scope.spawn(|| read_batches(store, begun, source, &columns, start.clone(), batch_rows, send));
-        let committed = commit_steps(store, begun, start.clone(), steps);
+        scope.spawn(move || retired.into_iter().for_each(drop));
+        let committed = commit_steps(store, begun, start.clone(), steps, retire);
         // A commit that failed dropped the receiver: the reader stops at its next send.
         let read = reader.join().unwrap_or_else(|_| Err(SourceError::Read("the reading thread failed".into())));
         match (committed, read) {
@@ -187,14 +191,21 @@ fn commit_steps<S: Store>(
     begun: &Begun,
     cursor: Option<Cursor>,
     steps: std::sync::mpsc::Receiver<Step>,
+    retire: std::sync::mpsc::SyncSender<warehouse::Retired>,
 ) -> Result<(), String> {
     let mut pipeline = warehouse::Pipeline::new(store, begun, cursor);
     for step in steps {
         match step {
             Step::Unreadable(failed) => pollster::block_on(pipeline.fail_rows(failed, ctx()))
                 .map_err(|e| format!("recording failed rows failed: {e:?}"))?,
-            Step::Batch(batch, continues) => pollster::block_on(pipeline.push(batch, continues, ctx()))
-                .map_err(|e| format!("committing a batch failed: {e:?}"))?,
+            Step::Batch(batch, continues) => {
+                pollster::block_on(pipeline.push(batch, continues, ctx()))
+                    .map_err(|e| format!("committing a batch failed: {e:?}"))?;
+                // Should the freeing thread be gone, this one frees it.
+                if let Some(r) = pipeline.take_retired() {
+                    let _ = retire.send(r);
+                }
+            }
         }
     }
     pollster::block_on(pipeline.flush(ctx())).map_err(|e| format!("committing a batch failed: {e:?}"))
