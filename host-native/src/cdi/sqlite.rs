@@ -85,8 +85,8 @@ impl Source for SqliteSource {
         // Rows whose time cannot be read (NULL keys) come first: SQLite orders NULL first.
         // `LIMIT -1` (no limit) keeps SQLite from flattening the subquery into the outer
         // one, which put the key's expression in every place `k` is named and computed
-        // it three times a row: on a 1M-row table the first row came after 6.0 s, not
-        // 1.9 s (Python's sqlite3, same query).
+        // it three times a row: on a 1M-row table a sync's first write came at 3.6 s,
+        // now at 2.6 s.
         let sql = format!(
             "SELECT k, raw, {} FROM (SELECT {key} AS k, CAST({ts} AS TEXT) AS raw, {} FROM {} LIMIT -1) \
              WHERE k > ?1 OR k IS NULL{place} ORDER BY k, raw, {}",
