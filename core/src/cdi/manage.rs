@@ -139,6 +139,7 @@ pub async fn delete<S: Store>(store: &S, id: &str, ctx: Ctx) -> Result<bool, Api
             tx.delete_doc(Table::CdiJob, key);
         }
         tx.delete_doc(Table::CdiRequest, id);
+        tx.delete_doc(Table::CdiBatches, id);
         tx.delete_doc(INTEGRATION_TABLE, id);
         Ok(())
     })

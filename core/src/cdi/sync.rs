@@ -304,6 +304,10 @@ pub(super) async fn apply_batch<S: Store>(
     }
     job.last_timestamp_synced = Some(to.updated_at);
     current.cursor = Some(to.clone());
+    // Read and written by every batch: one built on a batch whose commit failed
+    // expects a version that nothing else gives it ([`Table::CdiBatches`]).
+    let batches: u64 = tx.doc(Table::CdiBatches, &i.id).await?.unwrap_or(0);
+    tx.put_doc(Table::CdiBatches, &i.id, &(batches + 1))?;
     tx.put_doc(Table::CdiJob, &key, &job)?;
     tx.put_doc(INTEGRATION_TABLE, &i.id, &current)?;
     Ok(report)

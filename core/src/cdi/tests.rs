@@ -148,6 +148,40 @@ fn a_pipelined_job_applies_each_row_once_whatever_happens_between_its_batches() 
 }
 
 #[test]
+fn a_batch_built_on_one_whose_commit_failed_never_commits_even_when_its_versions_line_up() {
+    use crate::store::{ChangeSet, Expect, Op, Store, Table};
+    let kit = Kit::new();
+    let store = kit.engine().store();
+    let ws = WorkspaceName::parse("test").unwrap();
+    let i = pollster::block_on(super::manage::create(store, &ws, &spec(DataKind::Users), kit.ctx())).unwrap();
+    let begun = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
+    let mut pipeline = super::pipeline::Pipeline::new(store, &begun, None);
+    let mut push = |rows: Vec<Row>| {
+        let batch = pollster::block_on(prepare_batch(store, &i, rows, kit.ctx().now)).unwrap();
+        pollster::block_on(pipeline.push(batch, false, kit.ctx())).unwrap();
+    };
+    push(vec![row(1000, "u1", r#"{"a":1}"#)]);
+    // Something else writes the integration and its job once each (as closing a job
+    // thought stale would): the batch just built fails at commit, and the next one,
+    // built on it, expects exactly the versions that write left.
+    let job_key = super::job::job_key(&i.workspace, &i.id, begun.seq);
+    let mut ops = Vec::new();
+    for (table, key) in [(Table::CdiIntegration, i.id.clone()), (Table::CdiJob, job_key)] {
+        let e = pollster::block_on(store.get(table, &key)).unwrap().expect("stored");
+        ops.push(Op::Put { table, key, value: e.value, expect: Expect::Version(e.version) });
+    }
+    pollster::block_on(store.commit(ChangeSet { ops, ack: None })).unwrap();
+    push(vec![row(2000, "u2", r#"{"a":2}"#)]);
+    push(vec![row(3000, "u3", r#"{"a":3}"#)]);
+    pollster::block_on(pipeline.flush(kit.ctx())).unwrap();
+    let job = pollster::block_on(finish(store, &begun, None, kit.ctx())).unwrap();
+    assert_eq!((job.rows_synced, job.rows_failed, job.status), (3, 0, JobStatus::Success), "{job:?}");
+    for (id, a) in [("u1", 1), ("u2", 2), ("u3", 3)] {
+        assert_eq!(kit.user(id)["custom_attributes"], json!({"a": a}), "{id}");
+    }
+}
+
+#[test]
 fn pages_of_ten_with_links_and_bad_cursors_and_ids() {
     let kit = Kit::new();
     let store = kit.engine().store();

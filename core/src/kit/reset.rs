@@ -141,9 +141,10 @@ pub async fn reset<S: Store>(store: &S, scope: &Scope) -> Result<Report, ApiErro
                     removed_integrations.push(key);
                 }
             }
-            report.removed +=
-                remove(store, Table::CdiRequest, "", |key, _| Ok(removed_integrations.iter().any(|k| k == key)))
-                    .await?;
+            for table in [Table::CdiRequest, Table::CdiBatches] {
+                report.removed +=
+                    remove(store, table, "", |key, _| Ok(removed_integrations.iter().any(|k| k == key))).await?;
+            }
             report.removed +=
                 remove(store, Table::ApiKey, "", |_, v| Ok(in_scope(&decode::<KeyRecord>(v)?.workspace))).await?;
             report.removed +=

@@ -59,6 +59,11 @@ impl Store for MemoryStore {
             .collect())
     }
 
+    /// Each commit is carried out when first polled.
+    fn commits_in_order(&self) -> bool {
+        true
+    }
+
     async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
         let mut inner = self.lock();
         // Check everything against a scratch copy of the touched keys, then apply.

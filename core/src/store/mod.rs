@@ -65,6 +65,11 @@ pub enum Table {
     /// SHA-256 of a fixtures file loaded (the test kit's seed) → when: loading it
     /// again changes nothing, until a reset.
     Seed = 20,
+    /// Integration id → how many batches its jobs have committed. Only a job's batches
+    /// write it, so a batch built on another one as if that had committed cannot
+    /// commit unless it did: this document is left at the version it expects by
+    /// nothing else (see [`crate::warehouse::Pipeline`]).
+    CdiBatches = 21,
 }
 
 impl Table {
@@ -74,7 +79,7 @@ impl Table {
     }
 
     /// Every table, for backends that enumerate them.
-    pub const ALL: [Table; 20] = [
+    pub const ALL: [Table; 21] = [
         Table::Workspace,
         Table::ApiKey,
         Table::Profile,
@@ -95,6 +100,7 @@ impl Table {
         Table::QueueEarly,
         Table::LargeProfile,
         Table::Seed,
+        Table::CdiBatches,
     ];
 }
 
@@ -225,6 +231,16 @@ pub trait Store {
 
     /// Commits all writes atomically, checking every expectation first.
     async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError>;
+
+    /// True when commits are carried out in the order they were started (their futures
+    /// first polled), even while an earlier one has not returned: one writer taking
+    /// them in turn. A warehouse sync then hands a batch over before the one before
+    /// it has returned ([`crate::warehouse::Pipeline`]). A store that commits on
+    /// several connections at once could let the later one go first (false, the
+    /// default).
+    fn commits_in_order(&self) -> bool {
+        false
+    }
 
     /// Appends a job to the durable queue; once this returns `Ok` the job survives a crash.
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError>;

@@ -114,6 +114,15 @@ impl Store for NativeStore {
         }
     }
 
+    fn commits_in_order(&self) -> bool {
+        match self {
+            // One writer thread takes requests' commits from one channel, in turn.
+            NativeStore::Sqlite(_) => true,
+            // A pool of connections.
+            NativeStore::Postgres(_) => false,
+        }
+    }
+
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
         match self {
             NativeStore::Sqlite(s) => s.enqueue(job).await,
