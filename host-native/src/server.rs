@@ -327,6 +327,9 @@ const BLOCKING_THREADS: usize = 32;
 /// Longest the applier leaves the gate to requests waiting for it before its own turn.
 const YIELD_MAX: Duration = Duration::from_millis(50);
 
+/// Longest an applier that found nothing to apply waits before it looks again.
+const IDLE_WAIT: Duration = Duration::from_millis(250);
+
 /// Batches the applier pipelines before it drains the pipeline and starts over.
 const APPLY_ROUNDS: usize = 64;
 
@@ -346,6 +349,7 @@ fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread
                 while engine.requests_waiting() && since.elapsed() < YIELD_MAX {
                     std::thread::sleep(Duration::from_millis(1));
                 }
+                let seen = engine.store().jobs_enqueued();
                 match pollster::block_on(engine.apply_queued_pipelined(ctx(), APPLY_ROUNDS)) {
                     Ok(run) => {
                         if !run.is_empty() {
@@ -357,7 +361,10 @@ fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread
                             tracing::error!("{note}");
                         }
                         if run.is_empty() {
-                            std::thread::sleep(Duration::from_millis(2));
+                            // Nothing to apply: wait for a job rather than look again
+                            // every few milliseconds (an idle server spent 5-11% of a
+                            // core on that). The timeout is a safety net.
+                            engine.store().wait_for_jobs(seen, IDLE_WAIT);
                         }
                     }
                     Err(e) => {

@@ -18,9 +18,6 @@
 //! which sets that row aside.
 
 use std::cell::Cell;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::Poll;
 
 use super::integration::Cursor;
 use super::job::RowError;
@@ -30,7 +27,7 @@ use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::ids::IdGen;
 use crate::repo::{Retired, Tx};
-use crate::store::{ChangeSet, CommitError, Store, StoreError};
+use crate::store::{start_commit, ChangeSet, CommitError, StartedCommit, Store, StoreError};
 
 /// A batch whose change set is built or being committed, kept to be committed again
 /// the plain way should that fail on contention.
@@ -47,25 +44,10 @@ impl InFlight {
     }
 }
 
-type Commit<'s> = Pin<Box<dyn Future<Output = Result<(), CommitError>> + 's>>;
-
 /// A batch handed to the store: its commit started, its outcome not yet read.
 struct Submitted<'s> {
-    commit: Commit<'s>,
+    commit: StartedCommit<'s>,
     batch: InFlight,
-}
-
-impl<'s> Submitted<'s> {
-    /// Starts committing `changes`: the commit is polled once, which hands it to the
-    /// store (a writer thread's queue, a database connection) without waiting for it.
-    async fn start<S: Store>(store: &'s S, changes: ChangeSet, batch: InFlight) -> Submitted<'s> {
-        let mut commit: Commit<'s> = Box::pin(store.commit(changes));
-        let polled = std::future::poll_fn(|cx| Poll::Ready(commit.as_mut().poll(cx))).await;
-        if let Poll::Ready(done) = polled {
-            commit = Box::pin(std::future::ready(done));
-        }
-        Submitted { commit, batch }
-    }
 }
 
 /// Commits the batches of one job, in the order they are pushed.
@@ -153,7 +135,7 @@ impl<'s, S: Store> Pipeline<'s, S> {
             }
         }
         let Some((changes, f)) = self.built.take() else { return Ok(true) };
-        let next = Submitted::start(self.store, changes, f).await;
+        let next = Submitted { commit: start_commit(self.store, changes).await, batch: f };
         match self.submitted.replace(next) {
             Some(earlier) => self.land(earlier, ctx).await,
             None => Ok(true),

@@ -12,6 +12,9 @@ pub mod conformance;
 pub mod memory;
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
 
 /// The tables of the document store. The numbers are stored on disk: never reuse one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -232,12 +235,12 @@ pub trait Store {
     /// Commits all writes atomically, checking every expectation first.
     async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError>;
 
-    /// True when commits are carried out in the order they were started (their futures
-    /// first polled), even while an earlier one has not returned: one writer taking
-    /// them in turn. A warehouse sync then hands a batch over before the one before
-    /// it has returned ([`crate::warehouse::Pipeline`]). A store that commits on
-    /// several connections at once could let the later one go first (false, the
-    /// default).
+    /// True when commits of one kind (all with a queue acknowledgement, or all
+    /// without) are carried out in the order they were started (see [`start_commit`]),
+    /// even while an earlier one has not returned: one writer taking them in turn.
+    /// A warehouse sync and the queue applier then hand a batch over before the one
+    /// before it has returned. A store that commits on several connections at once
+    /// could let the later one go first (false, the default).
     fn commits_in_order(&self) -> bool {
         false
     }
@@ -313,4 +316,18 @@ pub fn expectation_holds(expect: Expect, current: Option<u64>) -> bool {
 /// The version a write produces.
 pub fn next_version(current: Option<u64>) -> u64 {
     current.map_or(1, |v| v + 1)
+}
+
+/// A commit started and not yet waited for.
+pub type StartedCommit<'s> = Pin<Box<dyn Future<Output = Result<(), CommitError>> + 's>>;
+
+/// Starts committing `changes`: the commit is polled once, which hands it to the store
+/// (a writer thread's queue, a database connection) without waiting for it; awaiting
+/// what this returns gives its outcome.
+pub async fn start_commit<'s, S: Store>(store: &'s S, changes: ChangeSet) -> StartedCommit<'s> {
+    let mut commit: StartedCommit<'s> = Box::pin(store.commit(changes));
+    match std::future::poll_fn(|cx| Poll::Ready(commit.as_mut().poll(cx))).await {
+        Poll::Ready(done) => Box::pin(std::future::ready(done)),
+        Poll::Pending => commit,
+    }
 }

@@ -18,7 +18,9 @@ use crate::ids::{IdGen, Identifier, WorkspaceName};
 use crate::repo::codec::{decode, encode};
 use crate::repo::transact::MAX_ATTEMPTS;
 use crate::repo::Tx;
-use crate::store::{ChangeSet, CommitError, Expect, Op, QueueAck, QueuedJob, Store, StoreError, Table};
+use crate::store::{
+    start_commit, ChangeSet, CommitError, Expect, Op, QueueAck, QueuedJob, StartedCommit, Store, StoreError, Table,
+};
 
 /// The outcome of one run of the queue applier.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -289,7 +291,12 @@ async fn apply_jobs<'s, S: Store>(
 /// on a store whose commits run elsewhere (a writer thread, a remote database) the
 /// two overlap. A batch is built on its predecessor's results as if committed
 /// ([`Tx::settle`]); should that commit fail, what was built on it is dropped and
-/// one batch is applied the plain way, so contention never stops the queue.
+/// one batch is applied the plain way, so contention never stops the queue. On a
+/// store that commits in order ([`Store::commits_in_order`]) a built batch is handed
+/// over as the next one starts, and waited for only before the one after that is
+/// built, so that neither side waits for the other while both have work; a batch
+/// built on one that failed cannot commit, since its acknowledgement expects the
+/// queue's cursor exactly where that one would have left it.
 /// After the first batch it stops early when `yield_now` says requests are waiting
 /// for their turn. Returns how many jobs were applied (0 when the queue is empty).
 pub async fn apply_pipelined<S: Store>(
@@ -301,69 +308,124 @@ pub async fn apply_pipelined<S: Store>(
     yield_now: &dyn Fn() -> bool,
 ) -> Result<QueueRun, ApiError> {
     backlog.load(store).await?;
+    let in_order = store.commits_in_order();
     let mut txs: BTreeMap<WorkspaceName, Tx<'_, S>> = BTreeMap::new();
-    let mut in_flight: Option<(ChangeSet, QueueRun, u64, Applied)> = None;
+    // Built on `submitted` as if it had committed, and what it does once it has.
+    let mut built: Option<(ChangeSet, Landing)> = None;
+    // Handed to the store; every batch before it has committed.
+    let mut submitted: Option<(StartedCommit<'_>, Landing)> = None;
     let mut after = 0;
     let mut done = QueueRun::default();
-    for round in 0..rounds.max(1) {
-        if round > 0 && yield_now() {
-            break;
-        }
-        let jobs = store.queued(after, max_jobs.max(1)).await?;
-        let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else { break };
-        if after == 0 {
-            // As in `apply_batch`: the jobs before the oldest pending one are applied.
-            backlog.applied_through(first.seq - 1);
-        }
-        let through = last.seq;
-        // Distinct ids for every batch: each starts at a different sequence number, and
-        // every call brings a fresh seed.
-        let mut ids = IdGen::derive(seed, "pipeline", first.seq);
-        let batch = Batch::decode(&jobs, backlog)?;
-        let commit = async {
-            match in_flight.take() {
-                Some((changes, run, through, applied)) => {
-                    store.commit(changes).await.map(|()| Some((run, through, applied)))
-                }
-                None => Ok(None),
+    // Set when a pipelined commit failed on contention: one batch goes the plain way.
+    let mut contended = false;
+    let rounds_run: Result<(), ApiError> = async {
+        for round in 0..rounds.max(1) {
+            if round > 0 && yield_now() {
+                break;
             }
-        };
-        let prepare = async {
+            let jobs = store.queued(after, max_jobs.max(1)).await?;
+            let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else { break };
+            if after == 0 {
+                // As in `apply_batch`: the jobs before the oldest pending one are applied.
+                backlog.applied_through(first.seq - 1);
+            }
+            let through = last.seq;
+            // Distinct ids for every batch: each starts at a different sequence number,
+            // and every call brings a fresh seed.
+            let mut ids = IdGen::derive(seed, "pipeline", first.seq);
+            let batch = Batch::decode(&jobs, backlog)?;
+            if !hand_over(store, in_order, &mut built, &mut submitted, backlog, &mut done).await? {
+                contended = true;
+                return Ok(());
+            }
             apply_jobs(store, &mut txs, &batch.jobs, &mut ids).await?;
             let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
             for tx in txs.values_mut() {
                 changes.ops.extend(tx.settle()?.ops);
             }
-            Ok::<ChangeSet, StoreError>(changes)
-        };
-        let (committed, prepared) = futures_util::future::join(commit, prepare).await;
-        match committed {
-            Ok(Some((run, through, applied))) => {
-                backlog.applied_through(through);
-                backlog.ledger().release(&applied);
-                done = done.plus(run);
-            }
-            Ok(None) => {}
-            Err(CommitError::Conflict) => return Ok(done.plus(apply_batch(store, backlog, seed, max_jobs).await?)),
-            Err(CommitError::Store(e)) => return Err(e.into()),
+            changes.ack = Some(QueueAck { through, count: jobs.len() as u64 });
+            let applied = backlog.ledger().applied(&batch.jobs);
+            built = Some((changes, Landing { run: batch.run(), through, applied }));
+            after = through;
         }
-        let mut changes = prepared?;
-        changes.ack = Some(QueueAck { through, count: jobs.len() as u64 });
-        in_flight = Some((changes, batch.run(), through, backlog.ledger().applied(&batch.jobs)));
-        after = through;
+        Ok(())
     }
-    if let Some((changes, run, through, applied)) = in_flight {
-        match store.commit(changes).await {
-            Ok(()) => {
-                backlog.applied_through(through);
-                backlog.ledger().release(&applied);
-                done = done.plus(run);
-            }
-            Err(CommitError::Conflict) => return Ok(done.plus(apply_batch(store, backlog, seed, max_jobs).await?)),
-            Err(CommitError::Store(e)) => return Err(e.into()),
+    .await;
+    if let Err(e) = rounds_run {
+        // What was handed over may have committed: it is counted before the error goes up.
+        if let Some(last) = submitted.take() {
+            land(last, backlog, &mut done).await?;
         }
+        return Err(e);
+    }
+    if !contended && hand_over(store, in_order, &mut built, &mut submitted, backlog, &mut done).await? {
+        if let Some(last) = submitted.take() {
+            contended = !land(last, backlog, &mut done).await?;
+        }
+    } else {
+        contended = true;
+    }
+    if contended {
+        return Ok(done.plus(apply_batch(store, backlog, seed, max_jobs).await?));
     }
     Ok(done)
+}
+
+/// Hands the batch built last to the store and waits for the one handed over before
+/// it (on a store that may reorder commits, that one first). False when a commit
+/// failed on contention: the one handed over after it, built on it, has failed too,
+/// and nothing is left in the store's hands.
+async fn hand_over<'s, S: Store>(
+    store: &'s S,
+    in_order: bool,
+    built: &mut Option<(ChangeSet, Landing)>,
+    submitted: &mut Option<(StartedCommit<'s>, Landing)>,
+    backlog: &mut Backlog,
+    done: &mut QueueRun,
+) -> Result<bool, ApiError> {
+    let Some((changes, landing)) = built.take() else { return Ok(true) };
+    if !in_order {
+        if let Some(earlier) = submitted.take() {
+            if !land(earlier, backlog, done).await? {
+                return Ok(false);
+            }
+        }
+    }
+    let next = (start_commit(store, changes).await, landing);
+    let Some(earlier) = submitted.replace(next) else { return Ok(true) };
+    if land(earlier, backlog, done).await? {
+        return Ok(true);
+    }
+    if let Some(later) = submitted.take() {
+        land(later, backlog, done).await?;
+    }
+    Ok(false)
+}
+
+/// What a pipelined batch does once its commit has returned.
+struct Landing {
+    run: QueueRun,
+    through: u64,
+    applied: Applied,
+}
+
+/// Waits for a pipelined batch's commit and, once it has committed, counts it: false
+/// when it failed on contention (nothing of it is stored).
+async fn land(
+    (commit, landing): (StartedCommit<'_>, Landing),
+    backlog: &mut Backlog,
+    done: &mut QueueRun,
+) -> Result<bool, ApiError> {
+    match commit.await {
+        Ok(()) => {
+            backlog.applied_through(landing.through);
+            backlog.ledger().release(&landing.applied);
+            *done = done.plus(landing.run);
+            Ok(true)
+        }
+        Err(CommitError::Conflict) => Ok(false),
+        Err(CommitError::Store(e)) => Err(e.into()),
+    }
 }
 
 /// Applies every job acknowledged before this call (jobs queued meanwhile may be

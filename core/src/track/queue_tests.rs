@@ -40,16 +40,18 @@ fn check_chained(kit: &Kit) {
 
 #[test]
 fn pipelined_batches_build_on_the_one_still_committing() {
-    let kit = Kit::new();
-    enqueue_chained(&kit);
-    // Two jobs a batch: six batches, each reading what the one before wrote. Had a
-    // batch missed it (a stale profile or identifier), its commit would conflict and
-    // the call would stop early.
-    let store = Interfering { inner: kit.engine().store(), commits: Cell::new(0), fail_every: 0 };
-    let applied = pollster::block_on(queue_run(&store, 2, 100));
-    assert_eq!(applied, 12);
-    assert!(pollster::block_on(kit.engine().store().queued(0, 10)).unwrap().is_empty());
-    check_chained(&kit);
+    for in_order in [false, true] {
+        let kit = Kit::new();
+        enqueue_chained(&kit);
+        // Two jobs a batch: six batches, each reading what the one before wrote. Had a
+        // batch missed it (a stale profile or identifier), its commit would conflict and
+        // the call would stop early.
+        let store = Interfering::new(kit.engine().store(), 0, in_order);
+        let applied = pollster::block_on(queue_run(&store, 2, 100));
+        assert_eq!(applied, 12, "in order: {in_order}");
+        assert!(pollster::block_on(kit.engine().store().queued(0, 10)).unwrap().is_empty());
+        check_chained(&kit);
+    }
 }
 
 async fn queue_run<S: Store>(store: &S, batch: usize, rounds: usize) -> usize {
@@ -59,10 +61,20 @@ async fn queue_run<S: Store>(store: &S, batch: usize, rounds: usize) -> usize {
 /// A store whose applier commits land only after the applier has prepared its
 /// next batch (they wait one poll, as a commit on another thread would), and whose
 /// every `fail_every`-th applier commit fails as if another writer had committed first.
+/// With `in_order`, it says its commits land in the order they start (they do: each
+/// lands when awaited, and the applier awaits them in that order), so the applier
+/// hands a batch over before the one before it has landed.
 struct Interfering<'a> {
     inner: &'a MemoryStore,
     commits: Cell<u32>,
     fail_every: u32,
+    in_order: bool,
+}
+
+impl<'a> Interfering<'a> {
+    fn new(inner: &'a MemoryStore, fail_every: u32, in_order: bool) -> Interfering<'a> {
+        Interfering { inner, commits: Cell::new(0), fail_every, in_order }
+    }
 }
 
 /// Pending once, then ready.
@@ -81,6 +93,9 @@ impl std::future::Future for YieldOnce {
 }
 
 impl Store for Interfering<'_> {
+    fn commits_in_order(&self) -> bool {
+        self.in_order
+    }
     async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
         self.inner.get(table, key).await
     }
@@ -116,7 +131,7 @@ fn a_shared_email_given_in_the_batch_still_committing_is_found() {
     kit.track(json!({"attributes": [{"email": "shared@example.com", "picked": true}]}));
     // One job a batch: the third is prepared while the second (which gave "new" the
     // address) is still committing, so only the unit of work knows "new" has it.
-    let store = Interfering { inner: kit.engine().store(), commits: Cell::new(0), fail_every: 0 };
+    let store = Interfering::new(kit.engine().store(), 0, false);
     assert_eq!(pollster::block_on(queue_run(&store, 1, 100)), 3);
     assert_eq!(kit.user("new")["custom_attributes"]["picked"], json!(true));
     assert!(kit.user("old").get("custom_attributes").is_none());
@@ -124,17 +139,19 @@ fn a_shared_email_given_in_the_batch_still_committing_is_found() {
 
 #[test]
 fn a_failed_commit_voids_what_was_built_on_it_and_nothing_is_lost_or_doubled() {
-    let kit = Kit::new();
-    enqueue_chained(&kit);
-    let store = Interfering { inner: kit.engine().store(), commits: Cell::new(0), fail_every: 3 };
-    let mut calls = 0;
-    while !pollster::block_on(store.queued(0, 1)).unwrap().is_empty() {
-        calls += 1;
-        assert!(calls < 50, "the queue does not drain");
-        pollster::block_on(queue_run(&store, 2, 100));
+    for in_order in [false, true] {
+        let kit = Kit::new();
+        enqueue_chained(&kit);
+        let store = Interfering::new(kit.engine().store(), 3, in_order);
+        let mut calls = 0;
+        while !pollster::block_on(store.queued(0, 1)).unwrap().is_empty() {
+            calls += 1;
+            assert!(calls < 50, "the queue does not drain");
+            pollster::block_on(queue_run(&store, 2, 100));
+        }
+        assert!(calls > 1, "commits failed, so the pipeline was restarted");
+        check_chained(&kit);
     }
-    assert!(calls > 1, "commits failed, so the pipeline was restarted");
-    check_chained(&kit);
 }
 
 #[test]

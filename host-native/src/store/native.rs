@@ -9,6 +9,10 @@ use engage_core::store::{ChangeSet, CommitError, Entry, QueuedJob, Store, StoreE
 use super::postgres::{is_postgres_url, PgStore};
 use super::sqlite::{Options, SqliteStore};
 
+/// Longest a server sharing a PostgreSQL queue leaves it unlooked at while idle (it
+/// polled every 2 ms, 5-10% of a core on an idle server).
+pub const POLL_SHARED_QUEUE: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// One of the native stores.
 pub enum NativeStore {
     /// A SQLite file, one process writing.
@@ -77,6 +81,26 @@ impl NativeStore {
     }
 
     /// The SQLite store, when this is one.
+    /// How many jobs this process has enqueued: a count for [`NativeStore::wait_for_jobs`].
+    pub fn jobs_enqueued(&self) -> u64 {
+        match self {
+            NativeStore::Sqlite(s) => s.jobs_enqueued(),
+            NativeStore::Postgres(_) => 0,
+        }
+    }
+
+    /// Waits, once the queue was found empty, until there may be jobs to apply: a job
+    /// enqueued after [`NativeStore::jobs_enqueued`] said `seen`, or `timeout` (SQLite:
+    /// only this process enqueues, so it hears of every job). Servers sharing a
+    /// PostgreSQL queue do not hear of each other's jobs, so they look again after
+    /// [`POLL_SHARED_QUEUE`] at most.
+    pub fn wait_for_jobs(&self, seen: u64, timeout: std::time::Duration) {
+        match self {
+            NativeStore::Sqlite(s) => s.wait_for_jobs(seen, timeout),
+            NativeStore::Postgres(_) => std::thread::sleep(timeout.min(POLL_SHARED_QUEUE)),
+        }
+    }
+
     pub fn sqlite(&self) -> Option<&SqliteStore> {
         match self {
             NativeStore::Sqlite(s) => Some(s),

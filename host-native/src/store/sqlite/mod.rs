@@ -7,7 +7,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use engage_core::store::{ChangeSet, CommitError, Entry, KeyRange, QueuedJob, Store, StoreError, Table};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -49,6 +50,8 @@ pub struct SqliteStore {
     _checkpointer: Option<Background<()>>,
     /// Keeps the writeback pacer running (the queue's owner runs one).
     _writeback: Option<Background<()>>,
+    /// Jobs enqueued by this store so far, for an idle applier to wait on.
+    enqueued: (Mutex<u64>, Condvar),
 }
 
 /// Settings of a store.
@@ -172,7 +175,21 @@ impl SqliteStore {
             path: path.to_path_buf(),
             shared,
             readers: Mutex::new((0..initial_readers).map(|_| open_reader(path)).collect::<Result<_, _>>()?),
+            enqueued: (Mutex::new(0), Condvar::new()),
         })
+    }
+
+    /// How many jobs this store has enqueued: a count for [`SqliteStore::wait_for_jobs`].
+    pub fn jobs_enqueued(&self) -> u64 {
+        *self.enqueued.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until a job is enqueued after [`SqliteStore::jobs_enqueued`] said `seen`,
+    /// or `timeout`. Only the queue's owner enqueues, so it hears of every job.
+    pub fn wait_for_jobs(&self, seen: u64, timeout: Duration) {
+        let (count, arrived) = &self.enqueued;
+        let guard = count.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = arrived.wait_timeout_while(guard, timeout, |n| *n == seen);
     }
 
     /// Waits a random time after a request's commit lost to another (full jitter, in a
@@ -187,7 +204,7 @@ impl SqliteStore {
         let _ = getrandom::fill(&mut random);
         let window_us = (rivals as u64 * 1_000).min(50_000);
         let wait = u64::from_le_bytes(random) % window_us.max(1);
-        std::thread::sleep(std::time::Duration::from_micros(wait));
+        std::thread::sleep(Duration::from_micros(wait));
         self.backing_off.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 
@@ -337,7 +354,11 @@ impl Store for SqliteStore {
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
         let (reply, answer) = std::sync::mpsc::sync_channel(1);
         self.queue()?.appender.send((job, reply)).map_err(|_| StoreError("the queue writer stopped".into()))?;
-        answer.recv().map_err(|_| StoreError("the queue writer stopped".into()))?
+        let seq = answer.recv().map_err(|_| StoreError("the queue writer stopped".into()))??;
+        let (count, arrived) = &self.enqueued;
+        *count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        arrived.notify_all();
+        Ok(seq)
     }
 
     async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
