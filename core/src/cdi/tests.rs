@@ -2,11 +2,13 @@
 
 use serde_json::{json, Value};
 
-use super::integration::{DataKind, JobStatus, Spec};
+use super::integration::{DataKind, Integration, JobStatus, Spec};
+use super::pipeline::Pipeline;
 use super::rows::Row;
-use super::sync::{begin, commit_batch, finish, prepare_batch, INTERRUPTED};
+use super::sync::{begin, commit_batch, finish, prepare_batch, Begun, INTERRUPTED};
 use crate::http::Method;
 use crate::ids::WorkspaceName;
+use crate::store::memory::MemoryStore;
 use crate::testkit::Kit;
 use crate::time::Timestamp;
 
@@ -107,18 +109,28 @@ fn a_state_that_refuses_a_valid_request_is_a_409() {
     assert!(!pollster::block_on(super::manage::requested(store, &i.id)).unwrap(), "nothing asked for");
 }
 
-#[test]
-fn a_pipelined_job_applies_each_row_once_whatever_happens_between_its_batches() {
-    let kit = Kit::new();
+/// A users integration of the workspace `test`, and its first job begun.
+fn users_job(kit: &Kit) -> (Integration, Begun) {
     let store = kit.engine().store();
     let ws = WorkspaceName::parse("test").unwrap();
     let i = pollster::block_on(super::manage::create(store, &ws, &spec(DataKind::Users), kit.ctx())).unwrap();
     let begun = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
-    let mut pipeline = super::pipeline::Pipeline::new(store, &begun, None);
-    let mut push = |rows: Vec<Row>| {
-        let batch = pollster::block_on(prepare_batch(store, &i, rows, kit.ctx().now)).unwrap();
-        pollster::block_on(pipeline.push(batch, false, kit.ctx())).unwrap();
-    };
+    (i, begun)
+}
+
+/// Reads `rows` as a batch of `i` and pushes it into `pipeline`.
+fn push_rows(kit: &Kit, i: &Integration, pipeline: &mut Pipeline<'_, MemoryStore>, rows: Vec<Row>) {
+    let batch = pollster::block_on(prepare_batch(kit.engine().store(), i, rows, kit.ctx().now)).unwrap();
+    pollster::block_on(pipeline.push(batch, false, kit.ctx())).unwrap();
+}
+
+#[test]
+fn a_pipelined_job_applies_each_row_once_whatever_happens_between_its_batches() {
+    let kit = Kit::new();
+    let store = kit.engine().store();
+    let (i, begun) = users_job(&kit);
+    let mut pipeline = Pipeline::new(store, &begun, None);
+    let mut push = |rows: Vec<Row>| push_rows(&kit, &i, &mut pipeline, rows);
     push(vec![row(1000, "u1", r#"{"a":1}"#), row(1001, "u2", r#"{"a":1}"#)]);
     // u1 again, in a batch built while the one that made u1 is still in flight.
     push(vec![row(2000, "u1", r#"{"b":2}"#), row(2001, "u3", r#"{"a":3}"#)]);
@@ -152,14 +164,9 @@ fn a_batch_built_on_one_whose_commit_failed_never_commits_even_when_its_versions
     use crate::store::{ChangeSet, Expect, Op, Store, Table};
     let kit = Kit::new();
     let store = kit.engine().store();
-    let ws = WorkspaceName::parse("test").unwrap();
-    let i = pollster::block_on(super::manage::create(store, &ws, &spec(DataKind::Users), kit.ctx())).unwrap();
-    let begun = pollster::block_on(begin(store, &i.id, kit.ctx())).unwrap();
-    let mut pipeline = super::pipeline::Pipeline::new(store, &begun, None);
-    let mut push = |rows: Vec<Row>| {
-        let batch = pollster::block_on(prepare_batch(store, &i, rows, kit.ctx().now)).unwrap();
-        pollster::block_on(pipeline.push(batch, false, kit.ctx())).unwrap();
-    };
+    let (i, begun) = users_job(&kit);
+    let mut pipeline = Pipeline::new(store, &begun, None);
+    let mut push = |rows: Vec<Row>| push_rows(&kit, &i, &mut pipeline, rows);
     push(vec![row(1000, "u1", r#"{"a":1}"#)]);
     // Something else writes the integration and its job once each (as closing a job
     // thought stale would): the batch just built fails at commit, and the next one,
