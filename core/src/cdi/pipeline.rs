@@ -10,7 +10,8 @@
 //! the builder and the writer each idled while the other finished: a sync of 1M rows,
 //! four runs of each, alternating, took 21.1-22.8 s, against 21.0-21.7 s.) A batch
 //! built on one whose commit then fails cannot commit: both write one document that
-//! nothing else writes ([`crate::store::Table::CdiBatches`]). Nothing is promised earlier than before: a batch counts once its own commit has returned.
+//! nothing else writes ([`crate::store::Table::CdiBatches`]). Nothing is promised
+//! earlier than before: a batch counts once its own commit has returned.
 //! Should a commit fail on contention (a request wrote one of the batch's profiles,
 //! an operator changed the integration), what was built on it is dropped and the
 //! batches are committed the plain way ([`commit_prepared`]), in order; a batch that

@@ -80,7 +80,6 @@ impl NativeStore {
         }
     }
 
-    /// The SQLite store, when this is one.
     /// How many jobs this process has enqueued: a count for [`NativeStore::wait_for_jobs`].
     pub fn jobs_enqueued(&self) -> u64 {
         match self {
@@ -101,6 +100,7 @@ impl NativeStore {
         }
     }
 
+    /// The SQLite store, when this is one.
     pub fn sqlite(&self) -> Option<&SqliteStore> {
         match self {
             NativeStore::Sqlite(s) => Some(s),
@@ -140,10 +140,8 @@ impl Store for NativeStore {
 
     fn commits_in_order(&self) -> bool {
         match self {
-            // One writer thread takes requests' commits from one channel, in turn.
-            NativeStore::Sqlite(_) => true,
-            // A pool of connections.
-            NativeStore::Postgres(_) => false,
+            NativeStore::Sqlite(s) => s.commits_in_order(),
+            NativeStore::Postgres(s) => s.commits_in_order(),
         }
     }
 

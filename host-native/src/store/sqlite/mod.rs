@@ -334,6 +334,12 @@ impl Store for SqliteStore {
         Ok(out)
     }
 
+    /// Commits with a queue acknowledgement go to the apply writer's thread, the others
+    /// to the group writer's: each thread takes its commits from one channel, in turn.
+    fn commits_in_order(&self) -> bool {
+        true
+    }
+
     async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
         let started = std::time::Instant::now();
         let is_ack = changes.ack.is_some();
