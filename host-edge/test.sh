@@ -21,7 +21,7 @@ WORKER_BUILD_VERSION=0.8.7
 WASM_BINDGEN_VERSION=0.2.130
 WRANGLER_VERSION=4.86.0
 
-log() { printf '[host-edge/test.sh] %s\n' "$*" >&2; }
+log() { printf '[host-edge/test.sh %s] %s\n' "$(date +%T)" "$*" >&2; }
 # shellcheck source=local-worker.sh
 . "$HERE/local-worker.sh"
 

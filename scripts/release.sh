@@ -18,7 +18,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:-$ROOT/target/artifacts}"
 TRIPLE=x86_64-unknown-linux-musl
 export PATH="$HOME/.cargo/bin:$PATH"
-step() { printf '\n== release: %s\n' "$*" >&2; }
+step() { printf '\n== %s release: %s\n' "$(date +%T)" "$*" >&2; }
 
 cd "$ROOT"
 VERSION="$(awk -F'"' '/^\[workspace.package\]/ { on = 1 } on && /^version *=/ { print $2; exit }' Cargo.toml)"

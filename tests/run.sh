@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n== %s\n' "$*"; }
+step() { printf '\n== %s %s\n' "$(date +%T)" "$*"; }
 
 step "toolchain: wasm32 target, rustfmt, clippy"
 rustup target add wasm32-unknown-unknown >/dev/null

@@ -11,7 +11,7 @@ set -euo pipefail
 WWW="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(dirname "$WWW")"
 export PATH="$HOME/.cargo/bin:$PATH"
-step() { printf '\n== playground: %s\n' "$*"; }
+step() { printf '\n== %s playground: %s\n' "$(date +%T)" "$*"; }
 
 step "tools"
 if ! command -v curl >/dev/null; then

@@ -37,7 +37,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/tests/newcomer"
 export PATH="$HOME/.cargo/bin:$PATH"
-step() { printf '\n== newcomer: %s\n' "$*"; }
+step() { printf '\n== %s newcomer: %s\n' "$(date +%T)" "$*"; }
 
 step "tools for the test (chromium, playwright-core)"
 source "$ROOT/tests/lib/browser.sh"

@@ -14,7 +14,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="${ENGAGE_RELEASE_OUT:-$ROOT/target/artifacts}"
 export PATH="$HOME/.cargo/bin:$PATH"
-step() { printf '\n== release: %s\n' "$*"; }
+step() { printf '\n== %s release: %s\n' "$(date +%T)" "$*"; }
 cd "$ROOT"
 VERSION="$(awk -F'"' '/^\[workspace.package\]/ { on = 1 } on && /^version *=/ { print $2; exit }' Cargo.toml)"
 COMMIT="$(git rev-parse --short=12 HEAD)"
