@@ -371,6 +371,11 @@ impl Store for D1Store {
         }
     }
 
+    /// Jobs are bound as text (see the module's notes).
+    fn queue_holds_text(&self) -> bool {
+        true
+    }
+
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
         self.pace().await;
         let row: Option<NumberRow> = self

@@ -245,6 +245,13 @@ pub trait Store {
         false
     }
 
+    /// True when the queue keeps jobs as text (D1 binds a blob as an array of
+    /// numbers): jobs are then queued as JSON, not MessagePack
+    /// ([`crate::track::record`]).
+    fn queue_holds_text(&self) -> bool {
+        false
+    }
+
     /// Appends a job to the durable queue; once this returns `Ok` the job survives a crash.
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError>;
 

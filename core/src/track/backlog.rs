@@ -26,10 +26,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::parse::{AttrUpdate, TrackJob, TrackOp};
+use super::parse::{AttrUpdate, TrackOp};
+use super::record;
 use crate::http::Request;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias, WorkspaceName};
-use crate::repo::codec::decode;
 use crate::repo::keys::{profile_key, shared_prefix, unique_key};
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
@@ -107,7 +107,7 @@ impl Backlog {
             let Some(last) = jobs.last().map(|j| j.seq) else { break };
             for q in jobs {
                 // A job that cannot be decoded names nobody: the applier sets it aside.
-                if let Ok(job) = decode::<TrackJob>(&q.job) {
+                if let Ok(job) = record::decode(&q.job) {
                     for (i, op) in job.ops.iter().enumerate() {
                         let key = (q.seq, i as u32);
                         if !self.early.contains(&key) {

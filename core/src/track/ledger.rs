@@ -25,8 +25,8 @@ use std::hash::BuildHasher;
 use std::sync::Mutex;
 
 use super::parse::{AttrUpdate, TrackJob, TrackOp};
+use super::record;
 use crate::ids::{Identifier, WorkspaceName};
-use crate::repo::codec::decode;
 use crate::repo::keys::{profile_key, shared_prefix, unique_key};
 use crate::store::{Store, StoreError};
 use crate::users::custom::encoded_len;
@@ -183,6 +183,38 @@ fn growth<'a>(names: impl IntoIterator<Item = &'a NameCount>) -> Growth {
     g
 }
 
+/// The growth of the union of one target's names pending at a snapshot (`then`)
+/// and now (`now`), both in hash order: a name in both counts once, with the larger
+/// replacing value and the appended bytes of both.
+fn union_growth<'a>(then: &[(u64, NameCount)], now: impl Iterator<Item = (u64, &'a NameCount)>) -> Growth {
+    let mut g = Growth::default();
+    let mut add = |c: NameCount| {
+        g.count(c.kind);
+        if c.kind == Kind::Custom {
+            g.bytes = g.bytes.saturating_add(c.bytes());
+        }
+    };
+    let mut then = then.iter().peekable();
+    for (hash, now) in now {
+        while let Some(&&(h, c)) = then.peek() {
+            if h >= hash {
+                break;
+            }
+            add(c);
+            then.next();
+        }
+        match then.peek() {
+            Some(&&(h, c)) if h == hash => {
+                then.next();
+                add(NameCount { set: c.set.max(now.set), appended: c.appended.saturating_add(now.appended), ..c });
+            }
+            _ => add(*now),
+        }
+    }
+    then.for_each(|&(_, c)| add(c));
+    g
+}
+
 /// Every target's pending names, ordered by target: one entry per name a queued
 /// operation adds to a user (no entry per user, no empty buckets), so the ledger
 /// stays the size of what is pending.
@@ -220,6 +252,9 @@ impl State {
         }
     }
 }
+
+/// What one request's operations add: each one's target slot and names.
+pub struct Request(Vec<(Slot, Names)>);
 
 /// A request's reservation, until its job is queued or refused.
 #[derive(Debug)]
@@ -287,7 +322,7 @@ impl Ledger {
             let jobs = store.queued(after, LOAD_CHUNK).await?;
             let Some(last) = jobs.last().map(|j| j.seq) else { break };
             for q in jobs {
-                let Ok(job) = decode::<TrackJob>(&q.job) else { continue };
+                let Ok(job) = record::decode(&q.job) else { continue };
                 for (i, op) in job.ops.iter().enumerate() {
                     if !early.contains(&(q.seq, i as u32)) {
                         found.push((slot(&target_key(&job.workspace, &op.target().ident)), self.names(op)));
@@ -304,49 +339,67 @@ impl Ledger {
         Ok(())
     }
 
-    /// The names pending for `keys` now: taken before the stored profiles are read,
-    /// so that an operation applied in between is counted twice rather than not at all.
-    pub fn snapshot(&self, keys: &[String]) -> Snapshot {
-        let state = self.lock();
-        Snapshot(keys.iter().map(|k| slot(k)).map(|s| (s, state.of(s).map(|(hash, c)| (hash, *c)).collect())).collect())
+    /// What `ops` (of one request in `ws`) add, per operation: its target's slot and
+    /// its names, computed once for the snapshot and every try at reserving.
+    pub fn request(&self, ws: &WorkspaceName, ops: &[TrackOp]) -> Request {
+        Request(ops.iter().map(|op| (slot(&target_key(ws, &op.target().ident)), self.names(op))).collect())
     }
 
-    /// Reserves `names` (per target key) when `fits(pending, own)` holds for every
-    /// key: its pending growth (the names pending at the snapshot or now, each once,
-    /// a name's appended bytes from both) and this request's (each name once);
+    /// The names pending for the targets of `request` now: taken before the stored
+    /// profiles are read, so that an operation applied in between is counted twice
+    /// rather than not at all.
+    pub fn snapshot(&self, request: &Request) -> Snapshot {
+        let mut slots: Vec<Slot> = request.0.iter().map(|(s, _)| *s).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        let state = self.lock();
+        Snapshot(slots.into_iter().map(|s| (s, state.of(s).map(|(hash, c)| (hash, *c)).collect())).collect())
+    }
+
+    /// Reserves `request`'s names when `fits(pending, own)` holds for every target:
+    /// its pending growth (the names pending at the snapshot or now, each once, a
+    /// name's appended bytes from both) and this request's (each name once);
     /// `None` when it does not.
     pub fn reserve(
         &self,
         snapshot: &Snapshot,
-        names: Vec<(String, Names)>,
+        request: &Request,
         fits: impl Fn(Growth, Growth) -> bool,
     ) -> Option<Reservation> {
-        let names: Vec<(Slot, Names)> = names.into_iter().map(|(k, n)| (slot(&k), n)).collect();
-        let mut mine = State::default();
-        for (s, n) in &names {
-            mine.add(*s, n);
-        }
+        // The request's own names, each (slot, name) once, as `State::add` would
+        // count them: sorted, so each target's are together (no map built).
+        let mut own: Vec<(Slot, u64, NameCount)> = request
+            .0
+            .iter()
+            .flat_map(|(s, names)| {
+                names
+                    .0
+                    .iter()
+                    .map(|n| (*s, n.hash, NameCount { kind: n.kind, ops: 1, set: n.set, appended: n.appended }))
+            })
+            .collect();
+        own.sort_unstable_by_key(|&(s, hash, _)| (s, hash));
+        own.dedup_by(|later, kept| {
+            let same = later.0 == kept.0 && later.1 == kept.1;
+            if same {
+                kept.2.set = kept.2.set.max(later.2.set);
+                kept.2.appended = kept.2.appended.saturating_add(later.2.appended);
+            }
+            same
+        });
         let mut state = self.lock();
         for (s, then) in &snapshot.0 {
-            let mut union: BTreeMap<u64, NameCount> = then.iter().copied().collect();
-            for (hash, now) in state.of(*s) {
-                union
-                    .entry(hash)
-                    .and_modify(|c| {
-                        c.set = c.set.max(now.set);
-                        c.appended = c.appended.saturating_add(now.appended);
-                    })
-                    .or_insert(*now);
-            }
-            let own = growth(mine.of(*s).map(|(_, c)| c));
-            if !fits(growth(union.values()), own) {
+            let start = own.partition_point(|(o, _, _)| o < s);
+            let end = start + own[start..].partition_point(|(o, _, _)| o == s);
+            let mine = growth(own[start..end].iter().map(|(_, _, c)| c));
+            if !fits(union_growth(then, state.of(*s)), mine) {
                 return None;
             }
         }
-        for (s, n) in &names {
+        for (s, n) in &request.0 {
             state.add(*s, n);
         }
-        Some(Reservation(names))
+        Some(Reservation(request.0.clone()))
     }
 
     /// The reserved job could not be queued: nothing of it is pending.

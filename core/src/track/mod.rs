@@ -10,6 +10,7 @@ pub mod ledger;
 pub mod parse;
 pub mod pressure;
 pub mod queue;
+pub mod record;
 pub mod schema;
 mod sync;
 
@@ -21,14 +22,13 @@ mod size_tests;
 pub use sync::track_sync;
 
 use self::apply::look_up_groups;
-use self::ledger::{Growth, Ledger, Names};
+use self::ledger::{Growth, Ledger};
 use self::parse::{nothing_valid, TrackJob};
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Response, Then};
 use crate::ids::Identifier;
 use crate::ids::{IdGen, ServiceId, WorkspaceName};
-use crate::repo::codec::encode;
 use crate::repo::index::index_value;
 use crate::repo::keys::{profile_key, shared_prefix, unique_key};
 use crate::repo::large;
@@ -149,27 +149,23 @@ pub async fn track<S: Store>(
     let body = parsed.success_body();
     let ops = parsed.ops.into_iter().map(|(_, op)| op).collect();
     let job = TrackJob { workspace: ws.clone(), at: ctx.now, ops };
-    let encoded = encode(&job)?;
+    let encoded = record::encode(store, &job)?;
     ledger.load(store).await?;
     let seeds = || job.ops.iter().map(|op| op.target().ident.clone()).collect();
-    let growth: Vec<(String, Names)> =
-        job.ops.iter().map(|op| (ledger::target_key(ws, &op.target().ident), ledger.names(op))).collect();
-    let mut keys: Vec<String> = growth.iter().map(|(k, _)| k.clone()).collect();
-    keys.sort_unstable();
-    keys.dedup();
-    let snapshot = ledger.snapshot(&keys);
+    let request = ledger.request(ws, &job.ops);
+    let snapshot = ledger.snapshot(&request);
     let reservation = if caught_up {
         // Checked exactly against the store, which (just caught up) holds every job
         // acknowledged for these users; one acknowledged since for one of them
         // means catching up again.
         refuse_oversized(store, &job, ctx).await?;
-        ledger.reserve(&snapshot, growth, |pending, _| pending == Growth::default())
+        ledger.reserve(&snapshot, &request, |pending, _| pending == Growth::default())
     } else {
         let mut reserved = None;
         for trust_registry in [true, false] {
             let largest = largest_stored(store, &job, trust_registry).await?;
             let fast = |pending: Growth, own: Growth| fits(largest, pending.plus(own));
-            reserved = ledger.reserve(&snapshot, growth.clone(), fast);
+            reserved = ledger.reserve(&snapshot, &request, fast);
             if reserved.is_some() || largest > large::LARGE_PROFILE_BYTES {
                 break;
             }

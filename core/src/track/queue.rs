@@ -13,9 +13,10 @@ use super::apply::apply_op;
 use super::backlog::{early_key, Backlog, OpKey};
 use super::ledger::Applied;
 use super::parse::TrackJob;
+use super::record;
 use crate::error::ApiError;
 use crate::ids::{IdGen, Identifier, WorkspaceName};
-use crate::repo::codec::{decode, encode};
+use crate::repo::codec::encode;
 use crate::repo::transact::MAX_ATTEMPTS;
 use crate::repo::Tx;
 use crate::store::{
@@ -131,7 +132,7 @@ pub async fn apply_early<S: Store>(
         let mut changes = ChangeSet::default();
         for q in &queued {
             // A job that cannot be decoded names nobody: it is not in the set.
-            let Ok(mut job) = decode::<TrackJob>(&q.job) else { continue };
+            let Ok(mut job) = record::decode(&q.job) else { continue };
             let ops = &wanted[&q.seq];
             records.extend(ops.iter().map(|&op| (q.seq, op)));
             job.ops =
@@ -185,9 +186,9 @@ pub fn set_aside_key(seq: u64) -> String {
 
 /// The write that keeps job `q` aside, with why, for an operator.
 fn set_aside_op(q: &QueuedJob, error: String) -> Result<Op, StoreError> {
-    let (job, hex) = match std::str::from_utf8(&q.job) {
-        Ok(text) => (text.to_string(), false),
-        Err(_) => (q.job.iter().map(|b| format!("{b:02x}")).collect(), true),
+    let (job, hex) = match record::text(&q.job) {
+        Some(text) => (text, false),
+        None => (q.job.iter().map(|b| format!("{b:02x}")).collect(), true),
     };
     let record = SetAside { seq: q.seq, error, job, hex };
     Ok(Op::Put { table: Table::SetAside, key: set_aside_key(q.seq), value: encode(&record)?, expect: Expect::Any })
@@ -217,7 +218,7 @@ impl Batch {
                     expect: Expect::Any,
                 });
             }
-            match decode::<TrackJob>(&q.job) {
+            match record::decode(&q.job) {
                 Ok(mut job) => {
                     if !early.is_empty() {
                         let ops = std::mem::take(&mut job.ops).into_iter().enumerate();
@@ -479,7 +480,7 @@ pub struct BacklogState {
 pub async fn backlog_state<S: Store>(store: &S, now: crate::time::Timestamp) -> Result<BacklogState, StoreError> {
     let tail = store.queue_tail().await?;
     let oldest = store.queued(0, 1).await?.pop();
-    let at = oldest.as_ref().and_then(|j| decode::<TrackJob>(&j.job).ok()).map(|j| j.at);
+    let at = oldest.as_ref().and_then(|j| record::decode(&j.job).ok()).map(|j| j.at);
     Ok(BacklogState {
         pending: oldest.as_ref().map_or(0, |j| tail.saturating_sub(j.seq) + 1),
         tail,

@@ -228,3 +228,51 @@ fn turns_stay_short_until_the_appliers_rate_is_measured_and_then_the_bound_refus
     let pending = pollster::block_on(kit.engine().store().queued(0, jobs * 2)).unwrap().len();
     assert_eq!(pending, jobs - 4 - 64, "the refused request queued nothing");
 }
+
+#[test]
+fn jobs_queued_as_json_before_an_upgrade_are_counted_and_applied_after_it() {
+    // A queue left by a version that wrote JSON records (version 0): the records of
+    // these requests, as it encoded them.
+    let earlier = Kit::new();
+    let first = json!({"external_id": "kept", "tier": "gold", "visits": {"inc": 2}});
+    let events = json!([{"external_id": "kept", "name": "played", "time": "2026-11-01T10:00:00Z"}]);
+    earlier.track(json!({"attributes": [first], "events": events}));
+    let mut many = serde_json::Map::new();
+    many.insert("external_id".into(), json!("full"));
+    for i in 0..999 {
+        many.insert(format!("a{i}"), json!(i));
+    }
+    earlier.track(json!({"attributes": [many]}));
+    let legacy: Vec<Vec<u8>> = pollster::block_on(earlier.engine().store().queued(0, 10))
+        .unwrap()
+        .iter()
+        .map(|q| serde_json::to_vec(&record::decode(&q.job).unwrap()).unwrap())
+        .collect();
+    assert_eq!(legacy.len(), 2);
+    // This version starts on that queue (same workspace name, a fresh ledger).
+    let store = Kit::new().into_store();
+    for r in legacy {
+        assert_eq!(r[0], b'{');
+        pollster::block_on(store.enqueue(r)).unwrap();
+    }
+    let kit = Kit::over(store, false);
+    // Its ledger counted the JSON jobs: 999 custom attributes are pending for "full",
+    // so two more are refused at once. Had it skipped them, this would be a 201 and
+    // the job set aside later.
+    let (status, body) = kit.post("/users/track", json!({"attributes": [{"external_id": "full", "b1": 1, "b2": 2}]}));
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("1000"), "{body}");
+    // A new job, queued as MessagePack after the JSON ones, applies in order with them.
+    kit.track(json!({"attributes": [{"external_id": "kept", "visits": {"inc": 1}}]}));
+    let queued = pollster::block_on(kit.engine().store().queued(0, 10)).unwrap();
+    assert_eq!(queued.last().unwrap().job[0], record::MSGPACK);
+    let run = pollster::block_on(apply_batch(kit.engine().store(), &mut Backlog::default(), [1; 16], 64)).unwrap();
+    assert_eq!(run.set_aside, 0);
+    assert!(pollster::block_on(kit.engine().store().queued(0, 10)).unwrap().is_empty());
+    let kept = kit.user("kept");
+    assert_eq!(kept["custom_attributes"]["visits"], json!(3), "{kept}");
+    assert_eq!(kept["custom_attributes"]["tier"], json!("gold"), "{kept}");
+    assert_eq!(kept["custom_events"][0]["count"], json!(1), "{kept}");
+    let full = kit.user("full");
+    assert_eq!(full["custom_attributes"].as_object().unwrap().len(), 999);
+}

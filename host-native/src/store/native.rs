@@ -145,6 +145,13 @@ impl Store for NativeStore {
         }
     }
 
+    fn queue_holds_text(&self) -> bool {
+        match self {
+            NativeStore::Sqlite(s) => s.queue_holds_text(),
+            NativeStore::Postgres(s) => s.queue_holds_text(),
+        }
+    }
+
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
         match self {
             NativeStore::Sqlite(s) => s.enqueue(job).await,
