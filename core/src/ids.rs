@@ -60,8 +60,8 @@ impl ExternalId {
 
     /// True for placeholder ids such as `undefined` or `null` that the platform refuses.
     pub fn is_blocked(&self) -> bool {
-        let lower = self.0.trim().to_ascii_lowercase();
-        lower.is_empty() || BLOCKED_EXTERNAL_IDS.contains(&lower.as_str())
+        let id = self.0.trim();
+        id.is_empty() || BLOCKED_EXTERNAL_IDS.iter().any(|b| b.eq_ignore_ascii_case(id))
     }
 
     /// The id as text.
