@@ -105,7 +105,7 @@ log "running the black-box suite"
 
 status=0
 (cd "$ROOT" && ENGAGE_BASE_URL="$BASE" ENGAGE_ADMIN_TOKEN="$ADMIN_TOKEN" \
-    cargo test -p engage-tests --test api -- "${TEST_ARGS[@]}") || status=$?
+    cargo test --workspace --exclude engage-edge --exclude engage-www --test api -- "${TEST_ARGS[@]}") || status=$?
 if [ "$status" -ne 0 ]; then
     log "suite failed (status $status); last lines of the wrangler log:"
     tail -n 40 "$WRANGLER_LOG" >&2

@@ -19,25 +19,29 @@ python3 tests/checks/imports.py host-native/src
 
 step "clippy (native and wasm32), warnings are errors"
 cargo clippy --workspace --all-targets -- -D warnings
+# --all-targets leaves out tests that `cargo test` does not run (the reliability tests).
+cargo clippy --workspace --test reliability -- -D warnings
 cargo clippy -p engage-core -p engage-www -p engage-edge --target wasm32-unknown-unknown -- -D warnings
 
 step "core builds for wasm32-unknown-unknown (no I/O, no OS dependencies)"
 cargo build -p engage-core --target wasm32-unknown-unknown --release
-
-step "build the native host"
-cargo build -p engage
 
 step "PostgreSQL for the warehouse-sync tests (a throwaway server on loopback)"
 source tests/postgres.sh
 trap stop_postgres EXIT
 start_postgres
 
+# Every native test build selects the same packages, so that cargo unifies the same
+# features and builds each dependency once (`-p engage-tests` alone rebuilt a third of
+# them). The test build also builds target/debug/engage, which the suites run.
+NATIVE=(--workspace --exclude engage-edge --exclude engage-www)
+
 step "unit tests (core, host-native) and the black-box suite against the native host"
-cargo test --workspace --exclude engage-edge --exclude engage-www
+cargo test "${NATIVE[@]}"
 
 step "the black-box suite again, against a native server on PostgreSQL"
 psql "$ENGAGE_TEST_POSTGRES_URL" -v ON_ERROR_STOP=1 -qc "DROP DATABASE IF EXISTS engage_blackbox" -c "CREATE DATABASE engage_blackbox"
-ENGAGE_TEST_DB="${ENGAGE_TEST_POSTGRES_URL%/*}/engage_blackbox" cargo test -p engage-tests
+ENGAGE_TEST_DB="${ENGAGE_TEST_POSTGRES_URL%/*}/engage_blackbox" cargo test "${NATIVE[@]}" --test api
 
 step "SCIM 2.0 conformance tools (scim2-tester, scim-sanity) against the native host"
 bash tests/scim/run.sh
@@ -49,8 +53,10 @@ step "schemathesis: every operation of /openapi.json, every check, schema-valid 
 bash tests/openapi/fuzz.sh
 
 step "reliability: the release server killed under load, read through a backlog, on a full disk"
+# The same release build as serve.sh's, the README walk-through's and the newcomer
+# test's (engage has no dev-dependencies, so only the test itself is compiled again).
 # ENGAGE_CRASH_KILLS=25 (say) for the longer crash test; see host-native/tests/reliability.rs.
-cargo test --release -p engage --features reliability-tests --test reliability -- --nocapture --test-threads 1
+cargo test --release -p engage --test reliability -- --nocapture --test-threads 1
 
 step "README walk-through: its marked blocks run as written against a fresh server"
 bash tests/readme/run.sh

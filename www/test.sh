@@ -32,7 +32,10 @@ CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
   cargo test -p engage-www --target wasm32-unknown-unknown --release
 
 step "engage binary (serves /playground)"
-cargo build -p engage
+# Built as tests/run.sh's native test build builds it (same packages, so the same
+# features): after that build, nothing to do; `cargo build -p engage` rebuilt
+# dependencies with another feature set.
+cargo test --workspace --exclude engage-edge --exclude engage-www --no-run
 
 step "browser end-to-end"
 cd "$WWW"

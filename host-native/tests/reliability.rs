@@ -3,7 +3,7 @@
 //! backlog never fail and see every acknowledged write of the users they read; a full
 //! disk answers 503 and the server recovers by itself when space returns.
 //!
-//! Run by tests/run.sh: `cargo test --release -p engage --features reliability-tests
+//! Run by tests/run.sh: `cargo test --release -p engage
 //! --test reliability -- --nocapture --test-threads 1`. ENGAGE_CRASH_KILLS (default 5)
 //! sets the number of kills; ENGAGE_BACKLOG_LOAD_SECS (default 15) the load before
 //! the backlog is read through. The backlog runs print their figures (requests,
