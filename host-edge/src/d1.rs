@@ -372,7 +372,7 @@ impl Store for D1Store {
     }
 
     /// Jobs are bound as text (see the module's notes).
-    fn queue_holds_text(&self) -> bool {
+    fn queues_json(&self) -> bool {
         true
     }
 

@@ -245,10 +245,11 @@ pub trait Store {
         false
     }
 
-    /// True when the queue keeps jobs as text (D1 binds a blob as an array of
-    /// numbers): jobs are then queued as JSON, not MessagePack
-    /// ([`crate::track::record`]).
-    fn queue_holds_text(&self) -> bool {
+    /// True when jobs are queued as JSON, not MessagePack ([`crate::track::record`]):
+    /// a queue that holds text (D1 binds a blob as an array of numbers), or one that
+    /// servers of different versions may share during a rolling upgrade (PostgreSQL),
+    /// where a server from before MessagePack records would set them aside.
+    fn queues_json(&self) -> bool {
         false
     }
 

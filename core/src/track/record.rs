@@ -3,7 +3,8 @@
 //! version of Engage is applied by the next, whatever is still in it at an upgrade:
 //!
 //! - `{`: the job as JSON, what every version before this format wrote (version 0);
-//!   still written for stores whose queue holds text ([`Store::queue_holds_text`]);
+//!   still written where the store asks for it ([`Store::queues_json`]: D1, whose
+//!   queue holds text, and PostgreSQL, which servers of two versions may share);
 //! - [`MSGPACK`]: the job as MessagePack with field names (`rmp-serde`'s named
 //!   form, so a field added later with a default still reads old records).
 //!
@@ -22,7 +23,7 @@ pub const MSGPACK: u8 = 1;
 
 /// The record of `job` for `store`'s queue.
 pub fn encode<S: Store>(store: &S, job: &TrackJob) -> Result<Vec<u8>, StoreError> {
-    if store.queue_holds_text() {
+    if store.queues_json() {
         return codec::encode(job);
     }
     let mut out = Vec::with_capacity(64 * job.ops.len());

@@ -145,10 +145,10 @@ impl Store for NativeStore {
         }
     }
 
-    fn queue_holds_text(&self) -> bool {
+    fn queues_json(&self) -> bool {
         match self {
-            NativeStore::Sqlite(s) => s.queue_holds_text(),
-            NativeStore::Postgres(s) => s.queue_holds_text(),
+            NativeStore::Sqlite(s) => s.queues_json(),
+            NativeStore::Postgres(s) => s.queues_json(),
         }
     }
 

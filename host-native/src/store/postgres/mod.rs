@@ -431,6 +431,12 @@ impl Store for PgStore {
         }
     }
 
+    /// Servers of two versions may share the queue during an upgrade: JSON, which
+    /// every version reads.
+    fn queues_json(&self) -> bool {
+        true
+    }
+
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
         let pool = self.pool.clone();
         self.spawn(async move {
