@@ -34,9 +34,13 @@ PY
 PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 export ENGAGE_DB="$TMP/engage.db" ENGAGE_LISTEN="127.0.0.1:$PORT"
 cp -r "$ROOT/docs" "$TMP/docs"
-cargo build -q --release -p engage --manifest-path "$ROOT/Cargo.toml"
+# Cargo finds .cargo/config.toml from the directory it runs in, and the blocks run in
+# the scratch directory: name it, or cargo builds another server (without its SQLite
+# build flags) and rebuilds the dependencies for it.
+AT_ROOT=(--manifest-path "$ROOT/Cargo.toml" --config "$ROOT/.cargo/config.toml")
+cargo build -q --release -p engage "${AT_ROOT[@]}"
 ENGAGE_ADMIN_TOKEN=dev-admin-token \
-    cargo run -q --release -p engage --manifest-path "$ROOT/Cargo.toml" -- serve 2> "$TMP/server.log" &
+    cargo run -q --release -p engage "${AT_ROOT[@]}" -- serve 2> "$TMP/server.log" &
 SERVER_PID=$!
 for _ in $(seq 1 300); do
     python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 1)" 2>/dev/null && break
@@ -46,7 +50,7 @@ done
 log "running $(grep -c . "$TMP/tour.sh") lines of README blocks against 127.0.0.1:$PORT"
 cd "$TMP"
 OUT="$(
-    cargo() { command cargo "$1" --manifest-path "$ROOT/Cargo.toml" "${@:2}"; }
+    cargo() { command cargo "$1" "${AT_ROOT[@]}" "${@:2}"; }
     set -euo pipefail
     source <(sed "s/127\.0\.0\.1:8080/127.0.0.1:$PORT/g" "$TMP/tour.sh")
 )"
