@@ -104,6 +104,7 @@ fi
 log "running the black-box suite"
 
 status=0
+# The packages of tests/run.sh's native test build, so its build is used as it is.
 (cd "$ROOT" && ENGAGE_BASE_URL="$BASE" ENGAGE_ADMIN_TOKEN="$ADMIN_TOKEN" \
     cargo test --workspace --exclude engage-edge --exclude engage-www --test api -- "${TEST_ARGS[@]}") || status=$?
 if [ "$status" -ne 0 ]; then

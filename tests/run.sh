@@ -34,6 +34,7 @@ start_postgres
 # Every native test build selects the same packages, so that cargo unifies the same
 # features and builds each dependency once (`-p engage-tests` alone rebuilt a third of
 # them). The test build also builds target/debug/engage, which the suites run.
+# www/test.sh and host-edge/test.sh name the same packages: change all three together.
 NATIVE=(--workspace --exclude engage-edge --exclude engage-www)
 
 step "unit tests (core, host-native) and the black-box suite against the native host"

@@ -136,7 +136,7 @@ impl Names {
 
 /// The ledger key of an operation's target: the identifier index's key, or its
 /// prefix for an email or phone (every operation naming the address counts there).
-pub fn target_key(ws: &WorkspaceName, ident: &Identifier) -> String {
+fn target_key(ws: &WorkspaceName, ident: &Identifier) -> String {
     match ident {
         Identifier::Service(id) => profile_key(ws, id),
         other => unique_key(ws, other).or_else(|| shared_prefix(ws, other)).unwrap_or_default(),
