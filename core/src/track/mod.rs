@@ -17,6 +17,8 @@ mod sync;
 #[cfg(test)]
 mod early_tests;
 #[cfg(test)]
+mod ledger_tests;
+#[cfg(test)]
 mod size_tests;
 
 pub use sync::track_sync;

@@ -70,7 +70,10 @@ pub async fn apply_batch<S: Store>(
     backlog.load(store).await?;
     for attempt in 0..MAX_ATTEMPTS {
         let jobs = store.queued(0, max_jobs.max(1)).await?;
-        let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else { return Ok(QueueRun::default()) };
+        let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else {
+            backlog.ledger().settle();
+            return Ok(QueueRun::default());
+        };
         // Every job before the oldest pending one is applied: by this process or, on
         // a store several servers share, by another's applier.
         backlog.applied_through(first.seq - 1);
@@ -88,7 +91,7 @@ pub async fn apply_batch<S: Store>(
         match store.commit(changes).await {
             Ok(()) => {
                 backlog.applied_through(through);
-                backlog.ledger().release(&applied);
+                backlog.ledger().release(applied);
                 return Ok(batch.run());
             }
             Err(CommitError::Conflict) => continue,
@@ -151,7 +154,7 @@ pub async fn apply_early<S: Store>(
         match store.commit(changes).await {
             Ok(()) => {
                 backlog.applied_early(&records);
-                backlog.ledger().release(&backlog.ledger().applied(&jobs));
+                backlog.ledger().release(backlog.ledger().applied(&jobs));
                 return Ok(QueueRun { applied: jobs.len(), set_aside: 0 });
             }
             // Another writer (a request, not an applier: the gate keeps those apart)
@@ -369,6 +372,10 @@ pub async fn apply_pipelined<S: Store>(
     if contended {
         return Ok(done.plus(apply_batch(store, backlog, seed, max_jobs).await?));
     }
+    if done.is_empty() {
+        // Nothing queued: the names this applier released are taken off now.
+        backlog.ledger().settle();
+    }
     Ok(done)
 }
 
@@ -420,7 +427,7 @@ async fn land(
     match commit.await {
         Ok(()) => {
             backlog.applied_through(landing.through);
-            backlog.ledger().release(&landing.applied);
+            backlog.ledger().release(landing.applied);
             *done = done.plus(landing.run);
             Ok(true)
         }
