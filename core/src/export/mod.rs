@@ -127,8 +127,15 @@ fn fields(body: &Map<String, Value>) -> Result<Option<Vec<String>>, ApiError> {
     }
 }
 
-/// Renders a profile; `only` restricts the fields.
-pub async fn render<S: Store>(tx: &Tx<'_, S>, p: &Profile, only: Option<&[String]>) -> Result<Value, ApiError> {
+/// Renders a profile of workspace `ws`; `only` restricts the fields. Takes the
+/// store, not the unit of work, so that the profile is rendered where the unit of
+/// work holds it, not copied out of it first.
+pub async fn render<S: Store>(
+    store: &S,
+    ws: &WorkspaceName,
+    p: &Profile,
+    only: Option<&[String]>,
+) -> Result<Value, ApiError> {
     let want = |f: &str| only.is_none_or(|o| o.iter().any(|x| x == f || (f == "service_id" && x == "braze_id")));
     let mut u = Map::new();
     if want("created_at") {
@@ -186,7 +193,7 @@ pub async fn render<S: Store>(tx: &Tx<'_, S>, p: &Profile, only: Option<&[String
         u.insert("email_hard_bounced".into(), json!(p.email_hard_bounced));
     }
     if want("subscription_groups") && !p.groups.is_empty() {
-        let list = crate::subscriptions::group_entries(tx.store(), tx.workspace(), p, true).await?;
+        let list = crate::subscriptions::group_entries(store, ws, p, true).await?;
         u.insert("subscription_groups".into(), Value::Array(list));
     }
     Ok(Value::Object(u))
@@ -214,8 +221,8 @@ pub async fn export_ids<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8]) ->
             if seen.contains(&id) {
                 continue;
             }
-            if let Some(p) = tx.profile(&id).await?.cloned() {
-                users.push(render(&tx, &p, only.as_deref()).await?);
+            if let Some(p) = tx.profile(&id).await? {
+                users.push(render(store, ws, p, only.as_deref()).await?);
                 seen.push(id);
             }
         }

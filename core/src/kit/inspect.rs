@@ -64,8 +64,8 @@ pub async fn find_users<S: Store>(store: &S, ws: &WorkspaceName, idents: &[Ident
             if seen.contains(&id) || users.len() >= MAX_FOUND {
                 continue;
             }
-            if let Some(p) = tx.profile(&id).await?.cloned() {
-                users.push(export::render(&tx, &p, None).await?);
+            if let Some(p) = tx.profile(&id).await? {
+                users.push(export::render(store, ws, p, None).await?);
                 seen.push(id);
             }
         }

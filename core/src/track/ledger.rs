@@ -19,10 +19,11 @@
 //! The applier applies such a job anyway: a profile may then pass a bound by one
 //! request's growth, which later requests are refused for.
 
-use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+use foldhash::fast::RandomState;
 use foldhash::HashMap;
 
 use super::parse::{AttrUpdate, TrackJob, TrackOp};
@@ -144,17 +145,11 @@ fn target_key(ws: &WorkspaceName, ident: &Identifier) -> String {
     }
 }
 
-/// A target's key, hashed: the ledger keeps one small entry per user with queued
-/// operations, whatever the backlog's length. Two users sharing a hash are counted
-/// together, which can only refuse more, never less.
+/// A target's key, hashed (keyed as names are: see [`Ledger`]): the ledger keeps
+/// one small entry per user with queued operations, whatever the backlog's length.
+/// Two users sharing a hash are counted together, which can only refuse more,
+/// never less.
 type Slot = u64;
-
-fn slot(key: &str) -> Slot {
-    use std::hash::{Hash, Hasher};
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    key.hash(&mut h);
-    h.finish()
-}
 
 /// How many pending operations name one name of one target, and the bytes its
 /// value may take ([`Name`]).
@@ -225,7 +220,6 @@ fn union_growth<'a>(then: &[(u64, NameCount)], now: impl Iterator<Item = (u64, &
 /// cycles in the B-tree's range search, and its lock where they slept most).
 #[derive(Default)]
 struct State {
-    loaded: bool,
     slots: HashMap<Slot, Vec<(u64, NameCount)>>,
 }
 
@@ -317,6 +311,9 @@ pub struct Ledger {
     /// Committed operations not yet taken off `state`: whoever next takes its lock
     /// does ([`Ledger::lock`]). Lock order: `state`, then this.
     released: Mutex<Vec<Applied>>,
+    /// Whether the queued jobs are counted ([`Ledger::load`]): read without the
+    /// lock, since appliers ask at every turn.
+    loaded: AtomicBool,
     loading: futures_util::lock::Mutex<()>,
     hasher: RandomState,
 }
@@ -337,6 +334,11 @@ impl Ledger {
         state
     }
 
+    /// The slot of a target's key.
+    fn slot(&self, key: &str) -> Slot {
+        self.hasher.hash_one(key)
+    }
+
     /// The names operation `op` adds to its profile.
     pub fn names(&self, op: &TrackOp) -> Names {
         Names::of(op, &self.hasher)
@@ -347,7 +349,9 @@ impl Ledger {
         Applied(
             jobs.iter()
                 .flat_map(|(_, job)| {
-                    job.ops.iter().map(|op| (slot(&target_key(&job.workspace, &op.target().ident)), self.names(op)))
+                    job.ops
+                        .iter()
+                        .map(|op| (self.slot(&target_key(&job.workspace, &op.target().ident)), self.names(op)))
                 })
                 .collect(),
         )
@@ -357,11 +361,11 @@ impl Ledger {
     /// both wait for it (the backlog loads it), so nothing is taken off before it
     /// was counted.
     pub async fn load<S: Store>(&self, store: &S) -> Result<(), StoreError> {
-        if self.lock().loaded {
+        if self.loaded.load(Ordering::Acquire) {
             return Ok(());
         }
         let _loading = self.loading.lock().await;
-        if self.lock().loaded {
+        if self.loaded.load(Ordering::Acquire) {
             return Ok(());
         }
         let early = super::early::read_early(store).await?;
@@ -374,7 +378,7 @@ impl Ledger {
                 let Ok(job) = record::decode(&q.job) else { continue };
                 for (i, op) in job.ops.iter().enumerate() {
                     if !early.contains(&(q.seq, i as u32)) {
-                        found.push((slot(&target_key(&job.workspace, &op.target().ident)), self.names(op)));
+                        found.push((self.slot(&target_key(&job.workspace, &op.target().ident)), self.names(op)));
                     }
                 }
             }
@@ -384,14 +388,14 @@ impl Ledger {
         for (slot, names) in &found {
             state.add(*slot, names);
         }
-        state.loaded = true;
+        self.loaded.store(true, Ordering::Release);
         Ok(())
     }
 
     /// What `ops` (of one request in `ws`) add, per operation: its target's slot and
     /// its names, computed once for the snapshot and every try at reserving.
     pub fn request(&self, ws: &WorkspaceName, ops: &[TrackOp]) -> Request {
-        Request(ops.iter().map(|op| (slot(&target_key(ws, &op.target().ident)), self.names(op))).collect())
+        Request(ops.iter().map(|op| (self.slot(&target_key(ws, &op.target().ident)), self.names(op))).collect())
     }
 
     /// The names pending for the targets of `request` now: taken before the stored
