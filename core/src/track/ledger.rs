@@ -233,7 +233,9 @@ impl State {
     }
 
     fn add(&mut self, slot: Slot, names: &Names) {
-        let pending = self.slots.entry(slot).or_default();
+        // Sized for its first operation's names: most targets have one or two
+        // pending, and a vector's first growth would hold four.
+        let pending = self.slots.entry(slot).or_insert_with(|| Vec::with_capacity(names.0.len()));
         for n in &names.0 {
             let i = match pending.binary_search_by_key(&n.hash, |&(h, _)| h) {
                 Ok(i) => i,
