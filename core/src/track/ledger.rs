@@ -223,6 +223,9 @@ struct State {
     slots: HashMap<Slot, Vec<(u64, NameCount)>>,
 }
 
+/// Releases an applier hands over before it takes them off itself.
+const RELEASED_MAX: usize = 16;
+
 /// A map this much larger than what it holds gives its memory back.
 const SHRINK_BELOW: usize = 4;
 
@@ -323,8 +326,14 @@ pub struct Ledger {
 impl Ledger {
     /// The ledger's state, with everything released so far taken off.
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let released = std::mem::take(&mut *self.released.lock().unwrap_or_else(|e| e.into_inner()));
+        Self::take_off(self.state.lock().unwrap_or_else(|e| e.into_inner()), &self.released)
+    }
+
+    fn take_off<'a>(
+        mut state: std::sync::MutexGuard<'a, State>,
+        released: &Mutex<Vec<Applied>>,
+    ) -> std::sync::MutexGuard<'a, State> {
+        let released = std::mem::take(&mut *released.lock().unwrap_or_else(|e| e.into_inner()));
         for applied in &released {
             for (s, names) in &applied.0 {
                 state.sub(*s, names);
@@ -469,8 +478,25 @@ impl Ledger {
     /// by the next use of the ledger; until then they still count, which can only
     /// refuse more, never less.
     pub fn release(&self, applied: Applied) {
-        if !applied.0.is_empty() {
-            self.released.lock().unwrap_or_else(|e| e.into_inner()).push(applied);
+        if applied.0.is_empty() {
+            return;
+        }
+        let waiting = {
+            let mut released = self.released.lock().unwrap_or_else(|e| e.into_inner());
+            released.push(applied);
+            released.len()
+        };
+        // No request has used the ledger for a while (a backlog applied after the
+        // load that left it): taken off here, unless a request holds the lock, so
+        // that they do not pile up beside the names they release (measured: 20 MB
+        // at the end of the suite's 10M scale phase).
+        if waiting >= RELEASED_MAX {
+            let state = match self.state.try_lock() {
+                Ok(state) => state,
+                Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return,
+            };
+            drop(Self::take_off(state, &self.released));
         }
     }
 
