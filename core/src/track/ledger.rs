@@ -236,6 +236,10 @@ impl State {
     }
 
     fn add(&mut self, slot: Slot, names: &Names) {
+        if names.0.is_empty() {
+            // Standard attributes only: nothing to count, and no empty entry.
+            return;
+        }
         // Sized for its first operation's names: most targets have one or two
         // pending, and a vector's first growth would hold four.
         let pending = self.slots.entry(slot).or_insert_with(|| Vec::with_capacity(names.0.len()));

@@ -14,9 +14,10 @@ fn ws() -> WorkspaceName {
     WorkspaceName::parse("w").expect("name")
 }
 
-/// The operations of a `/users/track` body setting custom attributes `names` on `user`.
+/// The operations of a `/users/track` body setting custom attributes `names` (and a
+/// standard one) on `user`.
 fn ops(user: &str, names: &[&str]) -> Vec<TrackOp> {
-    let mut object = json!({ "external_id": user });
+    let mut object = json!({ "external_id": user, "first_name": "F" });
     for name in names {
         object[*name] = Value::from(1);
     }
@@ -82,4 +83,15 @@ fn settling_takes_off_everything_released() {
     for ops in &all {
         assert!(nothing_pending(ops));
     }
+}
+
+#[test]
+fn an_operation_on_standard_attributes_only_counts_nothing() {
+    let ledger = Ledger::default();
+    let standard = ops("u", &[]);
+    assert!(reserve(&ledger, &standard, 0));
+    assert!(reserve(&ledger, &ops("u", &["a"]), 1));
+    assert!(!reserve(&ledger, &ops("u", &["b"]), 1));
+    ledger.release(ledger.applied(&[job(standard)]));
+    assert!(!reserve(&ledger, &ops("u", &["b"]), 1), "releasing it takes nothing of `a` off");
 }
