@@ -30,12 +30,17 @@ fn ops(user: &str, names: &[&str]) -> Vec<TrackOp> {
     parsed.ops.into_iter().map(|(_, op)| op).collect()
 }
 
+/// Reserves `ops` when `fits(pending, own)`, as an acknowledgement does.
+fn reserve_if(ledger: &Ledger, ops: &[TrackOp], fits: impl Fn(Growth, Growth) -> bool) -> bool {
+    let request = ledger.request(&ws(), ops);
+    let snapshot = ledger.snapshot(&request);
+    ledger.reserve(&snapshot, &request, fits).is_some()
+}
+
 /// Reserves `ops` when the target's pending custom attributes and its own stay
 /// within `bound`.
 fn reserve(ledger: &Ledger, ops: &[TrackOp], bound: usize) -> bool {
-    let request = ledger.request(&ws(), ops);
-    let snapshot = ledger.snapshot(&request);
-    ledger.reserve(&snapshot, &request, |pending, own| pending.custom + own.custom <= bound).is_some()
+    reserve_if(ledger, ops, |pending, own| pending.custom + own.custom <= bound)
 }
 
 fn job(ops: Vec<TrackOp>) -> (u64, TrackJob) {
@@ -69,11 +74,7 @@ fn settling_takes_off_everything_released() {
     for ops in &all {
         assert!(reserve(&ledger, ops, 2));
     }
-    let nothing_pending = |ops: &[TrackOp]| {
-        let request = ledger.request(&ws(), ops);
-        let snapshot = ledger.snapshot(&request);
-        ledger.reserve(&snapshot, &request, |pending, _| pending == Growth::default()).is_some()
-    };
+    let nothing_pending = |ops: &[TrackOp]| reserve_if(&ledger, ops, |pending, _| pending == Growth::default());
     assert!(!nothing_pending(&all[0]));
     let jobs: Vec<(u64, TrackJob)> = all.iter().map(|ops| job(ops.clone())).collect();
     ledger.release(ledger.applied(&jobs));
