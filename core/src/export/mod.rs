@@ -1,8 +1,14 @@
 //! POST /users/export/ids: read profiles back by identifier.
 
 pub mod schema;
+mod user;
+#[cfg(test)]
+mod user_tests;
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use self::user::ExportUser;
 
 use crate::error::ApiError;
 use crate::http::Response;
@@ -127,76 +133,39 @@ fn fields(body: &Map<String, Value>) -> Result<Option<Vec<String>>, ApiError> {
     }
 }
 
-/// Renders a profile of workspace `ws`; `only` restricts the fields. Takes the
-/// store, not the unit of work, so that the profile is rendered where the unit of
-/// work holds it, not copied out of it first.
+/// A profile of workspace `ws` as the export shows it; `only` restricts the fields.
 pub async fn render<S: Store>(
     store: &S,
     ws: &WorkspaceName,
     p: &Profile,
     only: Option<&[String]>,
 ) -> Result<Value, ApiError> {
-    let want = |f: &str| only.is_none_or(|o| o.iter().any(|x| x == f || (f == "service_id" && x == "braze_id")));
-    let mut u = Map::new();
-    if want("created_at") {
-        u.insert("created_at".into(), json!(p.created_at.to_rfc3339()));
+    let user = export_user(store, ws, p, only).await?;
+    // Serialising our own plain data types (string keys only) cannot fail.
+    Ok(serde_json::to_value(&user).unwrap_or(Value::Null))
+}
+
+/// `p` to serialize, with its subscription groups read when they are exported.
+async fn export_user<'a, S: Store>(
+    store: &S,
+    ws: &WorkspaceName,
+    p: &'a Profile,
+    only: Option<&'a [String]>,
+) -> Result<ExportUser<'a>, ApiError> {
+    let mut user = ExportUser { profile: p, only, groups: None };
+    if user.wants("subscription_groups") && !p.groups.is_empty() {
+        user.groups = Some(crate::subscriptions::group_entries(store, ws, p, true).await?);
     }
-    if want("updated_at") {
-        u.insert("updated_at".into(), json!(p.updated_at.to_rfc3339()));
-    }
-    if want("service_id") {
-        u.insert("service_id".into(), json!(p.id.as_str()));
-    }
-    if let (true, Some(x)) = (want("external_id"), &p.external_id) {
-        u.insert("external_id".into(), json!(x.as_str()));
-    }
-    if want("user_aliases") && !p.aliases.is_empty() {
-        u.insert("user_aliases".into(), Value::Array(p.alias_list().iter().map(UserAlias::to_json).collect()));
-    }
-    if let (true, Some(e)) = (want("email"), &p.email) {
-        u.insert("email".into(), json!(e.as_str()));
-    }
-    if let (true, Some(ph)) = (want("phone"), &p.phone) {
-        u.insert("phone".into(), json!(ph.as_str()));
-    }
-    for (k, v) in &p.standard {
-        if want(k) || want("standard_attributes") {
-            u.insert(k.clone(), v.clone());
-        }
-    }
-    if want("custom_attributes") && !p.custom.is_empty() {
-        u.insert("custom_attributes".into(), Value::Object(p.custom.clone()));
-    }
-    let summaries = |m: &std::collections::BTreeMap<String, crate::users::profile::Summary>| -> Value {
-        Value::Array(
-            m.iter()
-                .map(|(n, s)| json!({"name": n, "first": s.first.to_rfc3339(), "last": s.last.to_rfc3339(), "count": s.count}))
-                .collect(),
-        )
-    };
-    if want("custom_events") && !p.events.is_empty() {
-        u.insert("custom_events".into(), summaries(&p.events));
-    }
-    if want("purchases") && !p.purchases.is_empty() {
-        u.insert("purchases".into(), summaries(&p.purchases));
-    }
-    if want("total_revenue") && !p.purchases.is_empty() {
-        u.insert("total_revenue".into(), json!(p.total_revenue));
-    }
-    if let (true, Some(s)) = (want("email_subscribe"), p.email_subscribe) {
-        u.insert("email_subscribe".into(), json!(s.as_str()));
-    }
-    if let (true, Some(s)) = (want("push_subscribe"), p.push_subscribe) {
-        u.insert("push_subscribe".into(), json!(s.as_str()));
-    }
-    if want("email_hard_bounced") {
-        u.insert("email_hard_bounced".into(), json!(p.email_hard_bounced));
-    }
-    if want("subscription_groups") && !p.groups.is_empty() {
-        let list = crate::subscriptions::group_entries(store, ws, p, true).await?;
-        u.insert("subscription_groups".into(), Value::Array(list));
-    }
-    Ok(Value::Object(u))
+    Ok(user)
+}
+
+/// The export's answer; members in key order, as a `Value` writes them.
+#[derive(Serialize)]
+struct Answer<'a> {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    invalid_user_ids: Vec<Value>,
+    message: &'static str,
+    users: Vec<ExportUser<'a>>,
 }
 
 /// POST /users/export/ids.
@@ -209,8 +178,10 @@ pub async fn export_ids<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8]) ->
     // per identifier: the resolution below then finds them in the unit of work.
     let names: Vec<Identifier> = idents.iter().map(|(ident, _)| ident.clone()).collect();
     tx.prefetch(&names).await?;
-    let mut users = Vec::new();
+    // The profiles are read first (the unit of work lends one at a time), then
+    // written straight from where it holds them.
     let mut seen: Vec<ServiceId> = Vec::new();
+    let mut groups = Vec::new();
     let mut invalid = Vec::new();
     for (ident, raw) in idents {
         let found = tx.resolve(&ident).await?;
@@ -222,14 +193,18 @@ pub async fn export_ids<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8]) ->
                 continue;
             }
             if let Some(p) = tx.profile(&id).await? {
-                users.push(render(store, ws, p, only.as_deref()).await?);
+                groups.push(export_user(store, ws, p, only.as_deref()).await?.groups);
                 seen.push(id);
             }
         }
     }
-    let mut out = json!({"users": users, "message": "success"});
-    if !invalid.is_empty() {
-        out["invalid_user_ids"] = Value::Array(invalid);
-    }
-    Ok(Response::json(200, &out))
+    let users = seen
+        .iter()
+        .zip(groups)
+        .filter_map(|(id, groups)| {
+            let profile = tx.loaded(id)?;
+            Some(ExportUser { profile, only: only.as_deref(), groups })
+        })
+        .collect();
+    Ok(Response::json(200, &Answer { invalid_user_ids: invalid, message: "success", users }))
 }

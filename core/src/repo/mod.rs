@@ -160,6 +160,11 @@ impl<'s, S: Store> Tx<'s, S> {
         Ok(self.profiles.get(id).and_then(|s| s.doc.as_ref()))
     }
 
+    /// A profile [`Tx::profile`] has already read, without reading.
+    pub fn loaded(&self, id: &ServiceId) -> Option<&Profile> {
+        self.profiles.get(id).and_then(|s| s.doc.as_ref())
+    }
+
     /// A profile to change; it is written back at commit.
     pub async fn profile_mut(&mut self, id: &ServiceId) -> Result<Option<&mut Profile>, StoreError> {
         self.load(id).await?;
