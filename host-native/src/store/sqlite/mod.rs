@@ -5,7 +5,7 @@
 //! exactly once: its effects and the cursor move in one transaction of the
 //! database, and log segments are deleted only after that commit is durable.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
