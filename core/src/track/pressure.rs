@@ -85,7 +85,11 @@ impl Pressure {
                 m.since = None;
                 return;
             }
-            let since = *m.since.get_or_insert(started.0);
+            // The window takes in the whole turn: a request's catch-up may have opened
+            // it after the turn started, and the turn's jobs counted over the shorter
+            // window made the rate look several times higher than it was.
+            let since = m.since.map_or(started.0, |since| since.min(started.0));
+            m.since = Some(since);
             m.applied += applied;
             m.close_window(since, now.0, true);
         }
@@ -181,5 +185,21 @@ mod tests {
         p.note_applied(0, false, Timestamp(90_000));
         // Still 100 jobs/s: 5,000 pending are 50 s, 20 past the bound.
         assert_eq!(p.wait_secs(5_000, 30), Some(20));
+    }
+
+    #[test]
+    fn a_turn_is_measured_over_its_whole_length_when_a_catch_up_opened_the_window_during_it() {
+        let p = Pressure::default();
+        // A background turn applies 3,000 jobs from 0 to 7.1 s; a request's catch-up
+        // at 5 s applies 10 more while a backlog is waiting.
+        p.turn_started(Timestamp(0));
+        p.turn_ended(Timestamp(0), 3_000, true);
+        p.note_applied(10, true, Timestamp(5_000));
+        p.turn_started(Timestamp(7_100));
+        assert!(p.measured());
+        // About 423 jobs/s (3,000 in 7.1 s), not 1,429 (3,000 in the 2.1 s since the
+        // catch-up): 1,500 pending are 3.5 s of applying, past a 3-s bound.
+        assert_eq!(p.wait_secs(1_500, 3), Some(1));
+        assert_eq!(p.wait_secs(1_250, 3), None);
     }
 }
