@@ -8,7 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::time::Timestamp;
@@ -110,7 +111,7 @@ impl Serialize for Field<'_> {
             Field::Aliases(aliases) => {
                 let mut seq = serializer.serialize_seq(Some(aliases.len()))?;
                 for (label, name) in aliases.iter() {
-                    seq.serialize_element(&Alias { label, name })?;
+                    seq.serialize_element(&Alias { alias_label: label, alias_name: name })?;
                 }
                 seq.end()
             }
@@ -118,7 +119,7 @@ impl Serialize for Field<'_> {
             Field::Summaries(summaries) => {
                 let mut seq = serializer.serialize_seq(Some(summaries.len()))?;
                 for (name, summary) in summaries.iter() {
-                    seq.serialize_element(&Named { name, summary })?;
+                    seq.serialize_element(&Named::new(name, summary))?;
                 }
                 seq.end()
             }
@@ -131,34 +132,25 @@ impl Serialize for Field<'_> {
     }
 }
 
-/// `{"alias_label": .., "alias_name": ..}`, in key order.
+/// `{"alias_label": .., "alias_name": ..}`: fields declared in key order, as a
+/// map writes them.
+#[derive(Serialize)]
 struct Alias<'a> {
-    label: &'a str,
-    name: &'a str,
+    alias_label: &'a str,
+    alias_name: &'a str,
 }
 
-impl Serialize for Alias<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(2))?;
-        map.serialize_entry("alias_label", self.label)?;
-        map.serialize_entry("alias_name", self.name)?;
-        map.end()
-    }
-}
-
-/// An event or purchase summary: `count`, `first`, `last`, `name`, in key order.
+/// An event or purchase summary: fields declared in key order.
+#[derive(Serialize)]
 struct Named<'a> {
+    count: u64,
+    first: String,
+    last: String,
     name: &'a str,
-    summary: &'a Summary,
 }
 
-impl Serialize for Named<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(4))?;
-        map.serialize_entry("count", &self.summary.count)?;
-        map.serialize_entry("first", &self.summary.first.to_rfc3339())?;
-        map.serialize_entry("last", &self.summary.last.to_rfc3339())?;
-        map.serialize_entry("name", self.name)?;
-        map.end()
+impl<'a> Named<'a> {
+    fn new(name: &'a str, summary: &Summary) -> Self {
+        Named { count: summary.count, first: summary.first.to_rfc3339(), last: summary.last.to_rfc3339(), name }
     }
 }
