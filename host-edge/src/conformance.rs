@@ -19,9 +19,11 @@ const BINDING: &str = "CONFORMANCE_DB";
 /// An emptied scratch store.
 async fn fresh(env: &Env) -> D1Store {
     let db = env.d1(BINDING).expect("the scratch binding was there a moment ago");
-    db.exec("DELETE FROM docs\nDELETE FROM queue\nUPDATE queue_cursor SET applied = 0 WHERE id = 1")
-        .await
-        .expect("empty the scratch database");
+    db.exec(
+        "DELETE FROM docs\nDELETE FROM idents\nDELETE FROM queue\nUPDATE queue_cursor SET applied = 0 WHERE id = 1",
+    )
+    .await
+    .expect("empty the scratch database");
     D1Store::new(db, None)
 }
 

@@ -212,7 +212,10 @@ impl D1Store {
         self.pace().await;
         let row: Option<DocRow> = self
             .stmt(
-                "SELECT version, CAST(value AS TEXT) AS value FROM docs WHERE tbl = ?1 AND key = ?2",
+                &format!(
+                    "SELECT version, CAST(value AS TEXT) AS value FROM {} WHERE tbl = ?1 AND key = ?2",
+                    name(table)
+                ),
                 &[num(table.id() as u64), JsValue::from_str(key)],
             )?
             .first(None)
@@ -228,12 +231,18 @@ impl D1Store {
         let stmt = match expect {
             Expect::Any => return Ok(None),
             Expect::Absent => self.stmt(
-                "INSERT INTO guard (ok) SELECT 0 WHERE EXISTS (SELECT 1 FROM docs WHERE tbl = ?1 AND key = ?2)",
+                &format!(
+                    "INSERT INTO guard (ok) SELECT 0 WHERE EXISTS (SELECT 1 FROM {} WHERE tbl = ?1 AND key = ?2)",
+                    name(table)
+                ),
                 &[t, k],
             )?,
             Expect::Version(v) => self.stmt(
-                "INSERT INTO guard (ok) SELECT 0 WHERE NOT EXISTS
-                 (SELECT 1 FROM docs WHERE tbl = ?1 AND key = ?2 AND version = ?3)",
+                &format!(
+                    "INSERT INTO guard (ok) SELECT 0 WHERE NOT EXISTS
+                     (SELECT 1 FROM {} WHERE tbl = ?1 AND key = ?2 AND version = ?3)",
+                    name(table)
+                ),
                 &[t, k, num(v)],
             )?,
         };
@@ -250,15 +259,18 @@ impl D1Store {
                     // guard already refused a present key for `Absent` and a missing
                     // or other version for `Version`.
                     out.push(self.stmt(
-                        "INSERT INTO docs (tbl, key, version, value) VALUES (?1, ?2, 1, ?3)
-                         ON CONFLICT (tbl, key) DO UPDATE SET version = version + 1, value = excluded.value",
+                        &format!(
+                            "INSERT INTO {} (tbl, key, version, value) VALUES (?1, ?2, 1, ?3)
+                             ON CONFLICT (tbl, key) DO UPDATE SET version = version + 1, value = excluded.value",
+                            name(*table)
+                        ),
                         &[num(table.id() as u64), JsValue::from_str(key), text(value)?],
                     )?);
                 }
                 Op::Delete { table, key, expect } => {
                     out.extend(self.guard(*table, key, *expect)?);
                     out.push(self.stmt(
-                        "DELETE FROM docs WHERE tbl = ?1 AND key = ?2",
+                        &format!("DELETE FROM {} WHERE tbl = ?1 AND key = ?2", name(*table)),
                         &[num(table.id() as u64), JsValue::from_str(key)],
                     )?);
                 }
@@ -305,8 +317,11 @@ impl Store for D1Store {
             self.pace().await;
             let rows: Vec<KeyedRow> = self
                 .all(
-                    "SELECT key, version, CAST(value AS TEXT) AS value FROM docs
-                     WHERE tbl = ?1 AND key IN (SELECT value FROM json_each(?2))",
+                    &format!(
+                        "SELECT key, version, CAST(value AS TEXT) AS value FROM {}
+                         WHERE tbl = ?1 AND key IN (SELECT value FROM json_each(?2))",
+                        name(table)
+                    ),
                     &[num(table.id() as u64), JsValue::from_str(&array)],
                 )
                 .await?;
@@ -320,8 +335,11 @@ impl Store for D1Store {
         let range = KeyRange::prefix(prefix, limit);
         let rows: Vec<KeyedRow> = self
             .all(
-                "SELECT key, version, CAST(value AS TEXT) AS value FROM docs
-                 WHERE tbl = ?1 AND key >= ?2 AND key < ?3 ORDER BY key LIMIT ?4",
+                &format!(
+                    "SELECT key, version, CAST(value AS TEXT) AS value FROM {}
+                     WHERE tbl = ?1 AND key >= ?2 AND key < ?3 ORDER BY key LIMIT ?4",
+                    name(table)
+                ),
                 &[
                     num(table.id() as u64),
                     JsValue::from_str(&range.start),
@@ -414,4 +432,9 @@ impl Store for D1Store {
             .map_err(store_err)?;
         Ok(row.map_or(0, |r| r.n as u64))
     }
+}
+
+/// The table of the shared schema that holds `table`'s documents.
+fn name(table: Table) -> &'static str {
+    table.sql_table().name()
 }

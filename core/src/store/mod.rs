@@ -81,6 +81,15 @@ impl Table {
         self as i64
     }
 
+    /// The table of the SQL schema shared by the SQLite and D1 stores (`migrations/`)
+    /// that holds this kind's documents.
+    pub fn sql_table(self) -> SqlTable {
+        match self {
+            Table::Ident => SqlTable::Idents,
+            _ => SqlTable::Docs,
+        }
+    }
+
     /// Every table, for backends that enumerate them.
     pub const ALL: [Table; 21] = [
         Table::Workspace,
@@ -105,6 +114,31 @@ impl Table {
         Table::Seed,
         Table::CdiBatches,
     ];
+}
+
+/// A table of the SQL schema shared by the SQLite and D1 stores (`migrations/`). Both
+/// have the columns `tbl, key, version, value` and the primary key `(tbl, key)`, so a
+/// statement differs between them only by the table's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SqlTable {
+    /// `docs`: a rowid table, its key in an index of its own. Reading a document by
+    /// key descends two B-trees (the index, then the table); documents of any size.
+    Docs,
+    /// `idents`: the identifier index, `WITHOUT ROWID`. Its rows are small (a key and
+    /// a service id), so the row sits in the key's B-tree: one descent per lookup,
+    /// where resolving an identifier and reading its profile took four (see
+    /// docs/performance.md).
+    Idents,
+}
+
+impl SqlTable {
+    /// The table's name in SQL.
+    pub fn name(self) -> &'static str {
+        match self {
+            SqlTable::Docs => "docs",
+            SqlTable::Idents => "idents",
+        }
+    }
 }
 
 /// A stored document with its version (starting at 1, incremented by every write).

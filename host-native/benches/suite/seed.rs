@@ -18,10 +18,10 @@ pub fn root() -> PathBuf {
 }
 
 /// The seed database of `profiles` profiles in workspace `bench`, made if missing.
-/// The name changes with the storage layout (v3: page sizes per file), so a stale
+/// The name changes with the storage layout (v3: page sizes per file; v4: the identifier index in a table of its own), so a stale
 /// seed is never reused.
 pub fn seed(profiles: u64) -> PathBuf {
-    let path = root().join(format!("seed-v3-{profiles}.db"));
+    let path = root().join(format!("seed-v4-{profiles}.db"));
     if path.exists() {
         return path;
     }

@@ -9,9 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use super::base::err;
 use super::doc_cache::Admit;
 use super::shared::{Shared, Writer, APPLY_SYNC_INTERVAL};
-
-pub(super) const UPDATE_BY_ROWID: &str =
-    "UPDATE docs SET version = ?1, value = ?2 WHERE rowid = ?3 AND +tbl = ?4 AND +key = ?5 AND version = ?6";
+use super::statements;
 
 /// What one operation of a commit did.
 pub(super) enum Applied {
@@ -26,48 +24,46 @@ impl Shared {
     /// see [`super::doc_cache`]).
     pub(super) fn apply_op(tx: &Connection, op: &Op, rowid: Option<i64>) -> Result<Applied, rusqlite::Error> {
         match op {
-            Op::Put { table, key, value, expect } => match expect {
-                Expect::Version(v) => {
-                    let (version, expected) = (next_version(Some(*v)) as i64, *v as i64);
-                    if let Some(rowid) = rowid {
-                        let mut st = tx.prepare_cached(UPDATE_BY_ROWID)?;
-                        if st.execute(params![version, value, rowid, table.id(), key, expected])? == 1 {
-                            return Ok(Applied::Done(Some(rowid)));
+            Op::Put { table, key, value, expect } => {
+                let sql = statements::of(*table);
+                match expect {
+                    Expect::Version(v) => {
+                        let (version, expected) = (next_version(Some(*v)) as i64, *v as i64);
+                        if let Some(rowid) = rowid.filter(|_| sql.rowids) {
+                            let mut st = tx.prepare_cached(sql.update_by_rowid)?;
+                            if st.execute(params![version, value, rowid, table.id(), key, expected])? == 1 {
+                                return Ok(Applied::Done(Some(rowid)));
+                            }
                         }
+                        let mut st = tx.prepare_cached(sql.update)?;
+                        // No row: the expected version did not hold. A row: its rowid, NULL
+                        // in a table without rowids.
+                        let updated: Option<Option<i64>> = st
+                            .query_row(params![version, value, table.id(), key, expected], |r| r.get(0))
+                            .optional()?;
+                        Ok(updated.map_or(Applied::Refused, Applied::Done))
                     }
-                    let mut st = tx.prepare_cached(
-                        "UPDATE docs SET version = ?1, value = ?2 WHERE tbl = ?3 AND key = ?4 AND version = ?5
-                         RETURNING rowid",
-                    )?;
-                    let rowid: Option<i64> =
-                        st.query_row(params![version, value, table.id(), key, expected], |r| r.get(0)).optional()?;
-                    Ok(rowid.map_or(Applied::Refused, |r| Applied::Done(Some(r))))
+                    Expect::Absent => {
+                        let written =
+                            tx.prepare_cached(sql.insert_absent)?.execute(params![table.id(), key, value])? == 1;
+                        // `last_insert_rowid` is only this insert's in a table with rowids.
+                        let rowid = Some(tx.last_insert_rowid()).filter(|_| sql.rowids);
+                        Ok(if written { Applied::Done(rowid) } else { Applied::Refused })
+                    }
+                    Expect::Any => {
+                        tx.prepare_cached(sql.upsert)?.execute(params![table.id(), key, value])?;
+                        Ok(Applied::Done(None))
+                    }
                 }
-                Expect::Absent => {
-                    let mut st = tx.prepare_cached(
-                        "INSERT OR IGNORE INTO docs (tbl, key, version, value) VALUES (?1, ?2, 1, ?3)",
-                    )?;
-                    let written = st.execute(params![table.id(), key, value])? == 1;
-                    Ok(if written { Applied::Done(Some(tx.last_insert_rowid())) } else { Applied::Refused })
-                }
-                Expect::Any => {
-                    let mut st = tx.prepare_cached(
-                        "INSERT INTO docs (tbl, key, version, value) VALUES (?1, ?2, 1, ?3)
-                         ON CONFLICT (tbl, key) DO UPDATE SET version = version + 1, value = excluded.value",
-                    )?;
-                    st.execute(params![table.id(), key, value])?;
-                    Ok(Applied::Done(None))
-                }
-            },
+            }
             Op::Delete { table, key, expect } => {
-                let current: Option<i64> = tx
-                    .prepare_cached("SELECT version FROM docs WHERE tbl = ?1 AND key = ?2")?
-                    .query_row(params![table.id(), key], |r| r.get(0))
-                    .optional()?;
+                let sql = statements::of(*table);
+                let current: Option<i64> =
+                    tx.prepare_cached(sql.version)?.query_row(params![table.id(), key], |r| r.get(0)).optional()?;
                 if !expectation_holds(*expect, current.map(|v| v as u64)) {
                     return Ok(Applied::Refused);
                 }
-                tx.prepare_cached("DELETE FROM docs WHERE tbl = ?1 AND key = ?2")?.execute(params![table.id(), key])?;
+                tx.prepare_cached(sql.delete)?.execute(params![table.id(), key])?;
                 Ok(Applied::Done(None))
             }
         }
@@ -218,7 +214,8 @@ mod rowid_hints {
 
     use super::super::connection::{migrate, open, MAIN_PAGE_SIZE};
     use super::super::shared::Shared;
-    use super::{Applied, UPDATE_BY_ROWID};
+    use super::super::statements;
+    use super::Applied;
 
     /// A migrated database in a directory of its own (removed when dropped).
     fn db() -> (tempfile::TempDir, Connection) {
@@ -301,7 +298,7 @@ mod rowid_hints {
     fn the_hinted_update_finds_its_row_by_rowid_not_by_the_key_index() {
         let (_dir, c) = db();
         let plan: Vec<String> = c
-            .prepare(&format!("EXPLAIN QUERY PLAN {UPDATE_BY_ROWID}"))
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", statements::of(Table::Profile).update_by_rowid))
             .unwrap()
             .query_map(params![2, "", 1, 1, "", 1], |r| r.get::<_, String>(3))
             .unwrap()
@@ -309,5 +306,52 @@ mod rowid_hints {
             .unwrap();
         assert_eq!(plan.len(), 1, "{plan:?}");
         assert!(plan[0].contains("INTEGER PRIMARY KEY (rowid=?)"), "{plan:?}");
+    }
+
+    fn plan(c: &Connection, sql: &str) -> Vec<String> {
+        c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap()
+            .query_map(params![4, "k"], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn an_identifier_is_read_from_its_own_table_by_its_primary_key_and_a_profile_through_the_key_index() {
+        let (_dir, c) = db();
+        let ident = plan(&c, statements::of(Table::Ident).read_one);
+        assert_eq!(ident.len(), 1, "{ident:?}");
+        assert!(ident[0].starts_with("SEARCH idents USING PRIMARY KEY (tbl=? AND key=?)"), "{ident:?}");
+        let profile = plan(&c, statements::of(Table::Profile).read_one);
+        assert!(profile[0].starts_with("SEARCH docs USING INDEX"), "{profile:?}");
+    }
+
+    #[test]
+    fn identifier_entries_are_written_without_rowids_and_a_stale_hint_changes_nothing() {
+        let (_dir, mut c) = db();
+        let ident = |value: &str, expect| Op::Put {
+            table: Table::Ident,
+            key: "ws\u{1f}x\u{1f}u".into(),
+            value: value.as_bytes().to_vec(),
+            expect,
+        };
+        assert_eq!(apply(&mut c, &ident("s1", Expect::Absent), None), Some(None));
+        assert_eq!(apply(&mut c, &ident("s1", Expect::Absent), None), None, "present: refused");
+        // A hint (a rowid of `docs`) is no use here and is not used.
+        assert_eq!(apply(&mut c, &ident("s2", Expect::Version(1)), Some(1)), Some(None));
+        assert_eq!(apply(&mut c, &ident("s3", Expect::Version(1)), None), None, "stale version: refused");
+        let stored: (i64, i64, String) = c
+            .query_row("SELECT tbl, version, CAST(value AS TEXT) FROM idents", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .unwrap();
+        assert_eq!(stored, (4, 2, "s2".into()));
+        let in_docs: i64 = c.query_row("SELECT count(*) FROM docs WHERE tbl = 4", [], |r| r.get(0)).unwrap();
+        assert_eq!(in_docs, 0);
+        let delete = Op::Delete { table: Table::Ident, key: "ws\u{1f}x\u{1f}u".into(), expect: Expect::Version(2) };
+        assert_eq!(apply(&mut c, &delete, None), Some(None));
+        let left: i64 = c.query_row("SELECT count(*) FROM idents", [], |r| r.get(0)).unwrap();
+        assert_eq!(left, 0);
     }
 }

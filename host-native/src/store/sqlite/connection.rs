@@ -4,16 +4,18 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use engage_core::store::StoreError;
+use engage_core::store::{StoreError, Table};
 use rusqlite::{Connection, TransactionBehavior};
 
 use super::base::{err, Background};
 use super::shared::Shared;
+use super::statements;
 
 /// The numbered migrations, shared with the edge host.
 pub(super) const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_init", include_str!("../../../../migrations/0001_init.sql")),
     ("0002_guard", include_str!("../../../../migrations/0002_guard.sql")),
+    ("0003_idents", include_str!("../../../../migrations/0003_idents.sql")),
 ];
 
 pub(super) const MAIN_PAGE_SIZE: i64 = 1024;
@@ -153,15 +155,14 @@ pub(super) fn open_reader(path: &Path) -> Result<Connection, StoreError> {
     conn.pragma_update(None, "cache_size", -READER_CACHE_KIB).map_err(err)?;
     // Parse the schema and prepare the most common read now, not in a request: a
     // cold server's first requests otherwise all did it at once.
-    conn.prepare_cached(READ_ONE).map_err(err)?;
+    for table in [Table::Profile, Table::Ident] {
+        conn.prepare_cached(statements::of(table).read_one).map_err(err)?;
+    }
     Ok(conn)
 }
 
 /// Page cache of each reader connection, KiB (up to `MAX_IDLE_READERS` of them).
 const READER_CACHE_KIB: i64 = 256;
-
-/// Reads one document.
-pub(super) const READ_ONE: &str = "SELECT version, value FROM docs WHERE tbl = ?1 AND key = ?2";
 
 /// Reader connections opened with the store, so a cold server answers its first
 /// burst of requests without opening connections on the way: with 16, the first

@@ -18,15 +18,20 @@
 //! anyway, the commit's version check in SQLite refuses the write (a retry), it
 //! never corrupts data.
 //!
-//! Each entry also remembers the row it came from in SQLite, so a commit updates
+//! Each profile also remembers the row it came from in SQLite, so a commit updates
 //! it by rowid: one B-tree descent instead of two (the key's index, then the
 //! table). The rowid is only a hint: the update also checks table, key and
-//! version, and falls back to the key when it finds no such row.
+//! version, and falls back to the key when it finds no such row. Identifier entries
+//! have no rowid: their table is found by key in one descent (see
+//! [`super::statements`]).
 
 use foldhash::HashMap;
+use std::num::NonZeroI64;
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard};
 
 use engage_core::store::{next_version, Entry, Expect, Op, Table};
+
+use super::statements::by_key;
 
 /// Bytes counted per entry beyond its key and value (map slot, allocations).
 const OVERHEAD: usize = 64;
@@ -47,10 +52,12 @@ struct Map {
     bytes: usize,
 }
 
-/// A document and the SQLite row that holds it.
+/// A document and the SQLite row that holds it (none in a table without rowids;
+/// SQLite's rowids here start at 1, and the niche keeps an entry as small as with a
+/// plain integer).
 struct Cached {
     entry: Entry,
-    rowid: i64,
+    rowid: Option<NonZeroI64>,
 }
 
 fn size(key: &str, e: &Entry) -> usize {
@@ -109,7 +116,7 @@ impl DocCache {
                 // A document expected absent has no row yet: nothing to look up (a
                 // warehouse sync's batches are mostly new profiles).
                 Op::Put { expect: Expect::Absent, .. } | Op::Delete { .. } => None,
-                Op::Put { table, key, .. } => map.get(*table, key).map(|c| c.rowid),
+                Op::Put { table, key, .. } => map.get(*table, key).and_then(|c| c.rowid).map(NonZeroI64::get),
             })
             .collect()
     }
@@ -120,10 +127,15 @@ impl DocCache {
     }
 
     /// Inserts what a fill read (under its guard).
-    pub fn fill(&self, _guard: &FillGuard<'_>, table: Table, found: impl IntoIterator<Item = (String, Entry, i64)>) {
+    pub fn fill(
+        &self,
+        _guard: &FillGuard<'_>,
+        table: Table,
+        found: impl IntoIterator<Item = (String, Entry, Option<i64>)>,
+    ) {
         let mut map = self.map();
         for (key, entry, rowid) in found {
-            map.insert(table, key, Cached { entry, rowid });
+            map.insert(table, key, Cached { entry, rowid: rowid.and_then(NonZeroI64::new) });
         }
         map.shrink_to(self.capacity);
     }
@@ -139,7 +151,10 @@ impl DocCache {
                 // It was absent, so the cache cannot hold it: leaving it out keeps the
                 // cache coherent.
                 (Op::Put { expect: Expect::Absent, .. }, _) if admit == Admit::Known => {}
-                (Op::Put { table, key, value, expect }, Some(rowid)) if cached(table) => {
+                // Known: where it was written, or a table found by key alone.
+                (Op::Put { table, key, value, expect }, rowid)
+                    if cached(table) && (rowid.is_some() || by_key(table)) =>
+                {
                     let before = match expect {
                         Expect::Version(v) => Some(v),
                         Expect::Absent => None,
@@ -149,7 +164,9 @@ impl DocCache {
                             continue;
                         }
                     };
-                    map.insert(table, key, Cached { entry: Entry { version: next_version(before), value }, rowid });
+                    let (entry, rowid) =
+                        (Entry { version: next_version(before), value }, rowid.and_then(NonZeroI64::new));
+                    map.insert(table, key, Cached { entry, rowid });
                 }
                 // Where the row is not known, neither is the document: read it again.
                 (Op::Put { table, key, .. }, None) if cached(table) => map.remove(table, &key),
@@ -264,7 +281,7 @@ mod tests {
     fn stays_within_its_capacity() {
         let c = DocCache::new(10_000);
         let guard = c.begin_fill();
-        let entries = (0..1000).map(|i| (format!("k{i}"), Entry { version: 1, value: vec![0; 100] }, i));
+        let entries = (0..1000).map(|i| (format!("k{i}"), Entry { version: 1, value: vec![0; 100] }, Some(i)));
         c.fill(&guard, Table::Profile, entries);
         drop(guard);
         let map = c.map();
@@ -272,5 +289,19 @@ mod tests {
         assert!(!map.entries[&Table::Profile].is_empty());
         let held = map.entries.values().flat_map(|m| m.iter()).map(|(k, c)| size(k, &c.entry)).sum::<usize>();
         assert_eq!(map.bytes, held);
+    }
+
+    #[test]
+    fn identifier_entries_are_kept_without_a_row() {
+        let c = DocCache::new(1 << 20);
+        let ident = |value: &str, expect| Op::Put { table: Table::Ident, key: "i".into(), value: value.into(), expect };
+        c.committed(vec![(ident("s1", Expect::Absent), None)], Admit::New);
+        assert_eq!(c.get(Table::Ident, "i"), Some(Entry { version: 1, value: b"s1".to_vec() }));
+        assert_eq!(c.rowids(&[ident("s2", Expect::Version(1))]), vec![None]);
+        c.committed(vec![(ident("s2", Expect::Version(1)), None)], Admit::Known);
+        assert_eq!(c.get(Table::Ident, "i"), Some(Entry { version: 2, value: b"s2".to_vec() }));
+        // A blind write's version is not known here, with or without rows.
+        c.committed(vec![(ident("s3", Expect::Any), None)], Admit::New);
+        assert_eq!(c.get(Table::Ident, "i"), None);
     }
 }

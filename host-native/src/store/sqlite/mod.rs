@@ -18,13 +18,14 @@ pub mod connection;
 pub mod doc_cache;
 pub mod queue;
 pub mod queue_log;
+mod statements;
 pub mod writeback;
 
 mod base;
 mod shared;
 
 pub(crate) use self::base::{err, Background};
-use self::connection::{migrate, open, open_reader, spawn_checkpointer, INITIAL_READERS, MAIN_PAGE_SIZE, READ_ONE};
+use self::connection::{migrate, open, open_reader, spawn_checkpointer, INITIAL_READERS, MAIN_PAGE_SIZE};
 use self::doc_cache::DocCache;
 use self::queue::{import_sqlite_queue, Queue};
 use self::queue_log::QueueLog;
@@ -231,17 +232,20 @@ impl SqliteStore {
 
     fn read_one(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
         self.with_reader(|c| {
-            c.prepare_cached(READ_ONE)?.query_row(params![table.id(), key], |r| entry_at(r, 0)).optional()
+            c.prepare_cached(statements::of(table).read_one)?
+                .query_row(params![table.id(), key], |r| entry_at(r, 0))
+                .optional()
         })
     }
 
-    /// The documents of `keys` that exist, by key, with their rowids.
-    fn read_many(&self, table: Table, keys: &[String]) -> Result<HashMap<String, (Entry, i64)>, StoreError> {
+    /// The documents of `keys` that exist, by key, with their rowids (in a table
+    /// that has them).
+    fn read_many(&self, table: Table, keys: &[String]) -> Result<HashMap<String, (Entry, Option<i64>)>, StoreError> {
         // One statement per chunk of keys, parameterised (SQLite allows 32766 parameters).
-        let mut found: HashMap<String, (Entry, i64)> = HashMap::with_capacity(keys.len());
+        let mut found: HashMap<String, (Entry, Option<i64>)> = HashMap::with_capacity(keys.len());
         for chunk in keys.chunks(500) {
             let placeholders = vec!["?"; chunk.len()].join(",");
-            let sql = format!("SELECT key, version, value, rowid FROM docs WHERE tbl = ? AND key IN ({placeholders})");
+            let sql = format!("{}({placeholders})", statements::of(table).read_many);
             let mut read = |c: &Connection| -> Result<(), rusqlite::Error> {
                 let mut st = c.prepare_cached(&sql)?;
                 let params = std::iter::once(rusqlite::types::Value::Integer(table.id()))
@@ -295,9 +299,7 @@ impl Store for SqliteStore {
     async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
         let range = KeyRange::prefix(prefix, limit);
         self.with_reader(|c| {
-            let mut st = c.prepare_cached(
-                "SELECT key, version, value FROM docs WHERE tbl = ?1 AND key >= ?2 AND key < ?3 ORDER BY key LIMIT ?4",
-            )?;
+            let mut st = c.prepare_cached(statements::of(table).scan)?;
             let rows = st.query_map(params![table.id(), range.start, range.end, range.limit as i64], |r| {
                 Ok((r.get::<_, String>(0)?, entry_at(r, 1)?))
             })?;

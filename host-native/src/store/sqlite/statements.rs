@@ -1,0 +1,135 @@
+//! The SQL of reading and writing documents, one set per table of the schema
+//! ([`SqlTable`]). The two tables have the same columns and key, so each set is the
+//! same text with another name; only `docs` has rowids to hint an update with.
+
+use engage_core::store::{SqlTable, Table};
+
+/// The statements on one table.
+pub(super) struct Statements {
+    /// Whether the table has rowids: an update can find a row by one, and a write
+    /// reports the rowid it wrote (see [`super::doc_cache`]).
+    pub rowids: bool,
+    pub read_one: &'static str,
+    /// Followed by `(?, ?, ...)`: the keys.
+    pub read_many: &'static str,
+    pub scan: &'static str,
+    pub update_by_rowid: &'static str,
+    /// Answers the row's rowid (NULL without rowids) when the expected version held.
+    pub update: &'static str,
+    pub insert_absent: &'static str,
+    pub upsert: &'static str,
+    pub version: &'static str,
+    pub delete: &'static str,
+}
+
+macro_rules! statements {
+    ($table:literal, $rowids:literal, $rowid:literal) => {
+        Statements {
+            rowids: $rowids,
+            read_one: concat!("SELECT version, value FROM ", $table, " WHERE tbl = ?1 AND key = ?2"),
+            read_many: concat!("SELECT key, version, value, ", $rowid, " FROM ", $table, " WHERE tbl = ? AND key IN "),
+            scan: concat!(
+                "SELECT key, version, value FROM ",
+                $table,
+                " WHERE tbl = ?1 AND key >= ?2 AND key < ?3 ORDER BY key LIMIT ?4"
+            ),
+            // The `+` keeps SQLite from looking the key up in its index instead.
+            update_by_rowid: concat!(
+                "UPDATE ",
+                $table,
+                " SET version = ?1, value = ?2 WHERE rowid = ?3 AND +tbl = ?4 AND +key = ?5 AND version = ?6"
+            ),
+            update: concat!(
+                "UPDATE ",
+                $table,
+                " SET version = ?1, value = ?2 WHERE tbl = ?3 AND key = ?4 AND version = ?5 RETURNING ",
+                $rowid
+            ),
+            insert_absent: concat!(
+                "INSERT OR IGNORE INTO ",
+                $table,
+                " (tbl, key, version, value) VALUES (?1, ?2, 1, ?3)"
+            ),
+            upsert: concat!(
+                "INSERT INTO ",
+                $table,
+                " (tbl, key, version, value) VALUES (?1, ?2, 1, ?3)
+                 ON CONFLICT (tbl, key) DO UPDATE SET version = version + 1, value = excluded.value"
+            ),
+            version: concat!("SELECT version FROM ", $table, " WHERE tbl = ?1 AND key = ?2"),
+            delete: concat!("DELETE FROM ", $table, " WHERE tbl = ?1 AND key = ?2"),
+        }
+    };
+}
+
+static DOCS: Statements = statements!("docs", true, "rowid");
+// `update_by_rowid` is never run on it (no rowids): SQLite would refuse it.
+static IDENTS: Statements = statements!("idents", false, "NULL");
+
+/// The statements on the table that holds `table`'s documents.
+pub(super) fn of(table: Table) -> &'static Statements {
+    match table.sql_table() {
+        SqlTable::Docs => &DOCS,
+        SqlTable::Idents => &IDENTS,
+    }
+}
+
+/// True where a document is found by its key in one descent, with no rowid to
+/// remember (the document cache keeps such documents without one).
+pub(super) fn by_key(table: Table) -> bool {
+    !of(table).rowids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_statement_prepares_on_the_migrated_schema() {
+        let mut c = rusqlite::Connection::open_in_memory().unwrap();
+        super::super::connection::migrate(&mut c).unwrap();
+        for s in [&DOCS, &IDENTS] {
+            let read_many = format!("{}(?, ?)", s.read_many);
+            let mut all =
+                vec![s.read_one, &read_many, s.scan, s.update, s.insert_absent, s.upsert, s.version, s.delete];
+            if s.rowids {
+                all.push(s.update_by_rowid);
+            }
+            for sql in all {
+                c.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            }
+        }
+    }
+
+    #[test]
+    fn identifier_entries_written_before_their_table_existed_move_to_it_versions_and_all() {
+        use engage_core::store::{Entry, Store};
+
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.db");
+        let (ident, profile) = ("w\u{1f}x\u{1f}u", "w\u{1f}s1");
+        {
+            let c = rusqlite::Connection::open(&db).unwrap();
+            let before = super::super::connection::MIGRATIONS.iter().take_while(|(name, _)| *name != "0003_idents");
+            let mut n = 0;
+            for (_, sql) in before {
+                c.execute_batch(sql).unwrap();
+                n += 1;
+            }
+            c.pragma_update(None, "user_version", n).unwrap();
+            c.execute(
+                "INSERT INTO docs VALUES (4, ?1, 3, CAST('s1' AS BLOB)), (3, ?2, 2, CAST('{}' AS BLOB))",
+                [ident, profile],
+            )
+            .unwrap();
+        }
+        let store = super::super::SqliteStore::open(&db).unwrap();
+        let get = |table, key| pollster::block_on(store.get(table, key)).unwrap();
+        assert_eq!(get(Table::Ident, ident), Some(Entry { version: 3, value: b"s1".to_vec() }));
+        assert_eq!(get(Table::Profile, profile), Some(Entry { version: 2, value: b"{}".to_vec() }));
+        drop(store);
+        let c = rusqlite::Connection::open(&db).unwrap();
+        let left: i64 = c.query_row("SELECT count(*) FROM docs WHERE tbl = 4", [], |r| r.get(0)).unwrap();
+        assert_eq!(left, 0, "moved, not copied");
+    }
+}
