@@ -132,4 +132,16 @@ mod tests {
         let left: i64 = c.query_row("SELECT count(*) FROM docs WHERE tbl = 4", [], |r| r.get(0)).unwrap();
         assert_eq!(left, 0, "moved, not copied");
     }
+
+    #[test]
+    fn a_database_of_a_newer_schema_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("t.db");
+        let newer = super::super::connection::MIGRATIONS.len() as i64 + 1;
+        rusqlite::Connection::open(&db).unwrap().pragma_update(None, "user_version", newer).unwrap();
+        let refused = super::super::SqliteStore::open(&db).err().expect("refused");
+        assert!(refused.0.contains("newer engage"), "{}", refused.0);
+        let c = rusqlite::Connection::open(&db).unwrap();
+        assert_eq!(c.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).unwrap(), newer);
+    }
 }
