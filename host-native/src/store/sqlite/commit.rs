@@ -29,8 +29,8 @@ impl Shared {
                 match expect {
                     Expect::Version(v) => {
                         let (version, expected) = (next_version(Some(*v)) as i64, *v as i64);
-                        if let Some(rowid) = rowid.filter(|_| sql.rowids) {
-                            let mut st = tx.prepare_cached(sql.update_by_rowid)?;
+                        if let (Some(rowid), Some(update_by_rowid)) = (rowid, sql.update_by_rowid) {
+                            let mut st = tx.prepare_cached(update_by_rowid)?;
                             if st.execute(params![version, value, rowid, table.id(), key, expected])? == 1 {
                                 return Ok(Applied::Done(Some(rowid)));
                             }
@@ -47,7 +47,7 @@ impl Shared {
                         let written =
                             tx.prepare_cached(sql.insert_absent)?.execute(params![table.id(), key, value])? == 1;
                         // `last_insert_rowid` is only this insert's in a table with rowids.
-                        let rowid = Some(tx.last_insert_rowid()).filter(|_| sql.rowids);
+                        let rowid = Some(tx.last_insert_rowid()).filter(|_| sql.rowids());
                         Ok(if written { Applied::Done(rowid) } else { Applied::Refused })
                     }
                     Expect::Any => {
@@ -297,21 +297,17 @@ mod rowid_hints {
     #[test]
     fn the_hinted_update_finds_its_row_by_rowid_not_by_the_key_index() {
         let (_dir, c) = db();
-        let plan: Vec<String> = c
-            .prepare(&format!("EXPLAIN QUERY PLAN {}", statements::of(Table::Profile).update_by_rowid))
-            .unwrap()
-            .query_map(params![2, "", 1, 1, "", 1], |r| r.get::<_, String>(3))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let update = statements::of(Table::Profile).update_by_rowid.expect("docs has rowids");
+        let plan = plan(&c, update, params![2, "", 1, 1, "", 1]);
         assert_eq!(plan.len(), 1, "{plan:?}");
         assert!(plan[0].contains("INTEGER PRIMARY KEY (rowid=?)"), "{plan:?}");
     }
 
-    fn plan(c: &Connection, sql: &str) -> Vec<String> {
+    /// The steps of the plan SQLite chose for `sql` with `args` bound.
+    fn plan(c: &Connection, sql: &str, args: impl rusqlite::Params) -> Vec<String> {
         c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .unwrap()
-            .query_map(params![4, "k"], |r| r.get::<_, String>(3))
+            .query_map(args, |r| r.get::<_, String>(3))
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap()
@@ -320,10 +316,10 @@ mod rowid_hints {
     #[test]
     fn an_identifier_is_read_from_its_own_table_by_its_primary_key_and_a_profile_through_the_key_index() {
         let (_dir, c) = db();
-        let ident = plan(&c, statements::of(Table::Ident).read_one);
+        let ident = plan(&c, statements::of(Table::Ident).read_one, params![4, "k"]);
         assert_eq!(ident.len(), 1, "{ident:?}");
         assert!(ident[0].starts_with("SEARCH idents USING PRIMARY KEY (tbl=? AND key=?)"), "{ident:?}");
-        let profile = plan(&c, statements::of(Table::Profile).read_one);
+        let profile = plan(&c, statements::of(Table::Profile).read_one, params![3, "k"]);
         assert!(profile[0].starts_with("SEARCH docs USING INDEX"), "{profile:?}");
     }
 

@@ -275,8 +275,7 @@ impl SqliteStore {
     }
 }
 
-/// Updates a document found by its rowid, checking that the row still holds it.
-/// The `+` keeps SQLite from looking the key up in its index instead.
+/// The entry in columns `at` (version) and `at + 1` (value) of a row.
 pub(super) fn entry_at(r: &rusqlite::Row<'_>, at: usize) -> Result<Entry, rusqlite::Error> {
     Ok(Entry { version: r.get::<_, i64>(at)? as u64, value: r.get(at + 1)? })
 }

@@ -6,14 +6,14 @@ use engage_core::store::{SqlTable, Table};
 
 /// The statements on one table.
 pub(super) struct Statements {
-    /// Whether the table has rowids: an update can find a row by one, and a write
-    /// reports the rowid it wrote (see [`super::doc_cache`]).
-    pub rowids: bool,
+    /// The update of a row found by its rowid, in a table that has rowids: there a
+    /// write reports the rowid it wrote, for the next update (see
+    /// [`super::doc_cache`]).
+    pub update_by_rowid: Option<&'static str>,
     pub read_one: &'static str,
     /// Followed by `(?, ?, ...)`: the keys.
     pub read_many: &'static str,
     pub scan: &'static str,
-    pub update_by_rowid: &'static str,
     /// Answers the row's rowid (NULL without rowids) when the expected version held.
     pub update: &'static str,
     pub insert_absent: &'static str,
@@ -23,21 +23,15 @@ pub(super) struct Statements {
 }
 
 macro_rules! statements {
-    ($table:literal, $rowids:literal, $rowid:literal) => {
+    ($table:literal, $rowid:literal) => {
         Statements {
-            rowids: $rowids,
+            update_by_rowid: None,
             read_one: concat!("SELECT version, value FROM ", $table, " WHERE tbl = ?1 AND key = ?2"),
             read_many: concat!("SELECT key, version, value, ", $rowid, " FROM ", $table, " WHERE tbl = ? AND key IN "),
             scan: concat!(
                 "SELECT key, version, value FROM ",
                 $table,
                 " WHERE tbl = ?1 AND key >= ?2 AND key < ?3 ORDER BY key LIMIT ?4"
-            ),
-            // The `+` keeps SQLite from looking the key up in its index instead.
-            update_by_rowid: concat!(
-                "UPDATE ",
-                $table,
-                " SET version = ?1, value = ?2 WHERE rowid = ?3 AND +tbl = ?4 AND +key = ?5 AND version = ?6"
             ),
             update: concat!(
                 "UPDATE ",
@@ -62,9 +56,21 @@ macro_rules! statements {
     };
 }
 
-static DOCS: Statements = statements!("docs", true, "rowid");
-// `update_by_rowid` is never run on it (no rowids): SQLite would refuse it.
-static IDENTS: Statements = statements!("idents", false, "NULL");
+static DOCS: Statements = Statements {
+    // The `+` keeps SQLite from looking the key up in its index instead.
+    update_by_rowid: Some(
+        "UPDATE docs SET version = ?1, value = ?2 WHERE rowid = ?3 AND +tbl = ?4 AND +key = ?5 AND version = ?6",
+    ),
+    ..statements!("docs", "rowid")
+};
+static IDENTS: Statements = statements!("idents", "NULL");
+
+impl Statements {
+    /// Whether the table has rowids.
+    pub fn rowids(&self) -> bool {
+        self.update_by_rowid.is_some()
+    }
+}
 
 /// The statements on the table that holds `table`'s documents.
 pub(super) fn of(table: Table) -> &'static Statements {
@@ -77,7 +83,7 @@ pub(super) fn of(table: Table) -> &'static Statements {
 /// True where a document is found by its key in one descent, with no rowid to
 /// remember (the document cache keeps such documents without one).
 pub(super) fn by_key(table: Table) -> bool {
-    !of(table).rowids
+    !of(table).rowids()
 }
 
 #[cfg(test)]
@@ -90,12 +96,8 @@ mod tests {
         super::super::connection::migrate(&mut c).unwrap();
         for s in [&DOCS, &IDENTS] {
             let read_many = format!("{}(?, ?)", s.read_many);
-            let mut all =
-                vec![s.read_one, &read_many, s.scan, s.update, s.insert_absent, s.upsert, s.version, s.delete];
-            if s.rowids {
-                all.push(s.update_by_rowid);
-            }
-            for sql in all {
+            let all = [s.read_one, &read_many, s.scan, s.update, s.insert_absent, s.upsert, s.version, s.delete];
+            for sql in all.into_iter().chain(s.update_by_rowid) {
                 c.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
             }
         }
