@@ -67,9 +67,14 @@ impl<'a> Object<'a> {
         self.0.iter().map(|(k, _)| k.as_ref())
     }
 
+    /// The members, in key order.
+    pub fn into_members(self) -> Vec<(Cow<'a, str>, Json<'a>)> {
+        self.0
+    }
+
     /// Sorts members by key, keeping the last of each key, as a `Map` built by
     /// inserting them in order would hold them.
-    fn from_members(mut members: Vec<(Cow<'a, str>, Json<'a>)>) -> Self {
+    pub fn from_members(mut members: Vec<(Cow<'a, str>, Json<'a>)>) -> Self {
         // Reversed, a stable sort puts the last of equal keys first; dedup keeps it.
         members.reverse();
         members.sort_by(|(a, _), (b, _)| a.cmp(b));

@@ -2,10 +2,13 @@
 //! its identifier columns and its `PAYLOAD` (the platform's CDI table layout), or
 //! the identifier of a user to delete. A row that cannot be read says why.
 
-use serde_json::{json, Map, Value};
+use std::borrow::Cow;
+
+use serde_json::json;
 
 use super::integration::DataKind;
 use crate::ids::{ExternalId, Identifier, ServiceId, UserAlias};
+use crate::json::{Json, Object};
 use crate::time::Timestamp;
 use crate::track::parse::InputArray;
 
@@ -35,11 +38,12 @@ pub struct Row {
     pub payload: Option<String>,
 }
 
-/// What a row asks for.
+/// What a row asks for; a track object borrows the row's text (a `Value` of each
+/// row's payload, built and dropped, was about a tenth of a sync's job thread).
 #[derive(Clone, Debug, PartialEq)]
-pub enum Work {
+pub enum Work<'a> {
     /// A track object for this array.
-    Track(InputArray, Map<String, Value>),
+    Track(InputArray, Object<'a>),
     /// Delete the user this identifier names.
     Delete(Identifier),
 }
@@ -48,6 +52,11 @@ pub enum Work {
 /// columns (an `email` or `phone` in an attributes payload is an attribute, as in
 /// `/users/track`).
 const IDENTIFIER_KEYS: [&str; 4] = ["external_id", "user_alias", "braze_id", "service_id"];
+
+/// A column's text as a JSON string.
+fn text(v: &str) -> Json<'_> {
+    Json::Str(Cow::Borrowed(v))
+}
 
 fn present(v: &Option<String>) -> Option<&str> {
     v.as_deref().map(str::trim).filter(|s| !s.is_empty())
@@ -76,27 +85,28 @@ impl Row {
             .or_else(|| present(&self.phone).map(|p| format!("phone {p}")))
     }
 
-    /// The identifier columns as a track object's keys.
-    fn identifiers(&self) -> Result<Map<String, Value>, String> {
-        let mut m = Map::new();
+    /// The identifier columns as a track object's members.
+    fn identifiers(&self) -> Result<Vec<(Cow<'_, str>, Json<'_>)>, String> {
+        let mut m = Vec::new();
         if let Some(x) = present(&self.external_id) {
-            m.insert("external_id".into(), json!(x));
+            m.push(("external_id".into(), text(x)));
         }
         match (present(&self.alias_name), present(&self.alias_label)) {
             (Some(n), Some(l)) => {
-                m.insert("user_alias".into(), json!({"alias_name": n, "alias_label": l}));
+                let alias = vec![("alias_name".into(), text(n)), ("alias_label".into(), text(l))];
+                m.push(("user_alias".into(), Json::Object(Object::from_members(alias))));
             }
             (None, None) => {}
             _ => return Err("ALIAS_NAME and ALIAS_LABEL must be given together".into()),
         }
         if let Some(b) = present(&self.braze_id) {
-            m.insert("braze_id".into(), json!(b));
+            m.push(("braze_id".into(), text(b)));
         }
         if let Some(e) = present(&self.email) {
-            m.insert("email".into(), json!(e));
+            m.push(("email".into(), text(e)));
         }
         if let Some(p) = present(&self.phone) {
-            m.insert("phone".into(), json!(p));
+            m.push(("phone".into(), text(p)));
         }
         if m.is_empty() {
             return Err(
@@ -107,8 +117,8 @@ impl Row {
     }
 
     /// What the row asks for, or why it cannot be synced.
-    pub fn work(&self, kind: DataKind) -> Result<Work, String> {
-        let mut object = self.identifiers()?;
+    pub fn work(&self, kind: DataKind) -> Result<Work<'_>, String> {
+        let mut members = self.identifiers()?;
         let array = match kind {
             DataKind::Deletes => return self.delete_target().map(Work::Delete),
             DataKind::Users => InputArray::Attributes,
@@ -116,18 +126,19 @@ impl Row {
             DataKind::Purchases => InputArray::Purchases,
         };
         let text = present(&self.payload).ok_or("PAYLOAD is empty")?;
-        let payload: Value = serde_json::from_str(text).map_err(|e| format!("PAYLOAD is not valid JSON: {e}"))?;
-        let Value::Object(payload) = payload else { return Err("PAYLOAD must be a JSON object".into()) };
-        if let Some(k) = payload.keys().find(|k| IDENTIFIER_KEYS.contains(&k.as_str())) {
+        let payload = Json::parse(text.as_bytes()).map_err(|e| format!("PAYLOAD is not valid JSON: {e}"))?;
+        let Json::Object(payload) = payload else { return Err("PAYLOAD must be a JSON object".into()) };
+        if let Some(k) = payload.keys().find(|k| IDENTIFIER_KEYS.contains(k)) {
             return Err(format!("PAYLOAD must not carry identifiers ('{k}'): they come from the identifier columns"));
         }
-        let timed = matches!(kind, DataKind::Events | DataKind::Purchases);
-        object.extend(payload);
         // An event or purchase without a time happened at the row's UPDATED_AT.
-        if timed && !object.contains_key("time") {
-            object.insert("time".into(), json!(self.updated_at.to_rfc3339()));
+        let untimed = matches!(kind, DataKind::Events | DataKind::Purchases) && !payload.contains_key("time");
+        // The payload's members after the columns': an `email` or `phone` in it wins.
+        members.extend(payload.into_members());
+        if untimed {
+            members.push(("time".into(), Json::Str(Cow::Owned(self.updated_at.to_rfc3339()))));
         }
-        Ok(Work::Track(array, object))
+        Ok(Work::Track(array, Object::from_members(members)))
     }
 
     /// A delete row: exactly one of EXTERNAL_ID, the alias, BRAZE_ID (the platform
@@ -168,16 +179,31 @@ mod tests {
 
     #[test]
     fn a_users_row_is_an_attributes_object() {
-        let Ok(Work::Track(InputArray::Attributes, obj)) = row(r#"{"color":"red"}"#).work(DataKind::Users) else {
-            panic!()
-        };
-        assert_eq!(Value::Object(obj), json!({"external_id": "u1", "color": "red"}));
+        let r = row(r#"{"color":"red"}"#);
+        let Ok(Work::Track(InputArray::Attributes, obj)) = r.work(DataKind::Users) else { panic!() };
+        assert_eq!(Json::Object(obj).to_value(), json!({"external_id": "u1", "color": "red"}));
     }
 
     #[test]
     fn an_event_without_time_happened_at_updated_at() {
-        let Ok(Work::Track(InputArray::Events, obj)) = row(r#"{"name":"e"}"#).work(DataKind::Events) else { panic!() };
-        assert_eq!(obj["time"], json!("2023-11-14T22:13:20.000Z"));
+        let r = row(r#"{"name":"e"}"#);
+        let Ok(Work::Track(InputArray::Events, obj)) = r.work(DataKind::Events) else { panic!() };
+        assert_eq!(obj.get("time").map(Json::to_value), Some(json!("2023-11-14T22:13:20.000Z")));
+    }
+
+    #[test]
+    fn the_payload_wins_over_a_column_and_keeps_its_own_time() {
+        let r = Row {
+            email: Some("col@example.com".into()),
+            ..row(r#"{"email":"pay@example.com","time":"t","a":1,"a":2}"#)
+        };
+        let Ok(Work::Track(_, obj)) = r.work(DataKind::Events) else { panic!() };
+        let want = json!({"external_id": "u1", "email": "pay@example.com", "time": "t", "a": 2});
+        assert_eq!(Json::Object(obj).to_value(), want);
+        let r = Row { alias_name: Some("n".into()), alias_label: Some("l".into()), ..row("{}") };
+        let Ok(Work::Track(_, obj)) = r.work(DataKind::Users) else { panic!() };
+        let want = json!({"external_id": "u1", "user_alias": {"alias_name": "n", "alias_label": "l"}});
+        assert_eq!(Json::Object(obj).to_value(), want);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use super::rows::{Row, Work};
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::ids::IdGen;
-use crate::json::{Json, Object};
+use crate::json::Json;
 use crate::repo::transact::transact;
 use crate::repo::Tx;
 use crate::store::{Store, Table};
@@ -143,7 +143,7 @@ async fn prepare<S: Store>(
             Err(reason) => Prepared::Failed(reason),
             Ok(Work::Delete(ident)) => Prepared::Delete(ident),
             Ok(Work::Track(array, object)) => {
-                let items = vec![Json::Object(Object::from(&object))];
+                let items = vec![Json::Object(object)];
                 let parsed = look_up_groups(store, &i.workspace, parse::parse(&[(array, &items)], now)).await?;
                 match (parsed.errors.first(), parsed.ops.into_iter().next()) {
                     (None, Some((_, op))) => Prepared::Track(op),

@@ -25,6 +25,9 @@ impl SqliteSource {
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
                 .map_err(|e| SourceError::Config(format!("cannot open the SQLite database: {e}")))?;
         conn.busy_timeout(super::CONNECT_TIMEOUT).map_err(read)?;
+        // The sorted query sorts the whole table before its first row (1.6-1.8 s for 1M
+        // rows, while nothing else runs): a helper thread sorts beside it (1.4-1.6 s).
+        conn.pragma_update(None, "threads", 1).map_err(read)?;
         Ok(SqliteSource { conn })
     }
 }
