@@ -18,7 +18,7 @@ use std::fmt;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 
 /// A parsed JSON value whose strings borrow from the text it was parsed from.
 #[derive(Clone, Debug, PartialEq)]
@@ -155,26 +155,6 @@ impl<'a> Json<'a> {
             Json::Array(items) => Value::Array(items.iter().map(Json::to_value).collect()),
             Json::Object(o) => Value::Object(o.iter().map(|(k, v)| (k.to_string(), v.to_value())).collect()),
         }
-    }
-}
-
-impl<'a> From<&'a Value> for Json<'a> {
-    fn from(v: &'a Value) -> Self {
-        match v {
-            Value::Null => Json::Null,
-            Value::Bool(b) => Json::Bool(*b),
-            Value::Number(n) => Json::Number(n.clone()),
-            Value::String(s) => Json::Str(Cow::Borrowed(s)),
-            Value::Array(items) => Json::Array(items.iter().map(Json::from).collect()),
-            Value::Object(o) => Json::Object(Object::from(o)),
-        }
-    }
-}
-
-impl<'a> From<&'a Map<String, Value>> for Object<'a> {
-    fn from(o: &'a Map<String, Value>) -> Self {
-        // A Map iterates in key order with unique keys: already sorted.
-        Object(o.iter().map(|(k, v)| (Cow::Borrowed(k.as_str()), Json::from(v))).collect())
     }
 }
 
