@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::keys::{shared_prefix, unique_key};
-use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias, WorkspaceName};
+use super::keys::{alias_key, email_entry, external_key, phone_entry};
+use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, WorkspaceName};
 use crate::store::StoreError;
 use crate::users::profile::Profile;
 
@@ -37,35 +37,41 @@ impl Identity {
 
     /// The index entries this identity implies for profile `id`: key → unique?
     pub(crate) fn index_entries(&self, ws: &WorkspaceName, id: &ServiceId) -> BTreeMap<String, bool> {
-        let mut out = BTreeMap::new();
-        if let Some(x) = &self.external_id {
-            if let Some(k) = unique_key(ws, &Identifier::External(x.clone())) {
-                out.insert(k, true);
-            }
-        }
-        for (label, name) in &self.aliases {
-            let a = UserAlias { alias_name: name.clone(), alias_label: label.clone() };
-            if let Some(k) = unique_key(ws, &Identifier::Alias(a)) {
-                out.insert(k, true);
-            }
-        }
-        if let Some(e) = &self.email {
-            if let Some(prefix) = shared_prefix(ws, &Identifier::Email(e.clone())) {
-                out.insert(format!("{prefix}{}", id.as_str()), false);
-            }
-        }
-        if let Some(ph) = &self.phone {
-            if let Some(prefix) = shared_prefix(ws, &Identifier::Phone(ph.clone())) {
-                out.insert(format!("{prefix}{}", id.as_str()), false);
-            }
-        }
-        out
+        entries(ws, id, self.external_id.as_ref(), &self.aliases, self.email.as_ref(), self.phone.as_ref())
     }
 }
 
 /// The index entries a profile implies.
 pub(crate) fn index_entries(ws: &WorkspaceName, p: &Profile) -> BTreeMap<String, bool> {
-    Identity::of(p).index_entries(ws, &p.id)
+    entries(ws, &p.id, p.external_id.as_ref(), &p.aliases, p.email.as_ref(), p.phone.as_ref())
+}
+
+/// The index entries of profile `id` with these identifiers: key → unique? Built
+/// from borrowed parts: computed for every new profile a few times per unit of
+/// work, where copying the identifiers first was 5% of a warehouse sync's
+/// instructions (callgrind).
+fn entries(
+    ws: &WorkspaceName,
+    id: &ServiceId,
+    external_id: Option<&ExternalId>,
+    aliases: &BTreeMap<String, String>,
+    email: Option<&Email>,
+    phone: Option<&Phone>,
+) -> BTreeMap<String, bool> {
+    let mut out = BTreeMap::new();
+    if let Some(x) = external_id {
+        out.insert(external_key(ws, x), true);
+    }
+    for (label, name) in aliases {
+        out.insert(alias_key(ws, label, name), true);
+    }
+    if let Some(e) = email {
+        out.insert(email_entry(ws, e, id), false);
+    }
+    if let Some(ph) = phone {
+        out.insert(phone_entry(ws, ph, id), false);
+    }
+    out
 }
 
 /// The service id an identifier index entry points to.

@@ -2,7 +2,7 @@
 //! [`SEP`], which no identifier may contain, so a key prefix never matches a longer
 //! identifier by accident.
 
-use crate::ids::{Email, Identifier, ServiceId, WorkspaceName};
+use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, WorkspaceName};
 
 /// Separates the parts of a store key; identifiers may not contain control characters.
 pub const SEP: char = '\u{1f}';
@@ -26,10 +26,20 @@ pub fn profile_key(ws: &WorkspaceName, id: &ServiceId) -> String {
 /// The index key of a unique identifier (external id or alias).
 pub(crate) fn unique_key(ws: &WorkspaceName, ident: &Identifier) -> Option<String> {
     match ident {
-        Identifier::External(x) => Some(join(&[ws.as_str(), S, "x", S, x.as_str()])),
-        Identifier::Alias(a) => Some(join(&[ws.as_str(), S, "a", S, &a.alias_label, S, &a.alias_name])),
+        Identifier::External(x) => Some(external_key(ws, x)),
+        Identifier::Alias(a) => Some(alias_key(ws, &a.alias_label, &a.alias_name)),
         _ => None,
     }
+}
+
+/// The index key of an external id.
+pub(crate) fn external_key(ws: &WorkspaceName, x: &ExternalId) -> String {
+    join(&[ws.as_str(), S, "x", S, x.as_str()])
+}
+
+/// The index key of the alias `name` under `label`.
+pub(crate) fn alias_key(ws: &WorkspaceName, label: &str, name: &str) -> String {
+    join(&[ws.as_str(), S, "a", S, label, S, name])
 }
 
 /// The index prefix of a shared identifier (email or phone); entries add the service id.
@@ -39,6 +49,16 @@ pub(crate) fn shared_prefix(ws: &WorkspaceName, ident: &Identifier) -> Option<St
         Identifier::Phone(p) => Some(join(&[ws.as_str(), S, "p", S, p.as_str(), S])),
         _ => None,
     }
+}
+
+/// The index entry of profile `id` under its email.
+pub(crate) fn email_entry(ws: &WorkspaceName, e: &Email, id: &ServiceId) -> String {
+    join(&[ws.as_str(), S, "e", S, e.as_str(), S, id.as_str()])
+}
+
+/// The index entry of profile `id` under its phone.
+pub(crate) fn phone_entry(ws: &WorkspaceName, p: &Phone, id: &ServiceId) -> String {
+    join(&[ws.as_str(), S, "p", S, p.as_str(), S, id.as_str()])
 }
 
 /// The store key of an address record.

@@ -378,7 +378,7 @@ impl<'s, S: Store> Tx<'s, S> {
 
     /// Turns the collected changes into one change set.
     pub fn into_changes(self) -> Result<ChangeSet, StoreError> {
-        Ok(self.changes()?.0)
+        Ok(self.changes()?.set)
     }
 
     /// Turns the changes collected so far into a change set and carries on as if it
@@ -395,30 +395,29 @@ impl<'s, S: Store> Tx<'s, S> {
     /// caller with a spare thread frees it there: freeing a batch's profiles and
     /// their attribute maps was a tenth of a warehouse sync's building thread (perf).
     pub fn settle_retiring(&mut self) -> Result<(ChangeSet, Retired), StoreError> {
-        let (changes, large_now) = self.changes()?;
-        let ws = &self.ws;
+        let Changes { set: changes, large_now, moved } = self.changes()?;
         // Unique identifiers that changed owner: the store's index may not say so until
         // the commit lands, so they are remembered here (removed ones as absent).
         let mut unique_read: HashMap<String, Option<ServiceId>> = HashMap::new();
         let mut settled: BTreeMap<String, BTreeSet<ServiceId>> = BTreeMap::new();
-        let slots: Vec<(ServiceId, Slot)> = self.profiles.extract_if(|_, slot| !slot.dirty).collect();
-        for (id, slot) in &mut self.profiles {
-            if !slot.identity_unchanged() {
-                for (k, unique) in slot.stored.as_ref().map(|s| s.index_entries(ws, id)).unwrap_or_default() {
-                    if unique {
-                        unique_read.entry(k).or_insert(None);
-                    }
-                }
-                for (k, unique) in slot.doc.as_ref().map(|p| index_entries(ws, p)).unwrap_or_default() {
-                    // A unique entry's owner is in `unique_read`, which `resolve` reads
-                    // first; only shared entries (many owners) need `settled`.
-                    if unique {
-                        unique_read.insert(k, Some(id.clone()));
-                    } else {
-                        settled.entry(k).or_default().insert(id.clone());
-                    }
+        for Moved { id, stored, new } in moved {
+            for (k, unique) in stored {
+                if unique {
+                    unique_read.entry(k).or_insert(None);
                 }
             }
+            for (k, unique) in new {
+                // A unique entry's owner is in `unique_read`, which `resolve` reads
+                // first; only shared entries (many owners) need `settled`.
+                if unique {
+                    unique_read.insert(k, Some(id.clone()));
+                } else {
+                    settled.entry(k).or_default().insert(id.clone());
+                }
+            }
+        }
+        let slots: Vec<(ServiceId, Slot)> = self.profiles.extract_if(|_, slot| !slot.dirty).collect();
+        for (id, slot) in &mut self.profiles {
             slot.version = slot.doc.as_ref().map(|_| next_version(slot.version));
             slot.stored = slot.doc.as_ref().map(Identity::of);
             slot.stored_large = large_now.contains(id);
@@ -447,17 +446,20 @@ impl<'s, S: Store> Tx<'s, S> {
         Ok((changes, retired))
     }
 
-    /// The change set, and the profiles it stores large.
-    fn changes(&self) -> Result<(ChangeSet, HashSet<ServiceId>), StoreError> {
+    /// The change set, the profiles it stores large, and the index entries of the
+    /// profiles whose identifiers it changes.
+    fn changes(&self) -> Result<Changes, StoreError> {
         let mut ops = Vec::new();
         let mut large_now = HashSet::new();
+        let mut moved = Vec::new();
         // By service id, so a change set does not depend on hashing.
         let mut dirty: Vec<(&ServiceId, &Slot)> = self.profiles.iter().filter(|(_, slot)| slot.dirty).collect();
         dirty.sort_unstable_by(|a, b| a.0.cmp(b.0));
         for (id, slot) in dirty {
             let key = profile_key(&self.ws, id);
             let expect = slot.version.map_or(Expect::Absent, Expect::Version);
-            let (stored_index, new_index) = if slot.identity_unchanged() {
+            let moves = !slot.identity_unchanged();
+            let (stored_index, new_index) = if !moves {
                 (BTreeMap::new(), BTreeMap::new())
             } else {
                 (
@@ -482,6 +484,9 @@ impl<'s, S: Store> Tx<'s, S> {
                         expect,
                     });
                 }
+            }
+            if moves {
+                moved.push(Moved { id: id.clone(), stored: stored_index, new: new_index });
             }
             let value = slot.doc.as_ref().map(encode).transpose()?;
             let is_large = value.as_ref().is_some_and(|v| large::is_large(v.len()));
@@ -539,6 +544,23 @@ impl<'s, S: Store> Tx<'s, S> {
             Op::Delete { table: Table::Ident | Table::LargeProfile, .. } => 0,
             _ => 1,
         });
-        Ok((ChangeSet { ops, ack: None }, large_now))
+        Ok(Changes { set: ChangeSet { ops, ack: None }, large_now, moved })
     }
+}
+
+/// What [`Tx::changes`] found.
+struct Changes {
+    set: ChangeSet,
+    /// The profiles the change set stores large.
+    large_now: HashSet<ServiceId>,
+    /// The profiles whose identifiers change, with their index entries.
+    moved: Vec<Moved>,
+}
+
+/// A profile whose identifiers change: its index entries as stored and as written
+/// (key → unique?), computed once for the change set and for [`Tx::settle`].
+struct Moved {
+    id: ServiceId,
+    stored: BTreeMap<String, bool>,
+    new: BTreeMap<String, bool>,
 }
