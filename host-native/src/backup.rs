@@ -55,7 +55,7 @@ pub struct BackupArgs {
 /// Runs `engage backup` and prints its one-line summary.
 pub fn run(args: BackupArgs) -> Result<(), String> {
     let summary = backup(&args.db, &args.to)?;
-    println!("{summary}");
+    crate::outln!("{summary}");
     Ok(())
 }
 

@@ -16,6 +16,30 @@ pub mod store;
 
 use engage_core::{Build, Ctx, Timestamp};
 
+/// Prints a line of a command's output (as `println!`). A reader that closed the
+/// pipe early (`engage cdi jobs ID | head`) ends the command quietly, with success,
+/// as Unix tools end; `println!` panicked there.
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::print_line(format_args!($($arg)*))
+    };
+}
+
+/// [`outln!`]'s work: the line, then its newline; on a closed pipe the process
+/// ends (what the command did is already committed), on another error it fails.
+pub fn print_line(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(line).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("engage: cannot write the output: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// The commit this binary was built from (build.rs), empty when unknown.
 const COMMIT: &str = env!("ENGAGE_COMMIT");
 

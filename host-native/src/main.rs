@@ -204,7 +204,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let store = store::NativeStore::open_existing(&db.db)?;
             for k in pollster::block_on(provision::list_keys(&store)).map_err(|e| format!("{e:?}"))? {
                 let used = k.last_used_at.as_deref().unwrap_or("never");
-                println!("{}\t{}\t{}\t{}\t{used}", k.id, k.workspace, k.permissions.join(","), k.created_at);
+                engage::outln!("{}\t{}\t{}\t{}\t{used}", k.id, k.workspace, k.permissions.join(","), k.created_at);
             }
             Ok(())
         }
@@ -220,7 +220,7 @@ fn run(cli: Cli) -> Result<(), String> {
         Command::Workspaces { command: WorkspacesCommand::List { db } } => {
             let store = store::NativeStore::open_existing(&db.db)?;
             for w in pollster::block_on(provision::list_workspaces(&store)).map_err(|e| format!("{e:?}"))? {
-                println!("{}\t{}\t{}", w.name, w.created_at, w.keys);
+                engage::outln!("{}\t{}\t{}", w.name, w.created_at, w.keys);
             }
             Ok(())
         }
@@ -230,7 +230,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let store = store::NativeStore::open_or_create(&db.db)?;
             let key =
                 pollster::block_on(provision::create_key(&store, &ws, perms, ctx())).map_err(|e| format!("{e:?}"))?;
-            println!("{key}");
+            engage::outln!("{key}");
             Ok(())
         }
         Command::Groups { command: GroupsCommand::Create { db, workspace: ws, name, channel } } => {
@@ -239,7 +239,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let store = store::NativeStore::open_or_create(&db.db)?;
             let g = pollster::block_on(provision::create_group(&store, &ws, &name, channel, ctx()))
                 .map_err(|e| format!("{e:?}"))?;
-            println!("{}", g.id);
+            engage::outln!("{}", g.id);
             Ok(())
         }
         Command::ScimTokens { command: ScimTokensCommand::Create { db, origin, default_department } } => {
@@ -250,7 +250,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     engage_core::ApiError::BadRequest(m) => m,
                     e => format!("{e:?}"),
                 })?;
-            println!("{token}");
+            engage::outln!("{token}");
             Ok(())
         }
         Command::Seed { db, file } => {
@@ -263,8 +263,8 @@ fn run(cli: Cli) -> Result<(), String> {
             match pollster::block_on(engine.load_seed(&seed, "http://localhost", ctx()))
                 .map_err(|e| format!("{}: {e}", file.display()))?
             {
-                testing::Loaded::Now(n) => println!("loaded {n} entries"),
-                testing::Loaded::Before => println!("already loaded: nothing changed"),
+                testing::Loaded::Now(n) => engage::outln!("loaded {n} entries"),
+                testing::Loaded::Before => engage::outln!("already loaded: nothing changed"),
             }
             Ok(())
         }
@@ -277,23 +277,24 @@ fn run(cli: Cli) -> Result<(), String> {
             let scope = testing::ResetScope { workspace: ws.as_deref().map(workspace).transpose()?, keep };
             let engine = offline_engine(&db.db, false)?;
             let report = pollster::block_on(engine.reset(&scope, ctx())).map_err(|e| e.message())?;
-            println!(
+            engage::outln!(
                 "removed {} documents; {} integrations set back to never run",
-                report.removed, report.integrations_reset
+                report.removed,
+                report.integrations_reset
             );
             Ok(())
         }
         Command::Cdi { command } => engage::cdi::cli::run(command),
         Command::Backup(args) => engage::backup::run(args),
         Command::Health(args) => {
-            println!("{}", engage::health::run(&args)?);
+            engage::outln!("{}", engage::health::run(&args)?);
             Ok(())
         }
         Command::Groups { command: GroupsCommand::List { db, workspace: ws } } => {
             let ws = workspace(&ws.workspace)?;
             let store = store::NativeStore::open_existing(&db.db)?;
             for g in pollster::block_on(provision::list_groups(&store, &ws)).map_err(|e| e.to_string())? {
-                println!("{}\t{}\t{}", g.id, g.channel.as_str(), g.name);
+                engage::outln!("{}\t{}\t{}", g.id, g.channel.as_str(), g.name);
             }
             Ok(())
         }

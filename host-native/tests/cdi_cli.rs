@@ -271,3 +271,43 @@ fn integrations_are_managed_from_the_command_line() {
     assert_eq!(ok(&["cdi", "list", "--db", db_arg]), "");
     assert!(!engage(&["cdi", "delete", &id, "--db", db_arg]).status.success());
 }
+
+/// Runs `engage args` with its output going into a pipe whose reading end is
+/// already closed (a reader such as `head` that has had enough): its exit status
+/// and what it said on stderr.
+fn into_closed_pipe(args: &[&str]) -> (std::process::ExitStatus, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_engage")).args(args).stdout(writer).stderr(Stdio::piped()).output().unwrap();
+    (out.status, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn output_into_a_closed_pipe_ends_the_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().join("w.db");
+    rusqlite::Connection::open(&warehouse)
+        .unwrap()
+        .execute_batch("CREATE TABLE T (UPDATED_AT TEXT, EXTERNAL_ID TEXT, PAYLOAD TEXT)")
+        .unwrap();
+    let db = dir.path().join("engage.db");
+    let db_arg = db.to_str().unwrap();
+    let source = format!("sqlite:{}", warehouse.display());
+    let out = engage(&["cdi", "create", "--db", db_arg, "--name", "p", "--source", &source, "--table", "T"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    for args in [
+        vec!["cdi", "sync", &id, "--db", db_arg],
+        vec!["cdi", "jobs", &id, "--db", db_arg],
+        vec!["cdi", "list", "--db", db_arg],
+        vec!["workspaces", "list", "--db", db_arg],
+    ] {
+        let (status, stderr) = into_closed_pipe(&args);
+        assert!(status.success() && stderr.is_empty(), "engage {args:?}: {status}, stderr: {stderr}");
+    }
+    // The job ran before its output had nowhere to go.
+    let jobs: serde_json::Value =
+        serde_json::from_slice(&engage(&["cdi", "jobs", &id, "--db", db_arg]).stdout).unwrap();
+    assert_eq!(jobs["jobs"][0]["job_status"], "success", "{jobs}");
+}

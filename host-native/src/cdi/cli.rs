@@ -170,7 +170,7 @@ fn message(e: engage_core::ApiError) -> String {
 fn change(db: &std::path::Path, id: &str, update: &warehouse::Update) -> Result<(), String> {
     let store = store(db)?;
     let i = pollster::block_on(warehouse::update(&store, id, update, ctx())).map_err(message)?;
-    println!("{}", i.render());
+    crate::outln!("{}", i.render());
     Ok(())
 }
 
@@ -205,14 +205,14 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
                 engage_core::ApiError::BadRequest(m) => m,
                 e => format!("{e:?}"),
             })?;
-            println!("{}", i.id);
+            crate::outln!("{}", i.id);
             Ok(())
         }
         CdiCommand::List { db } => {
             let store = store(&db)?;
             for i in pollster::block_on(warehouse::all(&store)).map_err(|e| format!("{e:?}"))? {
                 let last = i.last_job.map_or("-", |(_, s)| s.as_str());
-                println!(
+                crate::outln!(
                     "{}\t{}\t{}\t{}\t{}\t{}",
                     i.id,
                     i.workspace.as_str(),
@@ -250,7 +250,7 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
             };
             let store = store(&db)?;
             let i = pollster::block_on(warehouse::rewind(&store, &id, to, ctx())).map_err(message)?;
-            println!("{}", i.render());
+            crate::outln!("{}", i.render());
             Ok(())
         }
         CdiCommand::Delete { id, db } => {
@@ -265,7 +265,7 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
             let jobs = pollster::block_on(warehouse::job_details(&store, &id))
                 .map_err(|e| format!("{e:?}"))?
                 .ok_or_else(|| format!("no integration '{id}'"))?;
-            println!("{jobs:#}");
+            crate::outln!("{jobs:#}");
             Ok(())
         }
         CdiCommand::Sync { id, db, timeout_secs } => {
@@ -297,7 +297,7 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
                     ask_the_server(&store, &|| crate::server::server_runs_on(&db), &i, timeout)?
                 }
             };
-            println!("{}", show(&job));
+            crate::outln!("{}", show(&job));
             match job.status {
                 JobStatus::Success | JobStatus::Partial => Ok(()),
                 s => Err(format!("the job ended {}", s.as_str())),
