@@ -78,15 +78,21 @@ pub struct Tx<'s, S: Store> {
     /// looked up several times; `changes` puts them in order.
     profiles: HashMap<ServiceId, Slot>,
     docs: BTreeMap<(Table, String), DocSlot>,
-    /// Index entries of the profiles changed in this unit of work, so `resolve` finds
-    /// identifiers they gained without scanning every loaded profile (a batch of
-    /// queued jobs loads thousands).
+    /// Shared index entries (emails, phones) of the profiles changed in this unit of
+    /// work, so `resolve` finds identifiers they gained without scanning every loaded
+    /// profile (a batch of queued jobs loads thousands). Ordered: an email is looked
+    /// up by the prefix of its entries.
     overlay: BTreeMap<String, BTreeSet<ServiceId>>,
-    /// Entries each changed profile has in `overlay`. Hashed, as `unique_read`: both
-    /// are only looked up by whole key, and in a B-tree the ids of one batch (which
-    /// share their first 18 characters) and identifier keys (which share the
-    /// workspace's prefix) made each lookup a dozen long comparisons (perf).
-    overlay_keys: HashMap<ServiceId, Vec<String>>,
+    /// Their unique entries (external ids, aliases), looked up by whole key. Hashed:
+    /// every new profile of a warehouse sync has one, and in `overlay` each insert was
+    /// a dozen long comparisons of keys that share the workspace's prefix (3.6% of a
+    /// sync's instructions with `overlay` holding both, callgrind).
+    overlay_unique: HashMap<String, Vec<ServiceId>>,
+    /// Entries each changed profile has in the overlay (key, unique?). Hashed, as
+    /// `unique_read`: both are only looked up by whole key, and in a B-tree the ids of
+    /// one batch (which share their first 18 characters) made each lookup a dozen
+    /// long comparisons (perf).
+    overlay_keys: HashMap<ServiceId, Vec<(String, bool)>>,
     /// Profiles handed out for change since the overlay was last refreshed.
     stale: HashSet<ServiceId>,
     /// Profiles handed out for change since [`Tx::take_touched`] (the queue applier
@@ -108,7 +114,8 @@ pub struct Retired {
     _unique_read: HashMap<String, Option<ServiceId>>,
     _settled: BTreeMap<String, BTreeSet<ServiceId>>,
     _overlay: BTreeMap<String, BTreeSet<ServiceId>>,
-    _overlay_keys: HashMap<ServiceId, Vec<String>>,
+    _overlay_unique: HashMap<String, Vec<ServiceId>>,
+    _overlay_keys: HashMap<ServiceId, Vec<(String, bool)>>,
 }
 
 struct DocSlot {
@@ -127,6 +134,7 @@ impl<'s, S: Store> Tx<'s, S> {
             profiles: HashMap::new(),
             docs: BTreeMap::new(),
             overlay: BTreeMap::new(),
+            overlay_unique: HashMap::new(),
             overlay_keys: HashMap::new(),
             stale: HashSet::new(),
             touched: HashSet::new(),
@@ -248,12 +256,18 @@ impl<'s, S: Store> Tx<'s, S> {
         // Profiles changed in this unit of work may match already (the ones that stopped
         // matching are filtered out below).
         self.refresh_overlay();
-        if let Some(k) = lookup {
-            for map in [&self.overlay, &self.settled] {
-                for (_, ids) in map.range(k.clone()..).take_while(|(key, _)| key.starts_with(&k)) {
-                    candidates.extend(ids.iter().cloned());
+        match (ident, lookup) {
+            (Identifier::External(_) | Identifier::Alias(_), Some(k)) => {
+                candidates.extend(self.overlay_unique.get(&k).into_iter().flatten().cloned());
+            }
+            (_, Some(k)) => {
+                for map in [&self.overlay, &self.settled] {
+                    for (_, ids) in map.range(k.clone()..).take_while(|(key, _)| key.starts_with(&k)) {
+                        candidates.extend(ids.iter().cloned());
+                    }
                 }
             }
+            (_, None) => {}
         }
         let mut out = Vec::new();
         for id in candidates {
@@ -296,8 +310,15 @@ impl<'s, S: Store> Tx<'s, S> {
 
     fn refresh_overlay(&mut self) {
         for id in std::mem::take(&mut self.stale) {
-            for k in self.overlay_keys.remove(&id).unwrap_or_default() {
-                if let Some(set) = self.overlay.get_mut(&k) {
+            for (k, unique) in self.overlay_keys.remove(&id).unwrap_or_default() {
+                if unique {
+                    if let Some(ids) = self.overlay_unique.get_mut(&k) {
+                        ids.retain(|other| other != &id);
+                        if ids.is_empty() {
+                            self.overlay_unique.remove(&k);
+                        }
+                    }
+                } else if let Some(set) = self.overlay.get_mut(&k) {
                     set.remove(&id);
                     if set.is_empty() {
                         self.overlay.remove(&k);
@@ -306,17 +327,21 @@ impl<'s, S: Store> Tx<'s, S> {
             }
             // Only profiles whose identity differs from the stored one need to be in
             // the overlay: the store's index finds the others.
-            let keys: Vec<String> = match self.profiles.get(&id) {
+            let keys: Vec<(String, bool)> = match self.profiles.get(&id) {
                 Some(slot @ Slot { doc: Some(p), .. }) if !slot.identity_unchanged() => {
-                    index_entries(&self.ws, p).into_keys().collect()
+                    index_entries(&self.ws, p).into_iter().collect()
                 }
                 _ => Vec::new(),
             };
             if keys.is_empty() {
                 continue;
             }
-            for k in &keys {
-                self.overlay.entry(k.clone()).or_default().insert(id.clone());
+            for (k, unique) in &keys {
+                if *unique {
+                    self.overlay_unique.entry(k.clone()).or_default().push(id.clone());
+                } else {
+                    self.overlay.entry(k.clone()).or_default().insert(id.clone());
+                }
             }
             self.overlay_keys.insert(id, keys);
         }
@@ -439,6 +464,7 @@ impl<'s, S: Store> Tx<'s, S> {
             _unique_read: std::mem::replace(&mut self.unique_read, unique_read),
             _settled: std::mem::replace(&mut self.settled, settled),
             _overlay: std::mem::take(&mut self.overlay),
+            _overlay_unique: std::mem::take(&mut self.overlay_unique),
             _overlay_keys: std::mem::take(&mut self.overlay_keys),
         };
         self.stale.clear();
