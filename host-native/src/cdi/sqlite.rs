@@ -28,6 +28,7 @@ impl SqliteSource {
         // The sorted query sorts the whole table before its first row (1.6-1.8 s for 1M
         // rows, while nothing else runs): a helper thread sorts beside it (1.4-1.6 s).
         conn.pragma_update(None, "threads", 1).map_err(read)?;
+        register_canonical_ms(&conn).map_err(read)?;
         Ok(SqliteSource { conn })
     }
 }
@@ -124,17 +125,94 @@ fn full_time_key(ts: &str) -> String {
     )
 }
 
-/// [`full_time_key`], with a shortcut first for the common case: a date as text that
-/// SQLite reads as it is (`YYYY-...`, upper-case, no leading space). The shortcut gives
-/// the value the full expression gives, or NULL, and then the full expression decides.
-/// On a 1M-row table the full expression alone took 1.4 s, a third of the query; the
-/// shortcut 0.3 s.
+/// [`full_time_key`], with two shortcuts first for the common cases, each giving the
+/// value the full expression gives, or NULL, and then the next one decides:
+/// [`canonical_ms`] for `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, then a date as text that
+/// SQLite reads as it is (`YYYY-...`, upper-case, no leading space). On a 1M-row
+/// table the full expression alone took 1.4 s, a third of the query. With SQLite's
+/// `unixepoch` first, a sync's first batch committed 0.53-0.60 s after it began;
+/// with the canonical parse before it, 0.42-0.49 s (and 2.5% fewer instructions in
+/// all).
 fn time_key(ts: &str) -> String {
     format!(
-        "COALESCE(CASE WHEN typeof({ts}) = 'text' AND substr({ts}, 5, 1) = '-' \
+        "COALESCE({CANONICAL_MS}({ts}), \
+                  CASE WHEN typeof({ts}) = 'text' AND substr({ts}, 5, 1) = '-' \
                   THEN CAST(ROUND(unixepoch({ts}, 'subsec') * 1000) AS INTEGER) END, {})",
         full_time_key(ts)
     )
+}
+
+/// The SQL name of [`canonical_ms`] on a source's connection.
+const CANONICAL_MS: &str = "engage_canonical_ms";
+
+/// Registers [`canonical_ms`] on `conn` (text in, milliseconds or NULL out).
+fn register_canonical_ms(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC | FunctionFlags::SQLITE_INNOCUOUS;
+    conn.create_scalar_function(CANONICAL_MS, 1, flags, |ctx| {
+        Ok(match ctx.get_raw(0) {
+            ValueRef::Text(t) => canonical_ms(t),
+            _ => None,
+        })
+    })
+}
+
+/// Milliseconds since the epoch of `YYYY-MM-DDTHH:MM:SS[.digits]Z` (upper-case `T`
+/// and `Z`, a real calendar day, hours below 24), exactly as SQLite's
+/// `unixepoch(ts, 'subsec') * 1000` rounds it; `None` for anything else, which
+/// SQLite's own functions then read. The fraction is computed in the same
+/// floating-point steps as SQLite's date parser (`parseHhMmSs`, `computeJD`), so the
+/// millisecond it rounds to is the same.
+fn canonical_ms(t: &[u8]) -> Option<i64> {
+    if t.len() < 20 || t[4] != b'-' || t[7] != b'-' || t[10] != b'T' || t[13] != b':' || t[16] != b':' {
+        return None;
+    }
+    let num = |at: usize, len: usize| -> Option<i64> {
+        t[at..at + len].iter().try_fold(0i64, |n, &b| b.is_ascii_digit().then(|| n * 10 + i64::from(b - b'0')))
+    };
+    let (y, mo, d) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
+    let (h, mi, sec) = (num(11, 2)?, num(14, 2)?, num(17, 2)?);
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let month_days = match mo {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return None,
+    };
+    if d < 1 || d > month_days || h > 23 || mi > 59 || sec > 59 {
+        return None;
+    }
+    let mut rest = &t[19..];
+    let mut ms = 0.0f64;
+    if let [b'.', digits @ ..] = rest {
+        let n = digits.iter().take_while(|b| b.is_ascii_digit()).count();
+        if n == 0 {
+            return None;
+        }
+        let mut scale = 1.0f64;
+        for &b in &digits[..n] {
+            ms = ms * 10.0 + f64::from(b - b'0');
+            scale *= 10.0;
+        }
+        ms /= scale;
+        if ms > 0.999 {
+            ms = 0.999;
+        }
+        rest = &digits[n..];
+    }
+    if rest != b"Z" {
+        return None;
+    }
+    // Days since 1970-01-01 of the proleptic Gregorian date (Howard Hinnant's
+    // days_from_civil).
+    let (y, mo) = if mo <= 2 { (y - 1, mo + 9) } else { (y, mo - 3) };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * mo + 2) / 5 + d - 1;
+    let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+    let s = sec as f64 + ms;
+    Some(days * 86_400_000 + h * 3_600_000 + mi * 60_000 + (s * 1000.0 + 0.5) as i64)
 }
 
 #[cfg(test)]
@@ -145,12 +223,27 @@ mod tests {
     #[test]
     fn the_time_keys_shortcut_gives_what_the_full_expression_gives() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
+        super::register_canonical_ms(&conn).unwrap();
         let sql = format!("SELECT {}, {}", time_key("?1"), full_time_key("?1"));
         let text = |s: &str| Value::Text(s.into());
         let values = [
             text("2026-02-01T10:00:00Z"),
             text("2026-02-01T10:00:00.123Z"),
             text("2026-02-01T10:00:00.1234567Z"),
+            text("2026-02-01T10:00:00.9995Z"),
+            text("2026-02-01T10:00:00.0005Z"),
+            text("2026-02-01T10:00:00.Z"),
+            text("2026-02-29T10:00:00Z"),
+            text("2024-02-29T23:59:59.999Z"),
+            text("2026-04-31T10:00:00Z"),
+            text("2026-02-01T24:00:00Z"),
+            text("2026-02-01T10:00:60Z"),
+            text("2026-02-01T10:00:00ZZ"),
+            text("2026-02-01T10:00:00Z "),
+            text("0000-01-01T00:00:00Z"),
+            text("9999-12-31T23:59:59.999Z"),
+            text("1969-12-31T23:59:59.5Z"),
+            text("2026-02-01T1a:00:00Z"),
             text("2026-02-01t10:00:16z"),
             text("2026-02-01T10:00:16z"),
             text("2026-02-01 10:00:16"),
@@ -177,6 +270,41 @@ mod tests {
             let (fast, full): (Option<i64>, Option<i64>) =
                 conn.query_row(&sql, [&v], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
             assert_eq!(fast, full, "{v:?}");
+        }
+    }
+
+    /// The canonical parse against SQLite's own reading, on timestamps drawn across
+    /// years 0-9999 with 0 to 9 fraction digits (many ending in 5, where rounding
+    /// could go either way).
+    #[test]
+    fn the_canonical_parse_gives_what_sqlite_gives() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let mut st = conn.prepare("SELECT CAST(ROUND(unixepoch(?1, 'subsec') * 1000) AS INTEGER)").unwrap();
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..20_000 {
+            let digits = next(10) as usize;
+            let fraction: String = (0..digits)
+                .map(|i| if i + 1 == digits && next(2) == 0 { '5' } else { char::from(b'0' + next(10) as u8) })
+                .collect();
+            let ts = format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{}{}Z",
+                next(10_000),
+                1 + next(12),
+                1 + next(28),
+                next(24),
+                next(60),
+                next(60),
+                if digits > 0 { "." } else { "" },
+                fraction
+            );
+            let sqlite: Option<i64> = st.query_row([&ts], |r| r.get(0)).unwrap();
+            assert_eq!(super::canonical_ms(ts.as_bytes()), sqlite, "{ts}");
         }
     }
 }
