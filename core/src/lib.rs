@@ -99,7 +99,7 @@ pub mod warehouse {
     pub use crate::cdi::integration::{Cursor, DataKind, Integration, JobStatus, Spec, Warehouse};
     pub use crate::cdi::job::{Job, RowError};
     pub use crate::cdi::manage::{create, delete, due, request_run, requested, rewind, update, withdraw, Update};
-    pub use crate::cdi::pipeline::Pipeline;
+    pub use crate::cdi::pipeline::{Pipeline, Released};
     pub use crate::cdi::position::Within;
     pub use crate::cdi::read::job_details;
     pub use crate::cdi::resume::Resume;

@@ -169,8 +169,9 @@ fn sync_from<S: Store + Sync>(
     // the source's query, parsing and the store's commit overlap.
     let (send, steps) = std::sync::mpsc::sync_channel::<Step>(READ_AHEAD);
     // A third frees what each batch's building lets go of (the batch before's
-    // profiles), off the committing thread, which is the job's critical path.
-    let (retire, retired) = std::sync::mpsc::sync_channel::<warehouse::Retired>(1);
+    // profiles) and the batches that landed, off the committing thread, which is the
+    // job's critical path.
+    let (retire, retired) = std::sync::mpsc::sync_channel::<warehouse::Released>(1);
     std::thread::scope(|scope| {
         let reader = scope.spawn(|| read_batches(store, begun, source, &columns, start.clone(), batch_rows, send));
         scope.spawn(move || retired.into_iter().for_each(drop));
@@ -191,7 +192,7 @@ fn commit_steps<S: Store>(
     begun: &Begun,
     cursor: Option<Cursor>,
     steps: std::sync::mpsc::Receiver<Step>,
-    retire: std::sync::mpsc::SyncSender<warehouse::Retired>,
+    retire: std::sync::mpsc::SyncSender<warehouse::Released>,
 ) -> Result<(), String> {
     let mut pipeline = warehouse::Pipeline::new(store, begun, cursor);
     for step in steps {
@@ -202,7 +203,7 @@ fn commit_steps<S: Store>(
                 pollster::block_on(pipeline.push(batch, continues, ctx()))
                     .map_err(|e| format!("committing a batch failed: {e:?}"))?;
                 // Should the freeing thread be gone, this one frees it.
-                if let Some(r) = pipeline.take_retired() {
+                if let Some(r) = pipeline.take_released() {
                     let _ = retire.send(r);
                 }
             }
