@@ -45,20 +45,26 @@ pub(crate) fn alias_key(ws: &WorkspaceName, label: &str, name: &str) -> String {
 /// The index prefix of a shared identifier (email or phone); entries add the service id.
 pub(crate) fn shared_prefix(ws: &WorkspaceName, ident: &Identifier) -> Option<String> {
     match ident {
-        Identifier::Email(e) => Some(join(&[ws.as_str(), S, "e", S, e.as_str(), S])),
-        Identifier::Phone(p) => Some(join(&[ws.as_str(), S, "p", S, p.as_str(), S])),
+        Identifier::Email(e) => Some(shared_entry(ws, "e", e.as_str(), "")),
+        Identifier::Phone(p) => Some(shared_entry(ws, "p", p.as_str(), "")),
         _ => None,
     }
 }
 
 /// The index entry of profile `id` under its email.
 pub(crate) fn email_entry(ws: &WorkspaceName, e: &Email, id: &ServiceId) -> String {
-    join(&[ws.as_str(), S, "e", S, e.as_str(), S, id.as_str()])
+    shared_entry(ws, "e", e.as_str(), id.as_str())
 }
 
 /// The index entry of profile `id` under its phone.
 pub(crate) fn phone_entry(ws: &WorkspaceName, p: &Phone, id: &ServiceId) -> String {
-    join(&[ws.as_str(), S, "p", S, p.as_str(), S, id.as_str()])
+    shared_entry(ws, "p", p.as_str(), id.as_str())
+}
+
+/// The entry of `id` under the shared identifier `value` of `kind` (`e`, `p`); with
+/// an empty `id`, the prefix of all of them.
+fn shared_entry(ws: &WorkspaceName, kind: &str, value: &str, id: &str) -> String {
+    join(&[ws.as_str(), S, kind, S, value, S, id])
 }
 
 /// The store key of an address record.

@@ -146,24 +146,8 @@ impl Shared {
     fn commit_one(&self, st: &mut Held<'_>, set: &ChangeSet) -> Result<Vec<Option<i64>>, CommitError> {
         let store = |e: rusqlite::Error| CommitError::Store(err(e));
         st.run("SAVEPOINT one_set").map_err(store)?;
-        let hints = self.hints(&set.ops);
-        let mut rowids = Vec::with_capacity(set.ops.len());
-        let mut outcome = Ok(());
-        for (op, hint) in set.ops.iter().zip(hints) {
-            match Self::apply_op(st, op, hint) {
-                Ok(Applied::Done(rowid)) => rowids.push(rowid),
-                Ok(Applied::Refused) => {
-                    outcome = Err(CommitError::Conflict);
-                    break;
-                }
-                Err(e) => {
-                    outcome = Err(store(e));
-                    break;
-                }
-            }
-        }
-        match outcome {
-            Ok(()) => {
+        match self.apply_ops(st, &set.ops) {
+            Ok(rowids) => {
                 st.run("RELEASE one_set").map_err(store)?;
                 Ok(rowids)
             }
@@ -173,6 +157,20 @@ impl Shared {
                 Err(e)
             }
         }
+    }
+
+    /// Applies `ops` in order, each by the row the document cache hints at; stops at
+    /// the first whose expectation fails (a conflict) or whose write fails. Returns
+    /// the rows they wrote.
+    fn apply_ops(&self, st: &mut Held<'_>, ops: &[Op]) -> Result<Vec<Option<i64>>, CommitError> {
+        let mut rowids = Vec::with_capacity(ops.len());
+        for (op, hint) in ops.iter().zip(self.hints(ops)) {
+            match Self::apply_op(st, op, hint).map_err(|e| CommitError::Store(err(e)))? {
+                Applied::Done(rowid) => rowids.push(rowid),
+                Applied::Refused => return Err(CommitError::Conflict),
+            }
+        }
+        Ok(rowids)
     }
 
     /// The rows the document cache last saw the documents `ops` write in (none without a cache).
@@ -207,18 +205,9 @@ impl Shared {
         // applier's earlier commits with it: one WAL, in order).
         let applying = changes.ack.is_some();
         w.conn.pragma_update(None, "synchronous", if applying { "NORMAL" } else { "FULL" }).map_err(err)?;
-        let hints = self.hints(&changes.ops);
         let tx = w.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(err)?;
-        let mut rowids = Vec::with_capacity(changes.ops.len());
-        {
-            let mut st = Held::new(&tx);
-            for (op, hint) in changes.ops.iter().zip(hints) {
-                match Self::apply_op(&mut st, op, hint).map_err(err)? {
-                    Applied::Done(rowid) => rowids.push(rowid),
-                    Applied::Refused => return Err(CommitError::Conflict), // dropping `tx` rolls back
-                }
-            }
-        }
+        // On a conflict or an error, dropping `tx` rolls back.
+        let rowids = self.apply_ops(&mut Held::new(&tx), &changes.ops)?;
         if let Some(ack) = changes.ack {
             let applied: i64 =
                 tx.query_row("SELECT applied FROM queue_cursor WHERE id = 1", [], |r| r.get(0)).map_err(err)?;
