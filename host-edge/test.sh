@@ -101,6 +101,13 @@ if ! node -e '
     exit 1
 fi
 
+log "checking that a burst of /users/track is applied in the background once it ends"
+if ! node tests/background_drain.mjs "$BASE" "$ADMIN_TOKEN"; then
+    log "the background drain check failed; last lines of the wrangler log:"
+    tail -n 40 "$WRANGLER_LOG" >&2
+    exit 1
+fi
+
 log "running the black-box suite"
 
 status=0

@@ -188,6 +188,13 @@ pub enum Then {
     /// response is the 503 to send for a host that cannot. Only hosts without a
     /// background applier get it ([`crate::Engine::may_ask_to_catch_up`]).
     CatchUpFirst,
+    /// Nothing was done: another request is loading what this one needs (the track
+    /// ledger's count of the queue); hand the same request to the same method again
+    /// after a short pause (a timer: never a wait on the other request). The
+    /// response is the 503 to send for a host that cannot, or that tried for long
+    /// enough. Only hosts without a background applier get it
+    /// ([`crate::Engine::may_ask_to_catch_up`]).
+    RunAgainSoon,
     /// Run the store conformance suite on a scratch store and answer with
     /// [`crate::store::conformance::report`], in place of the response (the 404
     /// to send when the host cannot).

@@ -492,8 +492,8 @@ async fn answer(
             None
         }
         // The applier thread polls the queue; this host cannot run the conformance suite.
-        // (CatchUpFirst goes to hosts without a background applier only.)
-        Then::Nothing | Then::ApplyQueue | Then::RunConformance | Then::CatchUpFirst => None,
+        // (CatchUpFirst and RunAgainSoon go to hosts without a background applier only.)
+        Then::Nothing | Then::ApplyQueue | Then::RunConformance | Then::CatchUpFirst | Then::RunAgainSoon => None,
     };
     match replaced {
         Some(r) => r.with_header("X-Request-Id", id),

@@ -271,6 +271,11 @@ impl<S: Store> Engine<S> {
                 if !key.allows(permission) {
                     return Err(ApiError::MissingPermission(permission));
                 }
+                if matches!(api, Api::Track) && !caught_up {
+                    if let Some(not_yet) = self.ledger_not_ready(ctx).await? {
+                        return Ok(not_yet);
+                    }
+                }
                 let decision = self.limiter.check(&self.store, key.workspace.as_str(), bucket, ctx.now).await;
                 if let Decision::Limited { retry_after } = decision {
                     return Err(ApiError::RateLimited { retry_after });

@@ -54,6 +54,17 @@ impl<S: Store> Engine<S> {
         Err(ApiError::Busy)
     }
 
+    /// On a host without background threads, the answer for a `/users/track` that
+    /// finds another request counting the queue for the ledger: nothing done, not
+    /// counted against the rate limit, [`Then::RunAgainSoon`] (see
+    /// [`crate::track::ledger::Ledger::load_unless_loading`]). `None`: go on.
+    pub(super) async fn ledger_not_ready(&self, ctx: Ctx) -> Result<Option<Response>, ApiError> {
+        if self.config.applies_in_background || self.gate.ledger.load_unless_loading(&self.store, ctx.now).await? {
+            return Ok(None);
+        }
+        Ok(Some(ApiError::Busy.into_response().then(Then::RunAgainSoon)))
+    }
+
     /// Refuses (503, nothing acknowledged) a new job while the queue holds more than
     /// `max_secs` of applying.
     async fn refuse_past_backlog_bound(&self, max_secs: u64) -> Result<(), ApiError> {

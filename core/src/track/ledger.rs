@@ -20,7 +20,7 @@
 //! request's growth, which later requests are refused for.
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Mutex;
 
 use foldhash::fast::RandomState;
@@ -31,10 +31,16 @@ use super::record;
 use crate::ids::{Identifier, WorkspaceName};
 use crate::repo::keys::{profile_key, shared_prefix, unique_key};
 use crate::store::{Store, StoreError};
+use crate::time::Timestamp;
 use crate::users::custom::encoded_len;
 
 /// Jobs read at a time while counting the queue at first use.
 const LOAD_CHUNK: usize = 1000;
+
+/// After this long a count of the queued jobs begun by another request is presumed
+/// abandoned ([`Ledger::load_unless_loading`]): the edge's lane presumes a silent
+/// holder gone after as long.
+const STALE_CLAIM_MS: i64 = 10_000;
 
 /// Bytes counted for a custom update besides its value: the key's JSON and an
 /// increment's growth of at most 20 digits.
@@ -331,6 +337,9 @@ pub struct Ledger {
     /// lock, since appliers ask at every turn.
     loaded: AtomicBool,
     loading: futures_util::lock::Mutex<()>,
+    /// When a request of a host without background threads began counting the
+    /// queued jobs (ms since the epoch; 0 when none is), see [`Ledger::load_unless_loading`].
+    claimed_at: AtomicI64,
     hasher: RandomState,
 }
 
@@ -388,6 +397,37 @@ impl Ledger {
         if self.loaded.load(Ordering::Acquire) {
             return Ok(());
         }
+        let found = self.count_queued(store).await?;
+        self.install(&found);
+        Ok(())
+    }
+
+    /// [`Ledger::load`] for a host that runs every request on one thread (the edge):
+    /// false, with nothing done, while another request is counting the queued jobs.
+    /// Waiting for that request here would be waiting on another request, which the
+    /// edge's runtime cancels as hung (measured: 48 concurrent `/users/track` on a
+    /// fresh isolate, 500s); the host runs the request again after a pause instead.
+    /// A count begun [`STALE_CLAIM_MS`] ago is presumed abandoned (its request
+    /// cancelled) and begun again; two counts of one queue find the same jobs
+    /// (nothing is reserved or taken off before the ledger is loaded), and only the
+    /// first to finish is kept.
+    pub async fn load_unless_loading<S: Store>(&self, store: &S, now: Timestamp) -> Result<bool, StoreError> {
+        if self.loaded.load(Ordering::Acquire) {
+            return Ok(true);
+        }
+        let claimed = self.claimed_at.load(Ordering::Acquire);
+        if claimed != 0 && now.0.saturating_sub(claimed) < STALE_CLAIM_MS {
+            return Ok(false);
+        }
+        self.claimed_at.store(now.0.max(1), Ordering::Release);
+        let counted = self.count_queued(store).await;
+        self.claimed_at.store(0, Ordering::Release);
+        self.install(&counted?);
+        Ok(true)
+    }
+
+    /// Every queued operation's target and names, except those applied early.
+    async fn count_queued<S: Store>(&self, store: &S) -> Result<Vec<(Slot, Names)>, StoreError> {
         let early = super::early::read_early(store).await?;
         let mut found: Vec<(Slot, Names)> = Vec::new();
         let mut after = 0;
@@ -404,12 +444,19 @@ impl Ledger {
             }
             after = last;
         }
+        Ok(found)
+    }
+
+    /// Counts `found` in, unless a count was already kept.
+    fn install(&self, found: &[(Slot, Names)]) {
         let mut state = self.lock();
-        for (slot, names) in &found {
+        if self.loaded.load(Ordering::Acquire) {
+            return;
+        }
+        for (slot, names) in found {
             state.add(*slot, names);
         }
         self.loaded.store(true, Ordering::Release);
-        Ok(())
     }
 
     /// What `ops` (of one request in `ws`) add, per operation: its target's slot and
