@@ -6,8 +6,9 @@
 //! runs concurrently; when the core answers `Then::ApplyQueue`, the isolate applies
 //! the queue after the response in `ctx.wait_until`. The isolate has one thread,
 //! and acknowledging goes first, as the native host's idle-class applier lets it:
-//! while requests keep the isolate busy the drainer waits (up to [`DEFER_LIMIT_MS`]),
-//! then applies in short turns with rests (see [`REST_FACTOR`]).
+//! beside requests the drainer applies in short turns with rests (see
+//! [`REST_FACTOR`]), and while they keep the thread mostly busy it waits (see
+//! [`BUSY_SHARE`], up to [`DEFER_LIMIT_MS`]).
 //!
 //! Every other request runs in the isolate's *lane*, one at a time, after applying
 //! what this isolate queued. A request the core answered is never rerun: its writes
@@ -69,14 +70,23 @@ const BUSY_APPLY_BATCH: usize = 1;
 const REST_FACTOR: u64 = 9;
 /// The longest rest between two background turns.
 const MAX_REST_MS: u64 = 2_000;
+/// Requests in flight this share of the time (over about a second) keep the
+/// background drainer waiting: the thread has no room for a turn. At 200 offered
+/// full batches/s under `wrangler dev` requests were in flight 80-90% of the time;
+/// at 40/s about a third, and there applying in turns beside them kept the backlog
+/// small (see docs/performance.md, session 16).
+const BUSY_SHARE: f64 = 0.5;
+/// The window over which [`BUSY_SHARE`] is measured, ms.
+const SHARE_WINDOW_MS: u64 = 1_000;
 /// How long the background drainer leaves queued jobs waiting while requests keep
-/// the isolate busy, before it applies in turns with rests anyway. A turn holds the
-/// isolate's one thread (reading, applying and committing one full job took 30-230
-/// ms under `wrangler dev` beside 200 offered full batches/s), and every request
-/// arriving meanwhile waits: applying in turns during such a load held
-/// acknowledgement p99 at 100-185 ms a second, not applying at 15-75 ms. A burst up
-/// to this long is acknowledged at full speed and applied after it; reads never see
-/// stale data meanwhile (they catch up with the queue first).
+/// the isolate mostly busy ([`BUSY_SHARE`]), before it applies in turns with rests
+/// anyway. A turn holds the isolate's one thread (reading, applying and committing
+/// one full job took 30-230 ms under `wrangler dev` beside 200 offered full
+/// batches/s), and every request arriving meanwhile waits: applying in turns during
+/// such a load held acknowledgement p99 at 100-185 ms a second, not applying at
+/// 15-75 ms. A burst up to this long is acknowledged at full speed and applied
+/// after it; reads never see stale data meanwhile (they catch up with the queue
+/// first).
 const DEFER_LIMIT_MS: u64 = 60_000;
 /// How often a deferring drainer looks at the isolate again.
 const DEFER_POLL_MS: u64 = 250;
@@ -93,6 +103,8 @@ struct Isolate {
     engine: Engine<D1Store>,
     /// Requests this isolate is handling (see [`BUSY_IN_FLIGHT`]).
     in_flight: Cell<u32>,
+    /// The share of time requests were in flight (see [`BUSY_SHARE`]).
+    share: Cell<Share>,
     /// When a request last arrived to find the isolate busy (ms).
     busy_at: Cell<u64>,
     /// Jobs were queued here since the last drain started.
@@ -137,6 +149,7 @@ fn isolate(env: &Env) -> worker::Result<Rc<Isolate>> {
     let i = Rc::new(Isolate {
         engine: Engine::new(D1Store::new(db, keys), config),
         in_flight: Cell::new(0),
+        share: Cell::new(Share::default()),
         busy_at: Cell::new(0),
         drain_pending: Cell::new(false),
         lane: Cell::new(None),
@@ -296,10 +309,45 @@ impl Isolate {
         self.in_flight.get() >= BUSY_IN_FLIGHT || self.busy_at.get() >= since
     }
 
+    /// Counts the time since the last count as in flight or not, before
+    /// [`Isolate::in_flight`] changes, and closes a window that is over.
+    fn count_share(&self, now: u64) {
+        let mut share = self.share.get();
+        if self.in_flight.get() > 0 {
+            share.in_flight_ms += now.saturating_sub(share.counted_at);
+        }
+        share.counted_at = now;
+        let length = now.saturating_sub(share.window_start);
+        if length >= SHARE_WINDOW_MS {
+            share.last = share.in_flight_ms as f64 / length as f64;
+            share.window_start = now;
+            share.in_flight_ms = 0;
+        }
+        self.share.set(share);
+    }
+
+    /// Requests kept the thread busy over the last window (or this one so far).
+    fn mostly_busy(&self, now: u64) -> bool {
+        self.count_share(now);
+        let share = self.share.get();
+        let length = now.saturating_sub(share.window_start).max(1);
+        share.last.max(share.in_flight_ms as f64 / length as f64) > BUSY_SHARE
+    }
+
     /// Queued jobs have waited at least [`DEFER_LIMIT_MS`] for the background drainer.
     fn deferred_too_long(&self, now: u64) -> bool {
         self.waiting_since.get().is_some_and(|since| now.saturating_sub(since) >= DEFER_LIMIT_MS)
     }
+}
+
+/// The share of time requests were in flight in an isolate: the window under way
+/// and the last one (ms, as [`now_ms`]).
+#[derive(Clone, Copy, Default)]
+struct Share {
+    window_start: u64,
+    in_flight_ms: u64,
+    counted_at: u64,
+    last: f64,
 }
 
 /// Counts a request in [`Isolate::in_flight`] while it is held.
@@ -307,6 +355,7 @@ struct InFlight<'a>(&'a Isolate);
 
 impl<'a> InFlight<'a> {
     fn enter(isolate: &'a Isolate) -> InFlight<'a> {
+        isolate.count_share(now_ms());
         isolate.in_flight.set(isolate.in_flight.get() + 1);
         if isolate.in_flight.get() >= BUSY_IN_FLIGHT {
             isolate.busy_at.set(now_ms());
@@ -317,6 +366,7 @@ impl<'a> InFlight<'a> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
+        self.0.count_share(now_ms());
         self.0.in_flight.set(self.0.in_flight.get().saturating_sub(1));
     }
 }
@@ -377,7 +427,7 @@ async fn drain(lane: &Lane<'_>, yielding: Yield) -> u64 {
         let turn = now_ms();
         let max_jobs = match yields && isolate.busy() {
             false => isolate.engine.config().apply_batch,
-            true if isolate.deferred_too_long(turn) => BUSY_APPLY_BATCH,
+            true if !isolate.mostly_busy(turn) || isolate.deferred_too_long(turn) => BUSY_APPLY_BATCH,
             true => {
                 isolate.drain_pending.set(true);
                 return DEFER_POLL_MS;
