@@ -88,8 +88,9 @@ const SHARE_WINDOW_MS: u64 = 1_000;
 /// such a load held acknowledgement p99 at 100-185 ms a second, not applying at
 /// 15-75 ms. A burst up to this long is acknowledged at full speed and applied
 /// after it; reads never see stale data meanwhile (they catch up with the queue
-/// first).
-const DEFER_LIMIT_MS: u64 = 60_000;
+/// first). Under the minute after which `/readyz` reports a queue with nothing
+/// applied as not ready.
+const DEFER_LIMIT_MS: u64 = 45_000;
 /// How often a deferring drainer looks at the isolate again.
 const DEFER_POLL_MS: u64 = 250;
 /// A lane holder silent this long is presumed cancelled by the runtime.
