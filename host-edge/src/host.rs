@@ -116,8 +116,9 @@ struct Isolate {
     lane: Cell<Option<u64>>,
     /// When the background drainer (in `wait_until`) last started a pass, if one is scheduled.
     drainer: Cell<Option<u64>>,
-    /// Since when queued jobs have waited for the background drainer without it
-    /// applying any (ms), while there are such jobs (see [`DEFER_LIMIT_MS`]).
+    /// Since when queued jobs have waited for a drain to find the queue empty (ms),
+    /// while there are such jobs (see [`DEFER_LIMIT_MS`]): once that is longer than
+    /// the limit, turns go on until it does.
     waiting_since: Cell<Option<u64>>,
 }
 
@@ -442,7 +443,6 @@ async fn drain(lane: &Lane<'_>, yielding: Yield) -> u64 {
             return 0;
         }
         let now = now_ms();
-        isolate.waiting_since.set(Some(now));
         if yields && isolate.busy_since(turn) {
             isolate.drain_pending.set(true);
             let factor = u64::from(isolate.in_flight.get()).clamp(1, REST_FACTOR);
