@@ -419,9 +419,11 @@ impl Ledger {
         if claimed != 0 && now.0.saturating_sub(claimed) < STALE_CLAIM_MS {
             return Ok(false);
         }
-        self.claimed_at.store(now.0.max(1), Ordering::Release);
+        let mine = now.0.max(1);
+        self.claimed_at.store(mine, Ordering::Release);
         let counted = self.count_queued(store).await;
-        self.claimed_at.store(0, Ordering::Release);
+        // Unless a later count took the claim over (this one was presumed abandoned).
+        let _ = self.claimed_at.compare_exchange(mine, 0, Ordering::AcqRel, Ordering::Acquire);
         self.install(&counted?);
         Ok(true)
     }
