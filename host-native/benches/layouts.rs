@@ -1,0 +1,162 @@
+//! Storage layouts of the profile table compared with SQLite alone, no server: the
+//! question every performance issue since session 23 has asked of the `docs` table
+//! (`WITHOUT ROWID`, a larger page), answered by measuring the three kinds of work
+//! that would change:
+//!
+//! 1. a warehouse sync's writes: new users, each a profile and an identifier entry,
+//!    1,000 a transaction (as `engage cdi sync` commits a batch);
+//! 2. the applier's: 200,000 profiles read and rewritten at random, each one event
+//!    longer, 225 a transaction (a full track batch);
+//! 3. an export's reads: 20,000 requests of 50 random users, each an identifier entry
+//!    then its profile, on a reader connection with the server's 256 KiB cache.
+//!
+//! Every layout keeps `idents` as it is (`WITHOUT ROWID`, migration 0003); WAL,
+//! `synchronous = FULL` and a 32 MiB writer cache as the server's writer.
+//!
+//! `cargo bench -p engage --bench layouts`; `BENCH_USERS` (default 3000000) users,
+//! `BENCH_LAYOUTS` (default `1024:rowid,4096:rowid,2048:without,4096:without`).
+//! Results are in docs/performance.md (session 34).
+
+use std::time::Instant;
+
+use rusqlite::{params, Connection};
+
+/// A layout: the page size, and whether `docs` is `WITHOUT ROWID`.
+struct Layout {
+    page: i64,
+    without_rowid: bool,
+}
+
+impl Layout {
+    fn parse(text: &str) -> Layout {
+        let (page, kind) = text.split_once(':').expect("BENCH_LAYOUTS: page:rowid or page:without");
+        Layout { page: page.parse().expect("a page size"), without_rowid: kind == "without" }
+    }
+
+    fn name(&self) -> String {
+        format!("{} B pages, docs {}", self.page, if self.without_rowid { "WITHOUT ROWID" } else { "with rowids" })
+    }
+}
+
+/// xorshift64: the same random users for every layout.
+fn next(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+/// A new user's profile as the warehouse bench's rows make it (about 190 bytes).
+fn profile(n: u64) -> Vec<u8> {
+    format!(
+        "{{\"external_id\":\"u{n}\",\"created_at\":\"2025-01-01T00:00:00.000Z\",\"custom_attributes\":\
+         {{\"first_name\":\"F{}\",\"plan\":\"pro\",\"score\":{},\"city\":\"C{}\"}},\"updated_at\":\"2025-01-01T00:00:00.000Z\"}}",
+        n % 9973,
+        n % 1000,
+        n % 311
+    )
+    .into_bytes()
+}
+
+/// User `n`'s profile key: a service id made in order, as the server makes them.
+fn service_key(n: u64) -> String {
+    format!("w\u{1f}{:08x}a1b2c3d4e5{:06x}", 1_735_689_600 + n / 5000, n)
+}
+
+/// User `n`'s identifier entry key.
+fn external_key(n: u64) -> String {
+    format!("w\u{1f}e\u{1f}u{n}")
+}
+
+const EVENT: &[u8] = b"{\"event\":\"viewed_item\",\"count\":1,\"first\":1735689600000}";
+
+fn run(layout: &Layout, users: u64, dir: &std::path::Path) -> rusqlite::Result<()> {
+    let path = dir.join(format!("layout-{}-{}.db", layout.page, layout.without_rowid));
+    let mut c = Connection::open(&path)?;
+    c.pragma_update(None, "page_size", layout.page)?;
+    c.pragma_update(None, "journal_mode", "WAL")?;
+    c.pragma_update(None, "synchronous", "FULL")?;
+    c.pragma_update(None, "cache_size", -32768)?;
+    c.execute_batch(&format!(
+        "CREATE TABLE docs (tbl INTEGER NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, value BLOB NOT NULL,
+           PRIMARY KEY (tbl, key)){};
+         CREATE TABLE idents (tbl INTEGER NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, value BLOB NOT NULL,
+           PRIMARY KEY (tbl, key)) WITHOUT ROWID;",
+        if layout.without_rowid { " WITHOUT ROWID" } else { "" }
+    ))?;
+
+    let started = Instant::now();
+    for first in (0..users).step_by(1000) {
+        let tx = c.transaction()?;
+        {
+            let mut doc = tx.prepare_cached("INSERT INTO docs (tbl, key, version, value) VALUES (1, ?1, 1, ?2)")?;
+            let mut ident = tx.prepare_cached("INSERT INTO idents (tbl, key, version, value) VALUES (4, ?1, 1, ?2)")?;
+            for n in first..(first + 1000).min(users) {
+                let key = service_key(n);
+                ident.execute(params![external_key(n), key.as_bytes()])?;
+                doc.execute(params![key, profile(n)])?;
+            }
+        }
+        tx.commit()?;
+    }
+    let inserted = users as f64 / started.elapsed().as_secs_f64();
+    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+    let mib = std::fs::metadata(&path).map_or(0, |m| m.len() >> 20);
+
+    let mut random = 12_345u64;
+    let rewrites = 200_000u64;
+    let started = Instant::now();
+    for _ in 0..rewrites / 225 {
+        let tx = c.transaction()?;
+        {
+            let mut read = tx.prepare_cached("SELECT version, value FROM docs WHERE tbl = 1 AND key = ?1")?;
+            let mut write = tx.prepare_cached("UPDATE docs SET version = ?1, value = ?2 WHERE tbl = 1 AND key = ?3")?;
+            for _ in 0..225 {
+                let key = service_key(next(&mut random) % users);
+                let (version, mut value): (i64, Vec<u8>) = read.query_row([&key], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                value.extend_from_slice(EVENT);
+                write.execute(params![version + 1, value, key])?;
+            }
+        }
+        tx.commit()?;
+    }
+    let rewritten = (rewrites / 225 * 225) as f64 / started.elapsed().as_secs_f64();
+    c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
+
+    let reader = Connection::open(&path)?;
+    reader.pragma_update(None, "cache_size", -256)?;
+    let requests = 20_000;
+    let started = Instant::now();
+    for _ in 0..requests {
+        let mut ident = reader.prepare_cached("SELECT value FROM idents WHERE tbl = 4 AND key = ?1")?;
+        let keys: Vec<Vec<u8>> = (0..50)
+            .map(|_| ident.query_row([external_key(next(&mut random) % users)], |r| r.get(0)))
+            .collect::<Result<_, _>>()?;
+        let mut doc = reader.prepare_cached("SELECT value FROM docs WHERE tbl = 1 AND key = ?1")?;
+        for key in keys {
+            let _: Vec<u8> = doc.query_row([String::from_utf8_lossy(&key)], |r| r.get(0))?;
+        }
+    }
+    let exported = requests as f64 / started.elapsed().as_secs_f64();
+    println!("| {} | {users} | {inserted:.0} | {rewritten:.0} | {exported:.0} | {mib} |", layout.name());
+    drop(reader);
+    drop(c);
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.clone().into_os_string();
+        name.push(suffix);
+        let _ = std::fs::remove_file(name);
+    }
+    Ok(())
+}
+
+fn main() {
+    let users = std::env::var("BENCH_USERS").ok().and_then(|v| v.parse().ok()).unwrap_or(3_000_000);
+    let layouts =
+        std::env::var("BENCH_LAYOUTS").unwrap_or_else(|_| "1024:rowid,4096:rowid,2048:without,4096:without".into());
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    println!("| layout | users | new users/s (1,000 a transaction) | profiles rewritten/s (225 a transaction) | exports of 50/s | file, MiB |");
+    println!("|---|---|---|---|---|---|");
+    for layout in layouts.split(',').map(Layout::parse) {
+        run(&layout, users, dir.path()).expect("the layout's run");
+    }
+}
