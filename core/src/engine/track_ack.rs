@@ -79,7 +79,7 @@ impl<S: Store> Engine<S> {
                 first
             }
         };
-        match pressure.wait_secs(tail.saturating_sub(through), max_secs) {
+        match pressure.wait_secs(tail.saturating_sub(through), tail, max_secs) {
             Some(retry_after) => Err(ApiError::Backlogged { retry_after }),
             None => Ok(()),
         }

@@ -13,7 +13,9 @@ use crate::time::Timestamp;
 /// server has measured none).
 pub const MIN_PENDING: u64 = 1024;
 
-/// The longest backlog, in jobs, acknowledged before any rate is measured. The
+/// The most jobs this process acknowledges past a backlog before any rate is
+/// measured (jobs queued before it started do not count: a restart with a long
+/// queue measures its rate within seconds, as ever). The
 /// appliers measure their rate within seconds of a backlog forming, unless they get
 /// no CPU at all: a closed loop of acknowledgements on a quiet 2-core machine kept
 /// the idle-class appliers from finishing a single turn for 15 s, and 40,000 jobs
@@ -42,6 +44,9 @@ pub struct Pressure {
     /// whether jobs were left waiting. Measured when the next turn starts, which is
     /// when this one's time is known (the core reads no clock).
     last_turn: Mutex<Option<(Timestamp, u64, bool)>>,
+    /// The queue's tail when a backlog bound was first checked: jobs after it were
+    /// acknowledged by this process.
+    first_tail: std::sync::OnceLock<u64>,
 }
 
 #[derive(Default)]
@@ -115,13 +120,15 @@ impl Pressure {
     }
 
     /// Seconds to wait before a new job would start within `max_secs` of applying,
-    /// with `pending` jobs waiting; `None`: go ahead.
-    pub fn wait_secs(&self, pending: u64, max_secs: u64) -> Option<u64> {
+    /// with `pending` jobs waiting and the queue's last job at `tail`; `None`: go ahead.
+    pub fn wait_secs(&self, pending: u64, tail: u64, max_secs: u64) -> Option<u64> {
+        let first_tail = *self.first_tail.get_or_init(|| tail);
         if pending <= MIN_PENDING {
             return None;
         }
         let Some(rate) = self.meter.lock().unwrap_or_else(|e| e.into_inner()).rate else {
-            return (pending > UNMEASURED_MAX_PENDING).then_some(1);
+            let ours = tail.saturating_sub(first_tail).min(pending);
+            return (ours > UNMEASURED_MAX_PENDING).then_some(1);
         };
         let ahead = pending as f64 / rate.max(0.001);
         (ahead > max_secs as f64).then(|| ((ahead - max_secs as f64).ceil() as u64).clamp(1, 60))
@@ -153,28 +160,31 @@ mod tests {
     #[test]
     fn a_backlog_is_refused_only_past_the_bound_at_the_measured_rate() {
         let p = Pressure::default();
-        assert_eq!(p.wait_secs(UNMEASURED_MAX_PENDING, 30), None, "no rate measured yet");
+        assert_eq!(p.wait_secs(UNMEASURED_MAX_PENDING, 0, 30), None, "no rate measured yet");
         p.note_applied(0, true, Timestamp(0));
         p.note_applied(100, true, Timestamp(1000));
         p.note_applied(100, true, Timestamp(2000));
         // 200 jobs in 2 s: 100 jobs/s.
-        assert_eq!(p.wait_secs(MIN_PENDING, 1), None, "short backlogs always pass");
-        assert_eq!(p.wait_secs(2900, 30), None);
-        assert_eq!(p.wait_secs(3100, 30), Some(1));
-        assert_eq!(p.wait_secs(4500, 30), Some(15));
-        assert_eq!(p.wait_secs(1_000_000, 30), Some(60), "at most a minute");
+        assert_eq!(p.wait_secs(MIN_PENDING, 0, 1), None, "short backlogs always pass");
+        assert_eq!(p.wait_secs(2900, 0, 30), None);
+        assert_eq!(p.wait_secs(3100, 0, 30), Some(1));
+        assert_eq!(p.wait_secs(4500, 0, 30), Some(15));
+        assert_eq!(p.wait_secs(1_000_000, 0, 30), Some(60), "at most a minute");
     }
 
     #[test]
     fn with_no_rate_measured_a_long_backlog_is_refused_anyway() {
         let p = Pressure::default();
-        assert_eq!(p.wait_secs(UNMEASURED_MAX_PENDING, 3), None);
-        assert_eq!(p.wait_secs(UNMEASURED_MAX_PENDING + 1, 3), Some(1), "appliers starved of CPU measure nothing");
-        assert_eq!(p.wait_secs(1_000_000, 600), Some(1), "whatever the bound");
+        // Started with 20,000 jobs queued by an earlier process (tail 20,000): those pass.
+        assert_eq!(p.wait_secs(20_000, 20_000, 3), None, "a restart's queue waits for the rate");
+        let tail = 20_000 + UNMEASURED_MAX_PENDING;
+        assert_eq!(p.wait_secs(tail, tail, 3), None);
+        assert_eq!(p.wait_secs(tail + 1, tail + 1, 3), Some(1), "appliers starved of CPU measure nothing");
+        assert_eq!(p.wait_secs(tail + 50_000, tail + 50_000, 600), Some(1), "whatever the bound");
         // Once measured, the rate decides: 1,000 jobs/s allows 40,000 jobs within 60 s.
         p.note_applied(0, true, Timestamp(0));
         p.note_applied(2000, true, Timestamp(2000));
-        assert_eq!(p.wait_secs(40_000, 60), None);
+        assert_eq!(p.wait_secs(40_000, tail + 50_000, 60), None);
     }
 
     #[test]
@@ -189,12 +199,12 @@ mod tests {
         // 450 jobs from 0 to 3 s: 150 jobs/s, the first turn counted whole.
         p.turn_started(Timestamp(3000));
         assert!(p.measured());
-        assert_eq!(p.wait_secs(4_500, 30), None);
-        assert_eq!(p.wait_secs(6_000, 30), Some(10));
+        assert_eq!(p.wait_secs(4_500, 0, 30), None);
+        assert_eq!(p.wait_secs(6_000, 0, 30), Some(10));
         // A turn that emptied the queue measures nothing.
         p.turn_ended(Timestamp(3000), 10, false);
         p.turn_started(Timestamp(60_000));
-        assert_eq!(p.wait_secs(6_000, 30), Some(10));
+        assert_eq!(p.wait_secs(6_000, 0, 30), Some(10));
     }
 
     #[test]
@@ -206,7 +216,7 @@ mod tests {
         p.note_applied(0, false, Timestamp(60_000));
         p.note_applied(0, false, Timestamp(90_000));
         // Still 100 jobs/s: 5,000 pending are 50 s, 20 past the bound.
-        assert_eq!(p.wait_secs(5_000, 30), Some(20));
+        assert_eq!(p.wait_secs(5_000, 0, 30), Some(20));
     }
 
     #[test]
@@ -221,7 +231,7 @@ mod tests {
         assert!(p.measured());
         // About 423 jobs/s (3,000 in 7.1 s), not 1,429 (3,000 in the 2.1 s since the
         // catch-up): 1,500 pending are 3.5 s of applying, past a 3-s bound.
-        assert_eq!(p.wait_secs(1_500, 3), Some(1));
-        assert_eq!(p.wait_secs(1_250, 3), None);
+        assert_eq!(p.wait_secs(1_500, 0, 3), Some(1));
+        assert_eq!(p.wait_secs(1_250, 0, 3), None);
     }
 }
