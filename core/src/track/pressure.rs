@@ -14,13 +14,12 @@ use crate::time::Timestamp;
 pub const MIN_PENDING: u64 = 1024;
 
 /// The most jobs this process acknowledges past a backlog before any rate is
-/// measured (jobs queued before it started do not count: a restart with a long
-/// queue measures its rate within seconds, as ever). The
-/// appliers measure their rate within seconds of a backlog forming, unless they get
-/// no CPU at all: a closed loop of acknowledgements on a quiet 2-core machine kept
-/// the idle-class appliers from finishing a single turn for 15 s, and 40,000 jobs
-/// (717 MiB) were acknowledged past a 3-s bound. Refusing here frees the CPU that
-/// lets them run and measure.
+/// measured; jobs queued before it started do not count (a restart with a long
+/// queue waits for the rate, as ever). The appliers measure their rate within
+/// seconds of a backlog forming unless they get no CPU at all: a closed loop of
+/// acknowledgements on a quiet 2-core machine kept the idle-class appliers from
+/// finishing a single turn for 15 s, and 40,000 jobs (717 MiB) were acknowledged
+/// past a 3-s bound. Refusing here frees the CPU that lets them run and measure.
 pub const UNMEASURED_MAX_PENDING: u64 = 4 * MIN_PENDING;
 
 /// How long one rate measurement lasts, in milliseconds.
