@@ -23,6 +23,17 @@ pub fn profile_key(ws: &WorkspaceName, id: &ServiceId) -> String {
     join(&[ws.as_str(), S, id.as_str()])
 }
 
+/// The key of the profile an identifier entry names: the entry's value is the
+/// profile's service id, and every entry's key begins with the workspace, up to the
+/// first [`SEP`], as the profile's does. `None` for what is not such an entry. A
+/// store may keep beside an entry where that profile is (see
+/// [`crate::store::Store::get_named`]).
+pub fn named_profile_key(ident_key: &str, value: &[u8]) -> Option<String> {
+    let ws = &ident_key[..ident_key.find(SEP)?];
+    let id = std::str::from_utf8(value).ok().and_then(ServiceId::parse)?;
+    Some(join(&[ws, S, id.as_str()]))
+}
+
 /// The index key of a unique identifier (external id or alias).
 pub(crate) fn unique_key(ws: &WorkspaceName, ident: &Identifier) -> Option<String> {
     match ident {
@@ -90,4 +101,28 @@ pub fn center_name_key(ws: &WorkspaceName, name: &str) -> String {
 /// The key prefix of every document of a workspace in a per-workspace table.
 pub fn workspace_prefix(ws: &WorkspaceName) -> String {
     format!("{}{SEP}", ws.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::UserAlias;
+
+    #[test]
+    fn every_identifier_entry_names_its_profiles_key() {
+        let ws = WorkspaceName::parse("shop.eu").unwrap();
+        let id = ServiceId::parse("6553f100142ca900c4bbb791").unwrap();
+        let alias = UserAlias { alias_name: "n".into(), alias_label: "l".into() };
+        let entries = [
+            unique_key(&ws, &Identifier::External(ExternalId::parse("u-1").unwrap())).unwrap(),
+            unique_key(&ws, &Identifier::Alias(alias)).unwrap(),
+            email_entry(&ws, &Email::parse("a@b.co").unwrap(), &id),
+            phone_entry(&ws, &Phone::parse("+15555550100").unwrap(), &id),
+        ];
+        for key in entries {
+            assert_eq!(named_profile_key(&key, id.as_str().as_bytes()), Some(profile_key(&ws, &id)), "{key:?}");
+        }
+        assert_eq!(named_profile_key("no separator", id.as_str().as_bytes()), None);
+        assert_eq!(named_profile_key(&workspace_prefix(&ws), b"\xff"), None);
+    }
 }

@@ -7,6 +7,7 @@ pub mod codec;
 pub mod index;
 pub mod keys;
 pub mod large;
+mod slot;
 pub mod transact;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,53 +23,13 @@ use serde::Serialize;
 use self::codec::{decode, encode};
 use self::index::{index_entries, index_value, matches, Identity};
 use self::keys::{profile_key, shared_prefix, unique_key};
+use self::slot::Slot;
 use crate::ids::{Identifier, ServiceId, WorkspaceName};
 use crate::store::{next_version, ChangeSet, Expect, Op, Store, StoreError, Table};
 use crate::users::profile::Profile;
 
 /// Most documents a scan of one shared identifier returns (users sharing an email).
 pub const MAX_SHARED: usize = 1000;
-
-struct Slot {
-    /// Version read from the store (None: absent when read).
-    version: Option<u64>,
-    /// Identity as stored when read (None: absent when read).
-    stored: Option<Identity>,
-    /// Current content (None: absent or deleted).
-    doc: Option<Profile>,
-    dirty: bool,
-    /// True when the stored document is large: its entries are in the registry of
-    /// large profiles ([`large`]).
-    stored_large: bool,
-}
-
-impl Slot {
-    /// A slot for what the store holds for a profile.
-    fn read(entry: Option<crate::store::Entry>) -> Result<Slot, StoreError> {
-        Ok(match entry {
-            Some(e) => {
-                let doc: Profile = decode(&e.value)?;
-                Slot {
-                    version: Some(e.version),
-                    stored: Some(Identity::of(&doc)),
-                    doc: Some(doc),
-                    dirty: false,
-                    stored_large: large::is_large(e.value.len()),
-                }
-            }
-            None => Slot { version: None, stored: None, doc: None, dirty: false, stored_large: false },
-        })
-    }
-
-    /// True when the store's index entries for this profile are still right.
-    fn identity_unchanged(&self) -> bool {
-        match (&self.stored, &self.doc) {
-            (Some(stored), Some(p)) => stored.same_as(p),
-            (None, None) => true,
-            _ => false,
-        }
-    }
-}
 
 /// A unit of work over one workspace.
 pub struct Tx<'s, S: Store> {
@@ -278,9 +239,9 @@ impl<'s, S: Store> Tx<'s, S> {
         Ok(out)
     }
 
-    /// Reads, in two round trips, the profiles that unique identifiers (external ids,
-    /// aliases) and service ids name, so that applying a batch of queued jobs does not
-    /// pay one store read per object.
+    /// Reads, in a round trip or two, the profiles that unique identifiers (external
+    /// ids, aliases) and service ids name, so that applying a batch of queued jobs does
+    /// not pay one store read per object.
     pub async fn prefetch(&mut self, idents: &[Identifier]) -> Result<(), StoreError> {
         let mut keys: Vec<String> = idents
             .iter()
@@ -289,12 +250,19 @@ impl<'s, S: Store> Tx<'s, S> {
             .collect();
         keys.sort();
         keys.dedup();
-        let mut ids: BTreeSet<ServiceId> = BTreeSet::new();
-        for (key, entry) in keys.iter().zip(self.store.get_many(Table::Ident, &keys).await?) {
-            let id = entry.map(|e| index_value(&e.value)).transpose()?;
-            ids.extend(id.clone());
-            self.unique_read.insert(key.clone(), id);
+        for (key, found) in keys.iter().zip(self.store.get_named(&keys).await?) {
+            let Some((entry, profile)) = found else {
+                self.unique_read.insert(key.clone(), None);
+                continue;
+            };
+            let id = index_value(&entry.value)?;
+            // A profile this unit of work holds already is as it left it, not as stored.
+            if !self.profiles.contains_key(&id) {
+                self.profiles.insert(id.clone(), Slot::read(profile)?);
+            }
+            self.unique_read.insert(key.clone(), Some(id));
         }
+        let mut ids: BTreeSet<ServiceId> = BTreeSet::new();
         for i in idents {
             if let Identifier::Service(id) = i {
                 ids.insert(id.clone());

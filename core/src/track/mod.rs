@@ -31,7 +31,6 @@ use crate::error::ApiError;
 use crate::http::{Response, Then};
 use crate::ids::Identifier;
 use crate::ids::{IdGen, ServiceId, WorkspaceName};
-use crate::repo::index::index_value;
 use crate::repo::keys::{profile_key, shared_prefix, unique_key};
 use crate::repo::large;
 use crate::repo::Tx;
@@ -97,8 +96,8 @@ async fn largest_stored<S: Store>(store: &S, job: &TrackJob, trust_registry: boo
             ident_keys.push(key.clone());
         }
     }
-    for entry in store.get_many(Table::Ident, &ident_keys).await?.into_iter().flatten() {
-        profile_keys.push(profile_key(&job.workspace, &index_value(&entry.value)?));
+    for (_, profile) in store.get_named(&ident_keys).await?.into_iter().flatten() {
+        largest = largest.max(profile.map_or(0, |p| p.value.len()));
     }
     profile_keys.sort_unstable();
     profile_keys.dedup();

@@ -163,7 +163,7 @@ fn main() {
     }
     for &n in &needed {
         let t = std::time::Instant::now();
-        let fresh = !seed::root().join(format!("seed-v4-{n}.db")).exists();
+        let fresh = !seed::root().join(format!("seed-v5-{n}.db")).exists();
         seed::seed(n);
         if fresh {
             seeded.push(format!("{} profiles seeded in {:.0} s", set_name(n), t.elapsed().as_secs_f64()));

@@ -18,10 +18,11 @@ pub fn root() -> PathBuf {
 }
 
 /// The seed database of `profiles` profiles in workspace `bench`, made if missing.
-/// The name changes with the storage layout (v3: page sizes per file; v4: the identifier index in a table of its own), so a stale
+/// The name changes with the storage layout (v3: page sizes per file; v4: the identifier index in a table of its own;
+/// v5: identifier entries say which row their profile is in), so a stale
 /// seed is never reused.
 pub fn seed(profiles: u64) -> PathBuf {
-    let path = root().join(format!("seed-v4-{profiles}.db"));
+    let path = root().join(format!("seed-v5-{profiles}.db"));
     if path.exists() {
         return path;
     }

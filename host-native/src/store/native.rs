@@ -131,6 +131,13 @@ impl Store for NativeStore {
         }
     }
 
+    async fn get_named(&self, keys: &[String]) -> Result<Vec<Option<(Entry, Option<Entry>)>>, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.get_named(keys).await,
+            NativeStore::Postgres(s) => s.get_named(keys).await,
+        }
+    }
+
     async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
         match self {
             NativeStore::Sqlite(s) => s.commit(changes).await,

@@ -3,13 +3,20 @@
 //! transaction of its own; the change sets of requests are committed in groups, one
 //! savepoint each inside one transaction, so one fsync makes a whole group durable.
 
-use engage_core::store::{expectation_holds, next_version, ChangeSet, CommitError, Expect, Op};
+use engage_core::store::{expectation_holds, next_version, ChangeSet, CommitError, Expect, Op, Table, SEP};
+use foldhash::{HashMap, HashMapExt};
 use rusqlite::{params, CachedStatement, Connection, OptionalExtension, TransactionBehavior};
 
 use super::base::err;
 use super::doc_cache::Admit;
 use super::shared::{Shared, Writer, APPLY_SYNC_INTERVAL};
 use super::statements;
+
+/// The profile an identifier entry names, as the two halves of its key (workspace,
+/// service id): see [`engage_core::store::named_profile_key`].
+fn named<'a>(key: &'a str, value: &'a [u8]) -> Option<(&'a str, &'a str)> {
+    Some((&key[..key.find(SEP)?], std::str::from_utf8(value).ok()?))
+}
 
 /// What one operation of a commit did.
 pub(super) enum Applied {
@@ -54,37 +61,61 @@ impl<'c> Held<'c> {
 
 impl Shared {
     /// Applies `op`; `rowid` is where the document it updates was last seen (a hint:
-    /// see [`super::doc_cache`]).
-    pub(super) fn apply_op(st: &mut Held<'_>, op: &Op, rowid: Option<i64>) -> Result<Applied, rusqlite::Error> {
+    /// see [`super::doc_cache`]), `at` the row of the profile an identifier entry it
+    /// writes names (see [`Shared::apply_ops`]).
+    pub(super) fn apply_op(
+        st: &mut Held<'_>,
+        op: &Op,
+        rowid: Option<i64>,
+        at: Option<i64>,
+    ) -> Result<Applied, rusqlite::Error> {
         match op {
             Op::Put { table, key, value, expect } => {
                 let sql = statements::of(*table);
+                let id = table.id();
                 match expect {
                     Expect::Version(v) => {
                         let (version, expected) = (next_version(Some(*v)) as i64, *v as i64);
                         if let (Some(rowid), Some(update_by_rowid)) = (rowid, sql.update_by_rowid) {
                             let st = st.get(update_by_rowid)?;
-                            if st.execute(params![version, value, rowid, table.id(), key, expected])? == 1 {
+                            if st.execute(params![version, value, rowid, id, key, expected])? == 1 {
                                 return Ok(Applied::Done(Some(rowid)));
                             }
                         }
-                        // No row: the expected version did not hold. A row: its rowid, NULL
-                        // in a table without rowids.
-                        let updated: Option<Option<i64>> = st
-                            .get(sql.update)?
-                            .query_row(params![version, value, table.id(), key, expected], |r| r.get(0))
-                            .optional()?;
+                        // No row: the expected version did not hold. A row: its rowid (or
+                        // `at`, NULL where unknown).
+                        let update = st.get(sql.update)?;
+                        let updated: Option<Option<i64>> = if sql.names_profiles {
+                            update.query_row(params![version, value, id, key, expected, at], |r| r.get(0))
+                        } else {
+                            update.query_row(params![version, value, id, key, expected], |r| r.get(0))
+                        }
+                        .optional()?;
                         Ok(updated.map_or(Applied::Refused, Applied::Done))
                     }
                     Expect::Absent => {
-                        let written = st.get(sql.insert_absent)?.execute(params![table.id(), key, value])? == 1;
+                        let insert = st.get(sql.insert_absent)?;
+                        let written = if sql.names_profiles {
+                            insert.execute(params![id, key, value, at])?
+                        } else {
+                            insert.execute(params![id, key, value])?
+                        } == 1;
                         // `last_insert_rowid` is only this insert's in a table with rowids.
-                        let rowid = Some(st.conn.last_insert_rowid()).filter(|_| sql.rowids());
-                        Ok(if written { Applied::Done(rowid) } else { Applied::Refused })
+                        let row = if sql.names_profiles {
+                            at
+                        } else {
+                            Some(st.conn.last_insert_rowid()).filter(|_| sql.rowids())
+                        };
+                        Ok(if written { Applied::Done(row) } else { Applied::Refused })
                     }
                     Expect::Any => {
-                        st.get(sql.upsert)?.execute(params![table.id(), key, value])?;
-                        Ok(Applied::Done(None))
+                        let upsert = st.get(sql.upsert)?;
+                        let row: Option<i64> = if sql.names_profiles {
+                            upsert.query_row(params![id, key, value, at], |r| r.get(0))?
+                        } else {
+                            upsert.query_row(params![id, key, value], |r| r.get(0))?
+                        };
+                        Ok(Applied::Done(row))
                     }
                 }
             }
@@ -161,13 +192,32 @@ impl Shared {
 
     /// Applies `ops` in order, each by the row the document cache hints at; stops at
     /// the first whose expectation fails (a conflict) or whose write fails. Returns
-    /// the rows they wrote.
+    /// the rows they wrote (for an identifier entry, its profile's row). Identifier
+    /// entries are written last, each with the row its profile was written to in
+    /// this change set: a change set is atomic, so the order of its writes to
+    /// different documents changes nothing else (the core puts the deletes of
+    /// entries first, and they stay first).
     fn apply_ops(&self, st: &mut Held<'_>, ops: &[Op]) -> Result<Vec<Option<i64>>, CommitError> {
-        let mut rowids = Vec::with_capacity(ops.len());
-        for (op, hint) in ops.iter().zip(self.hints(ops)) {
-            match Self::apply_op(st, op, hint).map_err(|e| CommitError::Store(err(e)))? {
-                Applied::Done(rowid) => rowids.push(rowid),
-                Applied::Refused => return Err(CommitError::Conflict),
+        let hints = self.hints(ops);
+        let mut rowids = vec![None; ops.len()];
+        // Profiles written so far, by (workspace, service id), the two halves of the key.
+        let mut profiles: HashMap<(&str, &str), i64> = HashMap::new();
+        let names_profile = |op: &Op| matches!(op, Op::Put { table: Table::Ident, .. });
+        for entries in [false, true] {
+            for (i, op) in ops.iter().enumerate().filter(|(_, op)| names_profile(op) == entries) {
+                let row = match op {
+                    Op::Put { key, value, .. } if entries => named(key, value).and_then(|n| profiles.get(&n).copied()),
+                    _ => None,
+                };
+                match Self::apply_op(st, op, hints[i], row).map_err(|e| CommitError::Store(err(e)))? {
+                    Applied::Done(rowid) => rowids[i] = rowid,
+                    Applied::Refused => return Err(CommitError::Conflict),
+                }
+                if let (Op::Put { table: Table::Profile, key, .. }, Some(rowid)) = (op, rowids[i]) {
+                    if let Some(halves) = key.split_once(SEP) {
+                        profiles.insert(halves, rowid);
+                    }
+                }
             }
         }
         Ok(rowids)
@@ -279,7 +329,7 @@ mod rowid_hints {
 
     fn apply(c: &mut Connection, op: &Op, hint: Option<i64>) -> Option<Option<i64>> {
         let tx = c.transaction_with_behavior(TransactionBehavior::Immediate).unwrap();
-        let out = match Shared::apply_op(&mut super::Held::new(&tx), op, hint).unwrap() {
+        let out = match Shared::apply_op(&mut super::Held::new(&tx), op, hint, None).unwrap() {
             Applied::Done(rowid) => Some(rowid),
             Applied::Refused => None,
         };

@@ -16,6 +16,7 @@ pub(super) const MIGRATIONS: &[(&str, &str)] = &[
     ("0001_init", include_str!("../../../../migrations/0001_init.sql")),
     ("0002_guard", include_str!("../../../../migrations/0002_guard.sql")),
     ("0003_idents", include_str!("../../../../migrations/0003_idents.sql")),
+    ("0004_ident_rows", include_str!("../../../../migrations/0004_ident_rows.sql")),
 ];
 
 pub(super) const MAIN_PAGE_SIZE: i64 = 1024;

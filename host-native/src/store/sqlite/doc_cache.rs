@@ -52,9 +52,10 @@ struct Map {
     bytes: usize,
 }
 
-/// A document and the SQLite row that holds it (none in a table without rowids;
+/// A document and the SQLite row that holds it (in a table without rowids, none;
+/// for an identifier entry, the row of the profile it names, where known).
 /// SQLite's rowids here start at 1, and the niche keeps an entry as small as with a
-/// plain integer).
+/// plain integer.
 struct Cached {
     entry: Entry,
     rowid: Option<NonZeroI64>,
@@ -103,9 +104,16 @@ impl DocCache {
     }
 
     /// The cached entries of `keys`, in order (`None` says nothing about the database).
+    #[cfg(test)]
     pub fn get_many(&self, table: Table, keys: &[String]) -> Vec<Option<Entry>> {
+        self.get_many_at(table, keys).into_iter().map(|e| e.map(|(entry, _)| entry)).collect()
+    }
+
+    /// [`DocCache::get_many`], each entry with its row where known (for an
+    /// identifier entry, the row of the profile it names).
+    pub fn get_many_at(&self, table: Table, keys: &[String]) -> Vec<Option<(Entry, Option<i64>)>> {
         let map = self.map();
-        keys.iter().map(|k| map.get(table, k).map(|c| c.entry.clone())).collect()
+        keys.iter().map(|k| map.get(table, k).map(|c| (c.entry.clone(), c.rowid.map(NonZeroI64::get)))).collect()
     }
 
     /// The rows that held the documents `ops` write, where known.

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use engage_core::store::{ChangeSet, CommitError, Entry, KeyRange, QueuedJob, Store, StoreError, Table};
+use engage_core::store::{
+    named_profile_key, ChangeSet, CommitError, Entry, KeyRange, QueuedJob, Store, StoreError, Table,
+};
 use rusqlite::{params, Connection, OptionalExtension};
 
 pub mod commit;
@@ -34,6 +36,10 @@ use self::shared::{Shared, Writer};
 /// Idle reader connections kept open. Opening one costs a schema parse, so it is
 /// sized for every request of a busy server reading at once.
 pub(super) const MAX_IDLE_READERS: usize = 128;
+
+/// A document and the row that holds it, where known (for an identifier entry, the
+/// row of the profile it names: see `migrations/0004_ident_rows.sql`).
+type Located = (Entry, Option<i64>);
 
 /// A SQLite-backed [`Store`].
 pub struct SqliteStore {
@@ -238,8 +244,103 @@ impl SqliteStore {
         })
     }
 
+    /// The documents of `keys`, in order, each with its row where known (for an
+    /// identifier entry, its profile's); `hints` (empty, or one per key) say at which
+    /// row each may be. Through the document cache, for the tables it holds.
+    fn get_many_at(
+        &self,
+        table: Table,
+        keys: &[String],
+        hints: &[Option<i64>],
+    ) -> Result<Vec<Option<Located>>, StoreError> {
+        // Nothing to read: not even the cache's lock, which the applier's threads
+        // (idle class) also hold.
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let hint = |i: usize| hints.get(i).copied().flatten();
+        let Some(cache) = self.shared.cache.as_ref().filter(|_| doc_cache::cached(table)) else {
+            let hints: Vec<Option<i64>> = (0..keys.len()).map(hint).collect();
+            let found = self.read_many_at(table, keys, &hints)?;
+            return Ok(keys.iter().map(|k| found.get(k).cloned()).collect());
+        };
+        let mut out = cache.get_many_at(table, keys);
+        let (mut missing, mut missing_hints) = (Vec::new(), Vec::new());
+        for (i, (k, hit)) in keys.iter().zip(&out).enumerate() {
+            if hit.is_none() {
+                missing.push(k.clone());
+                missing_hints.push(hint(i));
+            }
+        }
+        crate::metrics::METRICS.cache_hits.inc_by((keys.len() - missing.len()) as u64);
+        crate::metrics::METRICS.cache_misses.inc_by(missing.len() as u64);
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        let fill = cache.begin_fill();
+        let found = self.read_many_at(table, &missing, &missing_hints)?;
+        for (k, slot) in keys.iter().zip(out.iter_mut()) {
+            if slot.is_none() {
+                *slot = found.get(k).cloned();
+            }
+        }
+        cache.fill(&fill, table, found.into_iter().map(|(k, (entry, rowid))| (k, entry, rowid)));
+        Ok(out)
+    }
+
+    /// [`SqliteStore::read_many`], reading first at the rows `hints` name (one per key).
+    fn read_many_at(
+        &self,
+        table: Table,
+        keys: &[String],
+        hints: &[Option<i64>],
+    ) -> Result<HashMap<String, Located>, StoreError> {
+        let rows: Vec<(i64, &str)> = keys.iter().zip(hints).filter_map(|(k, h)| Some(((*h)?, k.as_str()))).collect();
+        let mut found = match statements::of(table).read_rows {
+            Some(sql) if !rows.is_empty() => self.read_rows(table, sql, &rows)?,
+            _ => HashMap::new(),
+        };
+        let rest: Vec<String> = keys.iter().filter(|k| !found.contains_key(*k)).cloned().collect();
+        if !rest.is_empty() {
+            found.extend(self.read_many(table, &rest)?);
+        }
+        Ok(found)
+    }
+
+    /// The documents found at `rows` (rowid, key): a rowid is only a hint, so a row
+    /// counts only if it still holds that document (a profile deleted and created
+    /// again, or a database copied by `VACUUM`, has another). By key.
+    fn read_rows(&self, table: Table, sql: &str, rows: &[(i64, &str)]) -> Result<HashMap<String, Located>, StoreError> {
+        let mut found: HashMap<String, Located> = HashMap::with_capacity(rows.len());
+        for chunk in rows.chunks(500) {
+            let wanted: HashMap<i64, &str> = chunk.iter().copied().collect();
+            let sql = format!("{sql}({})", vec!["?"; chunk.len()].join(","));
+            let mut read = |c: &Connection| -> Result<(), rusqlite::Error> {
+                let mut st = c.prepare_cached(&sql)?;
+                let mut rs = st.query(rusqlite::params_from_iter(chunk.iter().map(|(rowid, _)| *rowid)))?;
+                while let Some(r) = rs.next()? {
+                    let rowid: i64 = r.get(0)?;
+                    let holds = r.get::<_, i64>(1)? == table.id()
+                        && wanted
+                            .get(&rowid)
+                            .is_some_and(|k| r.get_ref(2).ok().and_then(|v| v.as_str().ok()) == Some(*k));
+                    if holds {
+                        found.insert(r.get(2)?, (entry_at(r, 3)?, Some(rowid)));
+                    }
+                }
+                Ok(())
+            };
+            // As `read_many`: through the writer's connection when it is idle.
+            match self.shared.writer.try_lock() {
+                Ok(w) => read(&w.conn).map_err(err)?,
+                Err(_) => self.with_reader(read)?,
+            }
+        }
+        Ok(found)
+    }
+
     /// The documents of `keys` that exist, by key, with their rowids (in a table
-    /// that has them).
+    /// that has them; for identifier entries, their profiles' rows where known).
     fn read_many(&self, table: Table, keys: &[String]) -> Result<HashMap<String, (Entry, Option<i64>)>, StoreError> {
         // One statement per chunk of keys, parameterised (SQLite allows 32766 parameters).
         let mut found: HashMap<String, (Entry, Option<i64>)> = HashMap::with_capacity(keys.len());
@@ -307,32 +408,31 @@ impl Store for SqliteStore {
     }
 
     async fn get_many(&self, table: Table, keys: &[String]) -> Result<Vec<Option<Entry>>, StoreError> {
-        // Nothing to read: not even the cache's lock, which the applier's threads
-        // (idle class) also hold.
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        let Some(cache) = self.shared.cache.as_ref().filter(|_| doc_cache::cached(table)) else {
-            let found = self.read_many(table, keys)?;
-            return Ok(keys.iter().map(|k| found.get(k).map(|(entry, _)| entry.clone())).collect());
-        };
-        let mut out = cache.get_many(table, keys);
-        let missing: Vec<String> =
-            keys.iter().zip(&out).filter(|(_, hit)| hit.is_none()).map(|(k, _)| k.clone()).collect();
-        crate::metrics::METRICS.cache_hits.inc_by((keys.len() - missing.len()) as u64);
-        crate::metrics::METRICS.cache_misses.inc_by(missing.len() as u64);
-        if missing.is_empty() {
-            return Ok(out);
-        }
-        let fill = cache.begin_fill();
-        let found = self.read_many(table, &missing)?;
-        for (k, slot) in keys.iter().zip(out.iter_mut()) {
-            if slot.is_none() {
-                *slot = found.get(k).map(|(entry, _)| entry.clone());
+        let found = self.get_many_at(table, keys, &[])?;
+        Ok(found.into_iter().map(|e| e.map(|(entry, _)| entry)).collect())
+    }
+
+    /// Reads each profile at the row its identifier entry says it is (checked:
+    /// see [`SqliteStore::read_rows`]), one B-tree descent instead of two.
+    async fn get_named(&self, keys: &[String]) -> Result<Vec<Option<(Entry, Option<Entry>)>>, StoreError> {
+        let idents = self.get_many_at(Table::Ident, keys, &[])?;
+        let (mut named, mut hints) = (Vec::new(), Vec::new());
+        for (k, e) in keys.iter().zip(&idents) {
+            if let Some(key) = e.as_ref().and_then(|(e, _)| named_profile_key(k, &e.value)) {
+                named.push(key);
+                hints.push(e.as_ref().and_then(|(_, at)| *at));
             }
         }
-        cache.fill(&fill, table, found.into_iter().map(|(k, (entry, rowid))| (k, entry, rowid)));
-        Ok(out)
+        let mut profiles = self.get_many_at(Table::Profile, &named, &hints)?.into_iter();
+        Ok(keys
+            .iter()
+            .zip(idents)
+            .map(|(k, e)| {
+                let (e, _) = e?;
+                let profile = named_profile_key(k, &e.value).and_then(|_| profiles.next().flatten());
+                Some((e, profile.map(|(p, _)| p)))
+            })
+            .collect())
     }
 
     /// Commits with a queue acknowledgement go to the apply writer's thread, the others
