@@ -162,6 +162,14 @@ impl ServiceId {
     }
 }
 
+/// A map keyed by service ids is looked up by the text of one (the derived `Hash`,
+/// `Eq` and `Ord` are the inner string's, as `Borrow` requires).
+impl std::borrow::Borrow<str> for ServiceId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 /// How a request names one user.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -250,13 +250,16 @@ impl<'s, S: Store> Tx<'s, S> {
             .collect();
         keys.sort();
         keys.dedup();
-        for (key, found) in keys.iter().zip(self.store.get_named(&keys).await?) {
+        let profiles = &self.profiles;
+        let found = self.store.get_named(&keys, |id| profiles.contains_key(id)).await?;
+        for (key, found) in keys.iter().zip(found) {
             let Some((entry, profile)) = found else {
                 self.unique_read.insert(key.clone(), None);
                 continue;
             };
             let id = index_value(&entry.value)?;
-            // A profile this unit of work holds already is as it left it, not as stored.
+            // A profile this unit of work holds already is as it left it, not as stored
+            // (and was not read).
             if !self.profiles.contains_key(&id) {
                 self.profiles.insert(id.clone(), Slot::read(profile)?);
             }

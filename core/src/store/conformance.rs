@@ -165,7 +165,7 @@ async fn named_profiles<S: Store>(s: &S) {
     let profile = |id: &str| format!("w\u{1f}{id}");
     let named = async |keys: &[&str]| -> Vec<Option<(String, Option<String>)>> {
         let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
-        let found = s.get_named(&keys).await.unwrap();
+        let found = s.get_named(&keys, |id| id == "held").await.unwrap();
         let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
         found.into_iter().map(|f| f.map(|(e, p)| (text(e.value), p.map(|p| text(p.value))))).collect()
     };
@@ -197,6 +197,18 @@ async fn named_profiles<S: Store>(s: &S) {
     assert_eq!(named(&[&a, &b]).await, vec![Some(("id2".into(), Some("two".into()))); 2]);
     s.commit(cs(vec![put(Table::Ident, &a, "id1", Expect::Any)])).await.unwrap();
     assert_eq!(named(&[&a]).await, vec![Some(("id1".into(), Some("one again".into())))]);
+    // A profile the caller says it holds is not read.
+    let d = ident("d");
+    s.commit(cs(vec![
+        put(Table::Ident, &d, "held", Expect::Absent),
+        put(Table::Profile, &profile("held"), "h", Expect::Absent),
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(
+        named(&[&d, &a]).await,
+        vec![Some(("held".into(), None)), Some(("id1".into(), Some("one again".into())))]
+    );
 }
 
 checks!(

@@ -143,6 +143,16 @@ impl SqlTable {
 
 pub use crate::repo::keys::{named_profile_key, SEP};
 
+/// The key of the profile entry `e` (of key `key`) names, unless `held` says the
+/// caller has it: the profiles [`Store::get_named`] reads.
+pub fn named_wanted(key: &str, e: Option<&Entry>, held: impl Fn(&str) -> bool) -> Option<String> {
+    let e = e?;
+    if std::str::from_utf8(&e.value).is_ok_and(held) {
+        return None;
+    }
+    named_profile_key(key, &e.value)
+}
+
 /// A stored document with its version (starting at 1, incremented by every write).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -270,25 +280,25 @@ pub trait Store {
 
     /// Identifier entries ([`Table::Ident`]) and the profiles they name, in the order
     /// of `keys`: for each key its entry, if any, with the profile its value names
-    /// ([`named_profile_key`]), if that exists. A store that keeps beside an entry
-    /// where its profile was last written reads the profile there, one B-tree
-    /// descent fewer than by the profile's key (see docs/performance.md).
-    async fn get_named(&self, keys: &[String]) -> Result<Vec<Option<(Entry, Option<Entry>)>>, StoreError> {
+    /// ([`named_profile_key`]), if that exists and `held` (given the entry's value, a
+    /// service id) does not say the caller has it already (then `None`, unread). A
+    /// store that keeps beside an entry where its profile was last written reads the
+    /// profile there, one B-tree descent fewer than by the profile's key (see
+    /// docs/performance.md).
+    async fn get_named(
+        &self,
+        keys: &[String],
+        held: impl Fn(&str) -> bool,
+    ) -> Result<Vec<Option<(Entry, Option<Entry>)>>, StoreError> {
         let idents = self.get_many(Table::Ident, keys).await?;
-        let named: Vec<String> = keys
-            .iter()
-            .zip(&idents)
-            .filter_map(|(k, e)| e.as_ref().and_then(|e| named_profile_key(k, &e.value)))
-            .collect();
-        let mut profiles = self.get_many(Table::Profile, &named).await?.into_iter();
-        Ok(keys
-            .iter()
-            .zip(idents)
-            .map(|(k, e)| {
-                let e = e?;
-                let profile = named_profile_key(k, &e.value).and_then(|_| profiles.next().flatten());
-                Some((e, profile))
-            })
+        let wanted: Vec<Option<String>> =
+            keys.iter().zip(&idents).map(|(k, e)| named_wanted(k, e.as_ref(), &held)).collect();
+        let mut profiles =
+            self.get_many(Table::Profile, &wanted.iter().flatten().cloned().collect::<Vec<_>>()).await?.into_iter();
+        Ok(idents
+            .into_iter()
+            .zip(wanted)
+            .map(|(e, wanted)| Some((e?, wanted.and_then(|_| profiles.next().flatten()))))
             .collect())
     }
 

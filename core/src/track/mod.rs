@@ -96,7 +96,7 @@ async fn largest_stored<S: Store>(store: &S, job: &TrackJob, trust_registry: boo
             ident_keys.push(key.clone());
         }
     }
-    for (_, profile) in store.get_named(&ident_keys).await?.into_iter().flatten() {
+    for (_, profile) in store.get_named(&ident_keys, |_| false).await?.into_iter().flatten() {
         largest = largest.max(profile.map_or(0, |p| p.value.len()));
     }
     profile_keys.sort_unstable();

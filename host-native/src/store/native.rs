@@ -131,10 +131,14 @@ impl Store for NativeStore {
         }
     }
 
-    async fn get_named(&self, keys: &[String]) -> Result<Vec<Option<(Entry, Option<Entry>)>>, StoreError> {
+    async fn get_named(
+        &self,
+        keys: &[String],
+        held: impl Fn(&str) -> bool,
+    ) -> Result<Vec<Option<(Entry, Option<Entry>)>>, StoreError> {
         match self {
-            NativeStore::Sqlite(s) => s.get_named(keys).await,
-            NativeStore::Postgres(s) => s.get_named(keys).await,
+            NativeStore::Sqlite(s) => s.get_named(keys, held).await,
+            NativeStore::Postgres(s) => s.get_named(keys, held).await,
         }
     }
 

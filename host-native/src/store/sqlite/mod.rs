@@ -10,9 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use engage_core::store::{
-    named_profile_key, ChangeSet, CommitError, Entry, KeyRange, QueuedJob, Store, StoreError, Table,
-};
+use engage_core::store::{named_wanted, ChangeSet, CommitError, Entry, KeyRange, QueuedJob, Store, StoreError, Table};
 use rusqlite::{params, Connection, OptionalExtension};
 
 pub mod commit;
@@ -414,23 +412,28 @@ impl Store for SqliteStore {
 
     /// Reads each profile at the row its identifier entry says it is (checked:
     /// see [`SqliteStore::read_rows`]), one B-tree descent instead of two.
-    async fn get_named(&self, keys: &[String]) -> Result<Vec<Option<(Entry, Option<Entry>)>>, StoreError> {
+    async fn get_named(
+        &self,
+        keys: &[String],
+        held: impl Fn(&str) -> bool,
+    ) -> Result<Vec<Option<(Entry, Option<Entry>)>>, StoreError> {
         let idents = self.get_many_at(Table::Ident, keys, &[])?;
+        let wanted: Vec<Option<String>> =
+            keys.iter().zip(&idents).map(|(k, e)| named_wanted(k, e.as_ref().map(|(e, _)| e), &held)).collect();
         let (mut named, mut hints) = (Vec::new(), Vec::new());
-        for (k, e) in keys.iter().zip(&idents) {
-            if let Some(key) = e.as_ref().and_then(|(e, _)| named_profile_key(k, &e.value)) {
-                named.push(key);
-                hints.push(e.as_ref().and_then(|(_, at)| *at));
+        for (key, e) in wanted.iter().zip(&idents) {
+            if let (Some(key), Some((_, at))) = (key, e) {
+                named.push(key.clone());
+                hints.push(*at);
             }
         }
         let mut profiles = self.get_many_at(Table::Profile, &named, &hints)?.into_iter();
-        Ok(keys
-            .iter()
-            .zip(idents)
-            .map(|(k, e)| {
+        Ok(idents
+            .into_iter()
+            .zip(wanted)
+            .map(|(e, wanted)| {
                 let (e, _) = e?;
-                let profile = named_profile_key(k, &e.value).and_then(|_| profiles.next().flatten());
-                Some((e, profile.map(|(p, _)| p)))
+                Some((e, wanted.and_then(|_| profiles.next().flatten()).map(|(p, _)| p)))
             })
             .collect())
     }

@@ -204,7 +204,7 @@ mod tests {
         c.execute("UPDATE idents SET at = CASE at WHEN ?1 THEN ?2 ELSE ?1 END", [a_row, b_row]).unwrap();
         c.execute("UPDATE idents SET at = 999999 WHERE key = 'w' || char(31) || 'x' || char(31) || 'b'", []).unwrap();
         let keys = ["w\u{1f}x\u{1f}a".to_string(), "w\u{1f}x\u{1f}b".to_string()];
-        let found = pollster::block_on(store.get_named(&keys)).unwrap();
+        let found = pollster::block_on(store.get_named(&keys, |_| false)).unwrap();
         let values: Vec<_> = found.into_iter().map(|f| f.and_then(|(_, p)| p).map(|p| p.value)).collect();
         assert_eq!(values, vec![Some(b"one".to_vec()), Some(b"two".to_vec())]);
     }
