@@ -1,12 +1,15 @@
 //! Running the server as an operator would: configured by `ENGAGE_*` variables
 //! alone, logging one line per request (as JSON on demand) with no key, token or
-//! email in it, and keys and workspaces listed and revoked from the command line.
+//! email in it, and keys and workspaces listed and revoked from the command line;
+//! and a store that stops leaves no thread behind.
 
 mod support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use engage::store::SqliteStore;
+use engage_core::store::{ChangeSet, Expect, Op, Store, Table};
 use serde_json::{json, Value};
 use support::{engage, Conn};
 
@@ -112,4 +115,39 @@ fn keys_and_workspaces_are_listed_and_revoked_from_the_command_line() {
         Command::new(env!("CARGO_BIN_EXE_engage")).args(["keys", "revoke", "--db", db, shop[0]]).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no API key with id"), "{out:?}");
+}
+
+// Here, in a test process that opens no other store: threads are counted by name,
+// and the library's unit tests open stores side by side (once the two counts below
+// fell between another test's store starting and this one's stopping: [7, 7] → [7, 7]).
+fn store_threads() -> Vec<String> {
+    let names = std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten();
+    let names = names.filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok());
+    names.map(|n| n.trim().to_string()).filter(|n| n.starts_with("engage-")).collect()
+}
+
+#[test]
+fn a_dropped_store_leaves_no_thread_and_its_wal_can_be_emptied() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let store = SqliteStore::open(&db).unwrap();
+    for i in 0..50 {
+        let op = Op::Put { table: Table::Group, key: format!("k{i}"), value: b"{}".to_vec(), expect: Expect::Any };
+        pollster::block_on(store.commit(ChangeSet { ops: vec![op], ack: None })).unwrap();
+    }
+    // Thread names are cut to 15 bytes.
+    let count = |name: &str| store_threads().iter().filter(|n| n.as_str() == name).count();
+    let before = [count("engage-checkpoi"), count("engage-apply-db")];
+    assert!(before.iter().all(|&n| n >= 1), "{:?}", store_threads());
+    drop(store);
+    // This store's checkpointer and apply writer are gone when drop returns.
+    let after = [count("engage-checkpoi"), count("engage-apply-db")];
+    assert_eq!(after, [0, 0], "{before:?} → {after:?}: {:?}", store_threads());
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let (busy, log, done): (i64, i64, i64) =
+        c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
+    assert_eq!((busy, log, done), (0, 0, 0), "the WAL is emptied: nobody holds it");
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    assert_eq!(std::fs::metadata(std::path::PathBuf::from(wal)).map(|m| m.len()).unwrap_or(0), 0);
 }

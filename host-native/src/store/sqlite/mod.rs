@@ -483,46 +483,6 @@ impl Store for SqliteStore {
 }
 
 #[cfg(test)]
-mod drop_tests {
-    use engage_core::store::{ChangeSet, Expect, Op, Store, Table};
-
-    use super::SqliteStore;
-
-    fn store_threads() -> Vec<String> {
-        let names = std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten();
-        let names = names.filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok());
-        names.map(|n| n.trim().to_string()).filter(|n| n.starts_with("engage-")).collect()
-    }
-
-    #[test]
-    fn a_dropped_store_leaves_no_thread_and_its_wal_can_be_emptied() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("t.db");
-        let store = SqliteStore::open(&db).unwrap();
-        for i in 0..50 {
-            let op = Op::Put { table: Table::Group, key: format!("k{i}"), value: b"{}".to_vec(), expect: Expect::Any };
-            pollster::block_on(store.commit(ChangeSet { ops: vec![op], ack: None })).unwrap();
-        }
-        // Thread names are cut to 15 bytes.
-        let count = |name: &str| store_threads().iter().filter(|n| n.as_str() == name).count();
-        let before = [count("engage-checkpoi"), count("engage-apply-db")];
-        assert!(before.iter().all(|&n| n >= 1), "{:?}", store_threads());
-        drop(store);
-        // Other tests' stores may come and go meanwhile, but not this many at once:
-        // this store's checkpointer and apply writer are gone when drop returns.
-        let after = [count("engage-checkpoi"), count("engage-apply-db")];
-        assert!(after.iter().zip(before).all(|(a, b)| *a < b), "{before:?} → {after:?}");
-        let c = rusqlite::Connection::open(&db).unwrap();
-        let (busy, log, done): (i64, i64, i64) =
-            c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
-        assert_eq!((busy, log, done), (0, 0, 0), "the WAL is emptied: nobody holds it");
-        let mut wal = db.as_os_str().to_owned();
-        wal.push("-wal");
-        assert_eq!(std::fs::metadata(std::path::PathBuf::from(wal)).map(|m| m.len()).unwrap_or(0), 0);
-    }
-}
-
-#[cfg(test)]
 mod conformance {
     use engage_core::store::conformance::{run_all, CHECKS};
 
