@@ -158,6 +158,28 @@ macro_rules! checks {
     };
 }
 
+/// A change set's operations take effect in their order: an entry written and then
+/// deleted in one change set is gone (a store may reorder writes of different keys).
+async fn operations_in_order<S: Store>(s: &S) {
+    let k = "w\u{1f}x\u{1f}k".to_string();
+    s.commit(cs(vec![
+        put(Table::Ident, &k, "id1", Expect::Absent),
+        put(Table::Profile, "w\u{1f}id1", "one", Expect::Absent),
+        Op::Delete { table: Table::Ident, key: k.clone(), expect: Expect::Any },
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(value(s, Table::Ident, &k).await, None);
+    s.commit(cs(vec![
+        put(Table::Ident, &k, "id1", Expect::Absent),
+        Op::Delete { table: Table::Ident, key: k.clone(), expect: Expect::Version(1) },
+        put(Table::Ident, &k, "id2", Expect::Absent),
+    ]))
+    .await
+    .unwrap();
+    assert_eq!(value(s, Table::Ident, &k).await, Some((1, "id2".into())));
+}
+
 /// Identifier entries are read with the profiles they name, whatever became of the
 /// profile since the entry was written (a store may remember where it was).
 async fn named_profiles<S: Store>(s: &S) {
@@ -218,6 +240,7 @@ checks!(
     prefix_scans,
     batched_reads,
     queue,
+    operations_in_order,
     named_profiles
 );
 

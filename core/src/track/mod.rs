@@ -31,6 +31,7 @@ use crate::error::ApiError;
 use crate::http::{Response, Then};
 use crate::ids::Identifier;
 use crate::ids::{IdGen, ServiceId, WorkspaceName};
+use crate::repo::index::index_value;
 use crate::repo::keys::{profile_key, shared_prefix, unique_key};
 use crate::repo::large;
 use crate::repo::Tx;
@@ -96,7 +97,9 @@ async fn largest_stored<S: Store>(store: &S, job: &TrackJob, trust_registry: boo
             ident_keys.push(key.clone());
         }
     }
-    for (_, profile) in store.get_named(&ident_keys, |_| false).await?.into_iter().flatten() {
+    for (entry, profile) in store.get_named(&ident_keys, |_| false).await?.into_iter().flatten() {
+        // A corrupt entry fails here, as it would when the job is applied.
+        index_value(&entry.value)?;
         largest = largest.max(profile.map_or(0, |p| p.value.len()));
     }
     profile_keys.sort_unstable();

@@ -18,6 +18,23 @@ fn named<'a>(key: &'a str, value: &'a [u8]) -> Option<(&'a str, &'a str)> {
     Some((&key[..key.find(SEP)?], std::str::from_utf8(value).ok()?))
 }
 
+/// For each operation, whether it is a write of an identifier entry that no later
+/// operation of `ops` touches: [`Shared::apply_ops`] may put those last.
+fn last_entry_writes(ops: &[Op]) -> Vec<bool> {
+    let mut seen: foldhash::HashSet<&str> = foldhash::HashSet::default();
+    let mut out = vec![false; ops.len()];
+    for (i, op) in ops.iter().enumerate().rev() {
+        match op {
+            Op::Put { table: Table::Ident, key, .. } => out[i] = seen.insert(key.as_str()),
+            Op::Delete { table: Table::Ident, key, .. } => {
+                seen.insert(key.as_str());
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// What one operation of a commit did.
 pub(super) enum Applied {
     /// Its expectation failed: the commit is refused.
@@ -192,21 +209,24 @@ impl Shared {
 
     /// Applies `ops` in order, each by the row the document cache hints at; stops at
     /// the first whose expectation fails (a conflict) or whose write fails. Returns
-    /// the rows they wrote (for an identifier entry, its profile's row). Identifier
-    /// entries are written last, each with the row its profile was written to in
-    /// this change set: a change set is atomic, so the order of its writes to
-    /// different documents changes nothing else (the core puts the deletes of
-    /// entries first, and they stay first).
+    /// the rows they wrote (for an identifier entry, its profile's row). An
+    /// identifier entry's write that is the last operation on its key waits until
+    /// the others are done, so that it records the row its profile was written to
+    /// in this change set (the core writes an entry before its profile): a change
+    /// set is atomic, and moving a write past operations on other documents only
+    /// changes what it sees of them, so the outcome is the one of the given order.
     fn apply_ops(&self, st: &mut Held<'_>, ops: &[Op]) -> Result<Vec<Option<i64>>, CommitError> {
         let hints = self.hints(ops);
         let mut rowids = vec![None; ops.len()];
         // Profiles written so far, by (workspace, service id), the two halves of the key.
         let mut profiles: HashMap<(&str, &str), i64> = HashMap::new();
-        let names_profile = |op: &Op| matches!(op, Op::Put { table: Table::Ident, .. });
-        for entries in [false, true] {
-            for (i, op) in ops.iter().enumerate().filter(|(_, op)| names_profile(op) == entries) {
+        let deferred = last_entry_writes(ops);
+        for later in [false, true] {
+            for (i, op) in ops.iter().enumerate().filter(|(i, _)| deferred[*i] == later) {
                 let row = match op {
-                    Op::Put { key, value, .. } if entries => named(key, value).and_then(|n| profiles.get(&n).copied()),
+                    Op::Put { table: Table::Ident, key, value, .. } => {
+                        named(key, value).and_then(|n| profiles.get(&n).copied())
+                    }
                     _ => None,
                 };
                 match Self::apply_op(st, op, hints[i], row).map_err(|e| CommitError::Store(err(e)))? {

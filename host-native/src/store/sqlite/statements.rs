@@ -79,11 +79,14 @@ static DOCS: Statements = Statements {
 static IDENTS: Statements = Statements {
     names_profiles: true,
     read_many: "SELECT key, version, value, at FROM idents WHERE tbl = ? AND key IN ",
-    update:
-        "UPDATE idents SET version = ?1, value = ?2, at = ?6 WHERE tbl = ?3 AND key = ?4 AND version = ?5 RETURNING at",
+    // A write that does not know its profile's row keeps the one recorded (a hint,
+    // checked at every read).
+    update: "UPDATE idents SET version = ?1, value = ?2, at = coalesce(?6, at)
+             WHERE tbl = ?3 AND key = ?4 AND version = ?5 RETURNING at",
     insert_absent: "INSERT OR IGNORE INTO idents (tbl, key, version, value, at) VALUES (?1, ?2, 1, ?3, ?4)",
     upsert: "INSERT INTO idents (tbl, key, version, value, at) VALUES (?1, ?2, 1, ?3, ?4)
-             ON CONFLICT (tbl, key) DO UPDATE SET version = version + 1, value = excluded.value, at = excluded.at
+             ON CONFLICT (tbl, key) DO UPDATE SET version = version + 1, value = excluded.value,
+                 at = coalesce(excluded.at, at)
              RETURNING at",
     ..statements!("idents", "NULL")
 };
