@@ -234,6 +234,19 @@ impl SqliteStore {
         out
     }
 
+    /// Runs a batch read on the writer's connection when it is idle, else on a
+    /// reader. Batch reads come from appliers about to rewrite what they read:
+    /// through the writer's connection the pages are then in its cache for the write.
+    fn with_idle_writer_or_reader(
+        &self,
+        read: impl FnOnce(&Connection) -> Result<(), rusqlite::Error>,
+    ) -> Result<(), StoreError> {
+        match self.shared.writer.try_lock() {
+            Ok(w) => read(&w.conn).map_err(err),
+            Err(_) => self.with_reader(read),
+        }
+    }
+
     fn read_one(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
         self.with_reader(|c| {
             c.prepare_cached(statements::of(table).read_one)?
@@ -298,6 +311,10 @@ impl SqliteStore {
             Some(sql) if !rows.is_empty() => self.read_rows(table, sql, &rows)?,
             _ => HashMap::new(),
         };
+        // Without hints (every new user of a warehouse sync), the keys as they are.
+        if found.is_empty() {
+            return self.read_many(table, keys);
+        }
         let rest: Vec<String> = keys.iter().filter(|k| !found.contains_key(*k)).cloned().collect();
         if !rest.is_empty() {
             found.extend(self.read_many(table, &rest)?);
@@ -313,7 +330,7 @@ impl SqliteStore {
         for chunk in rows.chunks(500) {
             let wanted: HashMap<i64, &str> = chunk.iter().copied().collect();
             let sql = format!("{sql}({})", vec!["?"; chunk.len()].join(","));
-            let mut read = |c: &Connection| -> Result<(), rusqlite::Error> {
+            let read = |c: &Connection| -> Result<(), rusqlite::Error> {
                 let mut st = c.prepare_cached(&sql)?;
                 let mut rs = st.query(rusqlite::params_from_iter(chunk.iter().map(|(rowid, _)| *rowid)))?;
                 while let Some(r) = rs.next()? {
@@ -328,11 +345,7 @@ impl SqliteStore {
                 }
                 Ok(())
             };
-            // As `read_many`: through the writer's connection when it is idle.
-            match self.shared.writer.try_lock() {
-                Ok(w) => read(&w.conn).map_err(err)?,
-                Err(_) => self.with_reader(read)?,
-            }
+            self.with_idle_writer_or_reader(read)?;
         }
         Ok(found)
     }
@@ -345,7 +358,7 @@ impl SqliteStore {
         for chunk in keys.chunks(500) {
             let placeholders = vec!["?"; chunk.len()].join(",");
             let sql = format!("{}({placeholders})", statements::of(table).read_many);
-            let mut read = |c: &Connection| -> Result<(), rusqlite::Error> {
+            let read = |c: &Connection| -> Result<(), rusqlite::Error> {
                 let mut st = c.prepare_cached(&sql)?;
                 let params = std::iter::once(rusqlite::types::Value::Integer(table.id()))
                     .chain(chunk.iter().map(|k| rusqlite::types::Value::Text(k.clone())));
@@ -355,12 +368,7 @@ impl SqliteStore {
                 }
                 Ok(())
             };
-            // Batch reads come from appliers about to rewrite what they read: through the
-            // writer's connection (when idle) the pages are then in its cache for the write.
-            match self.shared.writer.try_lock() {
-                Ok(w) => read(&w.conn).map_err(err)?,
-                Err(_) => self.with_reader(read)?,
-            }
+            self.with_idle_writer_or_reader(read)?;
         }
         Ok(found)
     }
