@@ -151,3 +151,56 @@ fn a_dropped_store_leaves_no_thread_and_its_wal_can_be_emptied() {
     wal.push("-wal");
     assert_eq!(std::fs::metadata(std::path::PathBuf::from(wal)).map(|m| m.len()).unwrap_or(0), 0);
 }
+
+/// The WAL's size beside `db`, in bytes (0 when absent).
+fn wal_bytes(db: &std::path::Path) -> u64 {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(std::path::PathBuf::from(wal)).map_or(0, |m| m.len())
+}
+
+#[test]
+fn the_wal_is_given_back_once_writes_stop_and_not_while_they_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("t.db");
+    let store = SqliteStore::open(&db).unwrap();
+    // Writes with the queue drained, as a warehouse sync's: a 4 KB document every few
+    // milliseconds, through more than two of the checkpointer's 3-s rounds after the
+    // WAL passed the 4 MiB it would be cut back from.
+    let (mut i, mut high, mut shrank, mut over_since) = (0u64, 0u64, None, None::<Instant>);
+    while over_since.is_none_or(|t| t.elapsed() < Duration::from_secs(7)) {
+        let ops = (0..4)
+            .map(|n| Op::Put {
+                table: Table::Group,
+                key: format!("k{i}-{n}"),
+                value: vec![b'x'; 4000],
+                expect: Expect::Any,
+            })
+            .collect();
+        pollster::block_on(store.commit(ChangeSet { ops, ack: None })).unwrap();
+        i += 1;
+        let wal = wal_bytes(&db);
+        if wal < high && shrank.is_none() {
+            shrank = Some((high, wal));
+        }
+        high = high.max(wal);
+        if wal > 4 << 20 && over_since.is_none() {
+            over_since = Some(Instant::now());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(shrank, None, "the WAL was cut back while writes went on (bytes before, after)");
+    // Quiet now: within two rounds the WAL is truncated.
+    let stopped = Instant::now();
+    while wal_bytes(&db) > 4 << 20 && stopped.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left = wal_bytes(&db);
+    assert!(
+        left <= 4 << 20,
+        "WAL of {} MiB {:?} after the writes stopped (at most {} MiB)",
+        left >> 20,
+        stopped.elapsed(),
+        high >> 20
+    );
+}
