@@ -20,7 +20,7 @@ pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
         static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     /// A buffer grown past this (one large document) is not kept.
-    const KEEP: usize = 64 << 10;
+    const KEEP: usize = 16 << 10;
     BUFFER.with(|buffer| {
         let Ok(mut buffer) = buffer.try_borrow_mut() else {
             // Only a `Serialize` that encodes another document inside it gets here.
