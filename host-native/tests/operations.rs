@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use engage::store::SqliteStore;
 use engage_core::store::{ChangeSet, Expect, Op, Store, Table};
 use serde_json::{json, Value};
-use support::{engage, Conn};
+use support::{engage, wal_bytes, Conn};
 
 #[test]
 fn every_serve_flag_has_an_environment_variable_shown_in_help() {
@@ -147,16 +147,7 @@ fn a_dropped_store_leaves_no_thread_and_its_wal_can_be_emptied() {
     let (busy, log, done): (i64, i64, i64) =
         c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap();
     assert_eq!((busy, log, done), (0, 0, 0), "the WAL is emptied: nobody holds it");
-    let mut wal = db.as_os_str().to_owned();
-    wal.push("-wal");
-    assert_eq!(std::fs::metadata(std::path::PathBuf::from(wal)).map(|m| m.len()).unwrap_or(0), 0);
-}
-
-/// The WAL's size beside `db`, in bytes (0 when absent).
-fn wal_bytes(db: &std::path::Path) -> u64 {
-    let mut wal = db.as_os_str().to_owned();
-    wal.push("-wal");
-    std::fs::metadata(std::path::PathBuf::from(wal)).map_or(0, |m| m.len())
+    assert_eq!(wal_bytes(&db), 0);
 }
 
 #[test]

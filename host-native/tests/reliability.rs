@@ -431,7 +431,7 @@ fn leftovers(db: &std::path::Path) -> (u64, u64) {
 
 /// The WAL's size, the queue files' total size, and the queue segments' names.
 fn leftover_files(db: &std::path::Path) -> (u64, u64, Vec<String>) {
-    let wal = std::fs::metadata(format!("{}-wal", db.display())).map_or(0, |m| m.len());
+    let wal = support::wal_bytes(db);
     let (mut queue, mut segments) = (0, Vec::new());
     for e in std::fs::read_dir(db.parent().unwrap()).unwrap().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();

@@ -21,21 +21,19 @@ pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
     }
     /// A buffer grown past this (one large document) is not kept.
     const KEEP: usize = 16 << 10;
-    BUFFER.with(|buffer| {
+    let encoded = BUFFER.with(|buffer| {
         let Ok(mut buffer) = buffer.try_borrow_mut() else {
             // Only a `Serialize` that encodes another document inside it gets here.
-            return serde_json::to_vec(value).map_err(|e| StoreError(format!("cannot encode a document: {e}")));
+            return serde_json::to_vec(value);
         };
         buffer.clear();
-        let written = serde_json::to_writer(&mut *buffer, value);
-        let encoded = written
-            .map(|()| buffer.as_slice().to_vec())
-            .map_err(|e| StoreError(format!("cannot encode a document: {e}")));
+        let written = serde_json::to_writer(&mut *buffer, value).map(|()| buffer.as_slice().to_vec());
         if buffer.capacity() > KEEP {
             *buffer = Vec::new();
         }
-        encoded
-    })
+        written
+    });
+    encoded.map_err(|e| StoreError(format!("cannot encode a document: {e}")))
 }
 
 #[cfg(test)]

@@ -69,6 +69,13 @@ pub struct Tx<'s, S: Store> {
     settled: BTreeMap<String, BTreeSet<ServiceId>>,
 }
 
+/// Takes `map`, leaving an empty one with room for as many entries: the next batch
+/// fills it about as far, without rehashing its keys as it grows.
+fn take_sized<K, V>(map: &mut HashMap<K, V>) -> HashMap<K, V> {
+    let room = map.len();
+    std::mem::replace(map, HashMap::with_capacity(room))
+}
+
 /// What [`Tx::settle_retiring`] let go of, only held: dropping it frees it.
 pub struct Retired {
     _slots: Vec<(ServiceId, Slot)>,
@@ -433,14 +440,13 @@ impl<'s, S: Store> Tx<'s, S> {
             };
             d.dirty = false;
         }
-        let overlay_sizes = (self.overlay_unique.len(), self.overlay_keys.len());
         let retired = Retired {
             _slots: slots,
             _unique_read: std::mem::replace(&mut self.unique_read, unique_read),
             _settled: std::mem::replace(&mut self.settled, settled),
             _overlay: std::mem::take(&mut self.overlay),
-            _overlay_unique: std::mem::replace(&mut self.overlay_unique, HashMap::with_capacity(overlay_sizes.0)),
-            _overlay_keys: std::mem::replace(&mut self.overlay_keys, HashMap::with_capacity(overlay_sizes.1)),
+            _overlay_unique: take_sized(&mut self.overlay_unique),
+            _overlay_keys: take_sized(&mut self.overlay_keys),
         };
         self.stale.clear();
         self.touched.clear();

@@ -245,3 +245,10 @@ pub fn read_counts(server: &Server, key: &str, users: &[String]) -> HashMap<Stri
     }
     out
 }
+
+/// The size in bytes of the WAL beside the database `db` (0 when there is none).
+pub fn wal_bytes(db: &Path) -> u64 {
+    let mut wal = db.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(PathBuf::from(wal)).map_or(0, |m| m.len())
+}
