@@ -19,6 +19,7 @@
 //! The applier applies such a job anyway: a profile may then pass a bound by one
 //! request's growth, which later requests are refused for.
 
+use std::collections::BTreeMap;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Mutex;
@@ -227,6 +228,16 @@ fn union_growth<'a>(then: &[(u64, NameCount)], now: impl Iterator<Item = (u64, &
 #[derive(Default)]
 struct State {
     slots: HashMap<Slot, Vec<(u64, NameCount)>>,
+    /// Counts the hand-overs taken in: a snapshot is of the state at one of them.
+    epoch: u64,
+    /// Live snapshots by the epoch they were taken at.
+    readers: BTreeMap<u64, usize>,
+    /// Committed operations still counted, by the epoch they were taken in at (in
+    /// that order): until every snapshot taken before then is gone. A request that
+    /// snapshotted before a job was acknowledged may have read its users' profiles
+    /// before that job was committed, so the job must still count when that request
+    /// reserves (counting it twice, at worst, for a request that read after).
+    held: Vec<(u64, Applied)>,
 }
 
 /// Releases an applier hands over before it takes them off itself.
@@ -288,6 +299,26 @@ impl State {
         }
     }
 
+    /// Takes in committed operations handed over: taken off now unless a live
+    /// snapshot is older than this hand-over.
+    fn take_in(&mut self, released: Vec<Applied>) {
+        if !released.is_empty() {
+            self.epoch += 1;
+            let at = self.epoch;
+            self.held.extend(released.into_iter().map(|a| (at, a)));
+        }
+        let oldest = self.readers.keys().next().copied();
+        let unseen = self.held.partition_point(|(at, _)| oldest.is_none_or(|e| *at <= e));
+        if unseen == 0 {
+            return;
+        }
+        let seen: Vec<(u64, Applied)> = self.held.drain(..unseen).collect();
+        for (_, applied) in &seen {
+            self.sub_all(&applied.0);
+        }
+        self.shrink();
+    }
+
     /// Gives back the memory of a map that held many more targets than it does now.
     fn shrink(&mut self) {
         if self.slots.capacity() > 1024 && self.slots.len() * SHRINK_BELOW < self.slots.capacity() {
@@ -303,8 +334,26 @@ pub struct Request(Vec<(Slot, Names)>);
 #[derive(Debug)]
 pub struct Reservation(Vec<(Slot, Names)>);
 
-/// Each target's pending names as seen before the stored profiles were read.
-pub struct Snapshot(Vec<(Slot, Vec<(u64, NameCount)>)>);
+/// Each target's pending names as seen before the stored profiles were read. While
+/// it lives, operations committed after it was taken still count ([`State::held`]).
+pub struct Snapshot<'a> {
+    ledger: &'a Ledger,
+    epoch: u64,
+    pending: Vec<(Slot, Vec<(u64, NameCount)>)>,
+}
+
+impl Drop for Snapshot<'_> {
+    fn drop(&mut self) {
+        let mut state = self.ledger.lock();
+        if let Some(n) = state.readers.get_mut(&self.epoch) {
+            *n -= 1;
+            if *n == 0 {
+                state.readers.remove(&self.epoch);
+            }
+        }
+        state.take_in(Vec::new());
+    }
+}
 
 /// What applied operations added, to take off the ledger once they are committed.
 #[derive(Debug, Default)]
@@ -354,12 +403,7 @@ impl Ledger {
         released: &Mutex<Vec<Applied>>,
     ) -> std::sync::MutexGuard<'a, State> {
         let released = std::mem::take(&mut *released.lock().unwrap_or_else(|e| e.into_inner()));
-        for applied in &released {
-            state.sub_all(&applied.0);
-        }
-        if !released.is_empty() {
-            state.shrink();
-        }
+        state.take_in(released);
         state
     }
 
@@ -470,12 +514,15 @@ impl Ledger {
     /// The names pending for the targets of `request` now: taken before the stored
     /// profiles are read, so that an operation applied in between is counted twice
     /// rather than not at all.
-    pub fn snapshot(&self, request: &Request) -> Snapshot {
+    pub fn snapshot(&self, request: &Request) -> Snapshot<'_> {
         let mut slots: Vec<Slot> = request.0.iter().map(|(s, _)| *s).collect();
         slots.sort_unstable();
         slots.dedup();
-        let state = self.lock();
-        Snapshot(slots.into_iter().map(|s| (s, state.of(s).to_vec())).collect())
+        let mut state = self.lock();
+        let epoch = state.epoch;
+        *state.readers.entry(epoch).or_default() += 1;
+        let pending = slots.into_iter().map(|s| (s, state.of(s).to_vec())).collect();
+        Snapshot { ledger: self, epoch, pending }
     }
 
     /// Reserves `request`'s names when `fits(pending, own)` holds for every target:
@@ -484,7 +531,7 @@ impl Ledger {
     /// `None` when it does not.
     pub fn reserve(
         &self,
-        snapshot: &Snapshot,
+        snapshot: &Snapshot<'_>,
         request: &Request,
         fits: impl Fn(Growth, Growth) -> bool,
     ) -> Option<Reservation> {
@@ -510,7 +557,7 @@ impl Ledger {
             same
         });
         let mut state = self.lock();
-        for (s, then) in &snapshot.0 {
+        for (s, then) in &snapshot.pending {
             let start = own.partition_point(|(o, _, _)| o < s);
             let end = start + own[start..].partition_point(|(o, _, _)| o == s);
             let mine = growth(own[start..end].iter().map(|(_, _, c)| c));

@@ -70,6 +70,32 @@ fn names_count_once_per_target_until_released_and_the_next_use_takes_them_off() 
     assert!(reserve(&ledger, &bc, 2));
 }
 
+/// A request reads the stored profiles between its snapshot and its reservation. A
+/// job acknowledged after the snapshot and committed before the reservation may be
+/// missing from what it read (the read came first): it still counts for that
+/// request, and stops counting once no request could have missed it.
+#[test]
+fn a_job_committed_while_a_request_reads_still_counts_for_that_request() {
+    let ledger = Ledger::default();
+    let (a, b) = (ops("u", &["a"]), ops("u", &["b"]));
+    let request = ledger.request(&ws(), &b);
+    let snapshot = ledger.snapshot(&request);
+    // Meanwhile `a` is acknowledged, applied and committed.
+    assert!(reserve(&ledger, &a, 1));
+    ledger.release(ledger.applied(&[job(a.clone())]));
+    let within_one = |pending: Growth, own: Growth| pending.custom + own.custom <= 1;
+    assert!(
+        ledger.reserve(&snapshot, &request, within_one).is_none(),
+        "`a` counts for the request that read before it"
+    );
+    // A request that snapshots now reads after `a`'s commit: `a` is in what it reads.
+    let other = ops("v", &["x"]);
+    assert!(reserve(&ledger, &other, 1));
+    drop(snapshot);
+    assert!(reserve(&ledger, &b, 1), "with no earlier request left, `a` is taken off");
+    assert!(!reserve(&ledger, &ops("u", &["c"]), 1), "`b` is pending");
+}
+
 #[test]
 fn settling_takes_off_everything_released() {
     let ledger = Ledger::default();

@@ -176,6 +176,8 @@ pub async fn track<S: Store>(
         }
         reserved
     };
+    // What was committed since the snapshot no longer needs counting for this request.
+    drop(snapshot);
     let Some(reservation) = reservation else { return Ok(Tracked::CatchUp(seeds())) };
     if let Err(e) = store.enqueue(encoded).await {
         ledger.cancel(reservation);
