@@ -37,7 +37,7 @@ fn ops(user: &str, names: &[&str]) -> Vec<TrackOp> {
 /// Reserves `ops` when `fits(pending, own)`, as an acknowledgement does.
 fn reserve_if(ledger: &Ledger, ops: &[TrackOp], fits: impl Fn(Growth, Growth) -> bool) -> bool {
     let request = ledger.request(&ws(), ops);
-    let snapshot = ledger.snapshot(&request);
+    let snapshot = ledger.snapshot();
     ledger.reserve(&snapshot, &request, fits).is_some()
 }
 
@@ -79,7 +79,7 @@ fn a_job_committed_while_a_request_reads_still_counts_for_that_request() {
     let ledger = Ledger::default();
     let (a, b) = (ops("u", &["a"]), ops("u", &["b"]));
     let request = ledger.request(&ws(), &b);
-    let snapshot = ledger.snapshot(&request);
+    let snapshot = ledger.snapshot();
     // Meanwhile `a` is acknowledged, applied and committed.
     assert!(reserve(&ledger, &a, 1));
     ledger.release(ledger.applied(&[job(a.clone())]));
@@ -94,6 +94,22 @@ fn a_job_committed_while_a_request_reads_still_counts_for_that_request() {
     drop(snapshot);
     assert!(reserve(&ledger, &b, 1), "with no earlier request left, `a` is taken off");
     assert!(!reserve(&ledger, &ops("u", &["c"]), 1), "`b` is pending");
+}
+
+/// What was committed before a request's snapshot is in what it reads: it does not
+/// count for that request, though an older request still counts it.
+#[test]
+fn a_job_committed_before_a_request_snapshots_counts_only_for_older_requests() {
+    let ledger = Ledger::default();
+    let older = ledger.snapshot();
+    let a = ops("u", &["a"]);
+    assert!(reserve(&ledger, &a, 1));
+    ledger.release(ledger.applied(&[job(a)]));
+    let nothing_pending = |pending: Growth, _| pending == Growth::default();
+    assert!(reserve_if(&ledger, &ops("u", &["b"]), nothing_pending), "committed before this request looked");
+    let b = ops("u", &["c"]);
+    let request = ledger.request(&ws(), &b);
+    assert!(ledger.reserve(&older, &request, |pending, own| pending.custom + own.custom <= 2).is_none());
 }
 
 #[test]

@@ -157,7 +157,7 @@ pub async fn track<S: Store>(
     ledger.load(store).await?;
     let seeds = || job.ops.iter().map(|op| op.target().ident.clone()).collect();
     let request = ledger.request(ws, &job.ops);
-    let snapshot = ledger.snapshot(&request);
+    let snapshot = ledger.snapshot();
     let reservation = if caught_up {
         // Checked exactly against the store, which (just caught up) holds every job
         // acknowledged for these users; one acknowledged since for one of them
