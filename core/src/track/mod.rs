@@ -6,6 +6,7 @@
 pub mod apply;
 pub mod backlog;
 pub mod early;
+mod growth;
 pub mod ledger;
 pub mod parse;
 pub mod pressure;
