@@ -73,16 +73,18 @@ struct State {
     epoch: u64,
     /// Live snapshots by the epoch they were taken at.
     readers: BTreeMap<u64, usize>,
-    /// Committed operations, taken off `slots`, kept with the epoch they were taken
-    /// in at (in that order) while a snapshot taken before then lives: a request
-    /// reads its users' profiles after its snapshot and may read them before an
-    /// operation pending then (or acknowledged since) is committed, so such an
-    /// operation still counts when that request reserves (twice, at worst, for one
-    /// its read did see). Empty while no snapshot lives.
-    held: VecDeque<(u64, Applied)>,
-    /// How many of `held`'s operations name each target: most targets have none,
-    /// and a reservation looks no further for them.
-    held_slots: HashMap<Slot, usize>,
+    /// Committed operations, taken off `slots`, kept per target with the epoch
+    /// they were taken in at (in that order) while a snapshot taken before then
+    /// lives: a request reads its users' profiles after its snapshot and may read
+    /// them before an operation pending then (or acknowledged since) is committed,
+    /// so such an operation still counts when that request reserves (twice, at
+    /// worst, for one its read did see). Empty while no snapshot lives. By target,
+    /// so that a reservation looks only at its own targets' (under a skewed load the
+    /// same users are in every batch committed).
+    held: HashMap<Slot, Vec<(u64, Names)>>,
+    /// The targets of each hand-over kept in `held`, by its epoch (in order): what
+    /// to forget once no live snapshot predates it.
+    held_order: VecDeque<(u64, Vec<Slot>)>,
 }
 
 /// Releases an applier hands over before it takes them off itself.
@@ -150,25 +152,29 @@ impl State {
         let oldest = self.readers.keys().next().copied();
         if !released.is_empty() {
             self.epoch += 1;
+            let at = self.epoch;
             for applied in released {
                 self.sub_all(&applied.0);
                 // Every live snapshot was taken before this hand-over.
                 if oldest.is_some() {
-                    for (s, _) in &applied.0 {
-                        *self.held_slots.entry(*s).or_default() += 1;
+                    let mut targets = Vec::with_capacity(applied.0.len());
+                    for (s, names) in applied.0 {
+                        targets.push(s);
+                        self.held.entry(s).or_default().push((at, names));
                     }
-                    self.held.push_back((self.epoch, applied));
+                    self.held_order.push_back((at, targets));
                 }
             }
             self.shrink();
         }
-        while self.held.front().is_some_and(|(at, _)| oldest.is_none_or(|e| *at <= e)) {
-            let Some((_, applied)) = self.held.pop_front() else { break };
-            for (s, _) in &applied.0 {
-                if let Some(n) = self.held_slots.get_mut(s) {
-                    *n -= 1;
-                    if *n == 0 {
-                        self.held_slots.remove(s);
+        while self.held_order.front().is_some_and(|(at, _)| oldest.is_none_or(|e| *at <= e)) {
+            let Some((at, targets)) = self.held_order.pop_front() else { break };
+            for s in targets {
+                if let Some(kept) = self.held.get_mut(&s) {
+                    let seen = kept.partition_point(|(a, _)| *a <= at);
+                    kept.drain(..seen);
+                    if kept.is_empty() {
+                        self.held.remove(&s);
                     }
                 }
             }
@@ -180,15 +186,9 @@ impl State {
     /// name once (with the larger replacing value and both appended sizes).
     fn pending_since(&self, slot: Slot, epoch: u64) -> Growth {
         let now = self.of(slot);
-        if !self.held_slots.contains_key(&slot) {
-            return growth(now.iter().map(|(_, c)| c));
-        }
+        let Some(kept) = self.held.get(&slot) else { return growth(now.iter().map(|(_, c)| c)) };
         let mut names = now.to_vec();
-        let since = self.held.iter().filter(|(at, _)| *at > epoch);
-        for (s, ns) in since.flat_map(|(_, applied)| &applied.0) {
-            if *s != slot {
-                continue;
-            }
+        for (_, ns) in kept.iter().filter(|(at, _)| *at > epoch) {
             for n in &ns.0 {
                 match names.binary_search_by_key(&n.hash, |&(h, _)| h) {
                     Ok(i) => {
@@ -209,6 +209,9 @@ impl State {
     fn shrink(&mut self) {
         if self.slots.capacity() > 1024 && self.slots.len() * SHRINK_BELOW < self.slots.capacity() {
             self.slots.shrink_to(self.slots.len() * 2);
+        }
+        if self.held.capacity() > 1024 && self.held.len() * SHRINK_BELOW < self.held.capacity() {
+            self.held.shrink_to(self.held.len() * 2);
         }
     }
 }

@@ -6,7 +6,7 @@ use std::future::Future;
 use serde_json::{json, Value};
 
 use super::apply::look_up_groups;
-use super::ledger::{Growth, Ledger};
+use super::ledger::{Growth, Ledger, Snapshot};
 use super::parse::{self, TrackJob, TrackOp};
 use super::record;
 use crate::ids::WorkspaceName;
@@ -110,6 +110,40 @@ fn a_job_committed_before_a_request_snapshots_counts_only_for_older_requests() {
     let b = ops("u", &["c"]);
     let request = ledger.request(&ws(), &b);
     assert!(ledger.reserve(&older, &request, |pending, own| pending.custom + own.custom <= 2).is_none());
+}
+
+/// The custom attributes a reservation for `u` under `snapshot` counts as pending
+/// (reserving nothing).
+fn custom_pending(ledger: &Ledger, snapshot: &Snapshot<'_>, names: &[&str]) -> usize {
+    let request = ledger.request(&ws(), &ops("u", names));
+    let seen = std::cell::Cell::new(None);
+    ledger.reserve(snapshot, &request, |pending, _| {
+        seen.set(Some(pending.custom));
+        false
+    });
+    seen.get().expect("u is a target")
+}
+
+/// Two requests reading at once, each holding what was committed after its own
+/// snapshot, and letting go of it in turn.
+#[test]
+fn each_request_counts_what_was_committed_after_its_own_snapshot() {
+    let ledger = Ledger::default();
+    let first = ledger.snapshot();
+    let a = ops("u", &["a"]);
+    assert!(reserve(&ledger, &a, 9));
+    ledger.release(ledger.applied(&[job(a)]));
+    let second = ledger.snapshot();
+    let b = ops("u", &["b"]);
+    assert!(reserve(&ledger, &b, 9));
+    ledger.release(ledger.applied(&[job(b)]));
+    assert_eq!(custom_pending(&ledger, &first, &["x"]), 2, "`a` and `b` were committed after the first snapshot");
+    assert_eq!(custom_pending(&ledger, &second, &["x"]), 1, "only `b` after the second");
+    drop(first);
+    assert_eq!(custom_pending(&ledger, &second, &["x"]), 1, "`b` is kept for the second");
+    drop(second);
+    let now = ledger.snapshot();
+    assert_eq!(custom_pending(&ledger, &now, &["x"]), 0, "nothing is pending or kept");
 }
 
 #[test]
