@@ -51,6 +51,12 @@ fn job(ops: Vec<TrackOp>) -> (u64, TrackJob) {
     (1, TrackJob { workspace: ws(), at: Timestamp(0), ops })
 }
 
+/// `ops` acknowledged (within `bound`), then committed by an applier.
+fn committed(ledger: &Ledger, ops: Vec<TrackOp>, bound: usize) {
+    assert!(reserve(ledger, &ops, bound));
+    ledger.release(ledger.applied(&[job(ops)]));
+}
+
 #[test]
 fn names_count_once_per_target_until_released_and_the_next_use_takes_them_off() {
     let ledger = Ledger::default();
@@ -102,9 +108,7 @@ fn a_job_committed_while_a_request_reads_still_counts_for_that_request() {
 fn a_job_committed_before_a_request_snapshots_counts_only_for_older_requests() {
     let ledger = Ledger::default();
     let older = ledger.snapshot();
-    let a = ops("u", &["a"]);
-    assert!(reserve(&ledger, &a, 1));
-    ledger.release(ledger.applied(&[job(a)]));
+    committed(&ledger, ops("u", &["a"]), 1);
     let nothing_pending = |pending: Growth, _| pending == Growth::default();
     assert!(reserve_if(&ledger, &ops("u", &["b"]), nothing_pending), "committed before this request looked");
     let b = ops("u", &["c"]);
@@ -130,13 +134,9 @@ fn custom_pending(ledger: &Ledger, snapshot: &Snapshot<'_>, names: &[&str]) -> u
 fn each_request_counts_what_was_committed_after_its_own_snapshot() {
     let ledger = Ledger::default();
     let first = ledger.snapshot();
-    let a = ops("u", &["a"]);
-    assert!(reserve(&ledger, &a, 9));
-    ledger.release(ledger.applied(&[job(a)]));
+    committed(&ledger, ops("u", &["a"]), 9);
     let second = ledger.snapshot();
-    let b = ops("u", &["b"]);
-    assert!(reserve(&ledger, &b, 9));
-    ledger.release(ledger.applied(&[job(b)]));
+    committed(&ledger, ops("u", &["b"]), 9);
     assert_eq!(custom_pending(&ledger, &first, &["x"]), 2, "`a` and `b` were committed after the first snapshot");
     assert_eq!(custom_pending(&ledger, &second, &["x"]), 1, "only `b` after the second");
     drop(first);
