@@ -125,6 +125,22 @@ impl NameCount {
     }
 }
 
+/// Counts one more operation naming `n` in a target's names (in hash order): the
+/// larger replacing value, the appended sizes summed.
+pub(super) fn count_name(names: &mut Vec<(u64, NameCount)>, n: &Name) {
+    let i = match names.binary_search_by_key(&n.hash, |&(h, _)| h) {
+        Ok(i) => i,
+        Err(i) => {
+            names.insert(i, (n.hash, NameCount { kind: n.kind, ops: 0, set: 0, appended: 0 }));
+            i
+        }
+    };
+    let c = &mut names[i].1;
+    c.ops += 1;
+    c.set = c.set.max(n.set);
+    c.appended = c.appended.saturating_add(n.appended);
+}
+
 /// The growth of one target's names: each once, custom bytes summed.
 pub(super) fn growth<'a>(names: impl IntoIterator<Item = &'a NameCount>) -> Growth {
     let mut g = Growth::default();

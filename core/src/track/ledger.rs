@@ -27,7 +27,7 @@ use std::sync::Mutex;
 use foldhash::fast::RandomState;
 use foldhash::HashMap;
 
-use super::growth::{growth, NameCount};
+use super::growth::{count_name, growth, NameCount};
 pub use super::growth::{Growth, Names};
 use super::parse::{TrackJob, TrackOp};
 use super::record;
@@ -108,17 +108,7 @@ impl State {
         // pending, and a vector's first growth would hold four.
         let pending = self.slots.entry(slot).or_insert_with(|| Vec::with_capacity(names.0.len()));
         for n in &names.0 {
-            let i = match pending.binary_search_by_key(&n.hash, |&(h, _)| h) {
-                Ok(i) => i,
-                Err(i) => {
-                    pending.insert(i, (n.hash, NameCount { kind: n.kind, ops: 0, set: 0, appended: 0 }));
-                    i
-                }
-            };
-            let c = &mut pending[i].1;
-            c.ops += 1;
-            c.set = c.set.max(n.set);
-            c.appended = c.appended.saturating_add(n.appended);
+            count_name(pending, n);
         }
     }
 
@@ -190,16 +180,7 @@ impl State {
         let mut names = now.to_vec();
         for (_, ns) in kept.iter().filter(|(at, _)| *at > epoch) {
             for n in &ns.0 {
-                match names.binary_search_by_key(&n.hash, |&(h, _)| h) {
-                    Ok(i) => {
-                        let c = &mut names[i].1;
-                        c.set = c.set.max(n.set);
-                        c.appended = c.appended.saturating_add(n.appended);
-                    }
-                    Err(i) => {
-                        names.insert(i, (n.hash, NameCount { kind: n.kind, ops: 1, set: n.set, appended: n.appended }))
-                    }
-                }
+                count_name(&mut names, n);
             }
         }
         growth(names.iter().map(|(_, c)| c))
