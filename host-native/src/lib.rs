@@ -7,6 +7,7 @@ pub mod conn;
 pub mod engine;
 pub mod framing;
 pub mod health;
+pub mod lanes;
 pub mod metrics;
 pub mod playground;
 pub mod priority;

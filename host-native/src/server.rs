@@ -21,6 +21,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::conn::{AcceptBackoff, Guarded, Limits, Phase};
 use crate::ctx;
+use crate::lanes::Lanes;
 use crate::metrics::METRICS;
 use crate::playground::Chosen;
 use crate::store::NativeStore;
@@ -208,7 +209,16 @@ pub async fn run_with(
     let stopping = Arc::new(AtomicBool::new(false));
     let applier = spawn_applier(engine.clone(), stopping.clone());
     let syncs = crate::cdi::spawn_runner(engine.clone(), stopping.clone());
-    warm_blocking_pool().await;
+    // A SQLite store's requests run on lanes, one per core (see `crate::lanes`). The
+    // PostgreSQL store blocks on a runtime of its own, which cannot be entered from a
+    // lane's: its requests take a thread of the blocking pool each.
+    let lanes = match matches!(engine.store(), NativeStore::Postgres(_)) {
+        false => Some(Arc::new(Lanes::start(&engine, std::thread::available_parallelism().map_or(2, |n| n.get()))?)),
+        true => {
+            warm_blocking_pool().await;
+            None
+        }
+    };
     let connections = tokio_util_tracker();
     let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let refusal = crate::conn::raw_response(&engine.overloaded());
@@ -234,6 +244,7 @@ pub async fn run_with(
                 };
                 let _ = stream.set_nodelay(true);
                 let engine = engine.clone();
+                let lanes = lanes.clone();
                 let guard = connections.clone();
                 tokio::spawn(async move {
                     let _guard = (guard, permit, crate::metrics::OpenConnection::default());
@@ -241,9 +252,9 @@ pub async fn run_with(
                     let max_body = engine.config().max_body_bytes;
                     let io = TokioIo::new(Guarded::new(stream, limits, max_body, phase.clone(), || ctx().seed));
                     let service = service_fn(move |req| {
-                        let (engine, phase) = (engine.clone(), phase.clone());
+                        let (engine, lanes, phase) = (engine.clone(), lanes.clone(), phase.clone());
                         async move {
-                            let response = handle(engine, req, limits.body).await;
+                            let response = handle(engine, lanes, req, limits.body).await;
                             phase.finish();
                             response
                         }
@@ -316,7 +327,8 @@ async fn shutdown_signal() {
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
 }
 
-/// Threads that run the core (its store calls block), so requests handled at once.
+/// Threads that run the core for a PostgreSQL store (its calls block), so requests
+/// handled at once (a SQLite store's run on lanes instead, `crate::lanes`).
 /// Enough to keep both cores busy while others wait on an fsync, and for requests'
 /// commits to share one ([`crate::store::sqlite`]'s group writer); beyond it requests
 /// wait for a thread. tokio's default of 512 let a load of 64 connections start a
@@ -381,6 +393,7 @@ fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread
 /// request id; never the raw path, a key or a body) and counts it.
 async fn handle(
     engine: SharedEngine,
+    lanes: Option<Arc<Lanes>>,
     req: hyper::Request<Incoming>,
     body_timeout: Duration,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
@@ -389,7 +402,7 @@ async fn handle(
     let route = engine.route_label(method, req.uri().path());
     let path = req.uri().path().to_string();
     let arrived = ctx().now;
-    let (response, request_body) = respond(&engine, req, body_timeout).await;
+    let (response, request_body) = respond(&engine, lanes.as_deref(), req, body_timeout).await;
     let took = started.elapsed();
     let id = response.header_value("X-Request-Id").unwrap_or("-");
     engine.journal(engage_core::testing::Answered {
@@ -423,14 +436,20 @@ async fn handle(
 }
 
 /// The response, and the request's body when the journal keeps bodies.
-async fn respond(engine: &SharedEngine, req: hyper::Request<Incoming>, body_timeout: Duration) -> (Response, Vec<u8>) {
+async fn respond(
+    engine: &SharedEngine,
+    lanes: Option<&Lanes>,
+    req: hyper::Request<Incoming>,
+    body_timeout: Duration,
+) -> (Response, Vec<u8>) {
     let mut kept = Vec::new();
-    let response = answer(engine, req, body_timeout, &mut kept).await;
+    let response = answer(engine, lanes, req, body_timeout, &mut kept).await;
     (response, kept)
 }
 
 async fn answer(
     engine: &SharedEngine,
+    lanes: Option<&Lanes>,
     req: hyper::Request<Incoming>,
     body_timeout: Duration,
     kept: &mut Vec<u8>,
@@ -476,10 +495,12 @@ async fn answer(
     };
     let method = request.method;
     let core = engine.clone();
-    // SQLite calls block: run the core on the blocking pool.
-    let response = tokio::task::spawn_blocking(move || pollster::block_on(core.handle(request, ctx())))
-        .await
-        .unwrap_or_else(|_| engage_core::ApiError::Busy.into_response());
+    let response = match lanes {
+        Some(lanes) => lanes.handle(request).await,
+        // SQLite calls block: run the core on the blocking pool.
+        None => tokio::task::spawn_blocking(move || pollster::block_on(core.handle(request, ctx()))).await.ok(),
+    }
+    .unwrap_or_else(|| engage_core::ApiError::Busy.into_response());
     let id = response.header_value("X-Request-Id").unwrap_or_default().to_string();
     let replaced = match &response.then {
         Then::ServeAsset(file) => {

@@ -203,16 +203,28 @@ impl SqliteStore {
     /// window of 1 ms per request backing off at the same moment, at most 50 ms), so
     /// that its retry does not meet the same rivals in the same group again: requests
     /// racing for one profile all read it, land in one group, and only one of them
-    /// wins; retrying in lockstep, fifty of them ran out of attempts (503). The core
-    /// runs on a thread of its own per request, so sleeping holds only this request.
-    fn back_off(&self) {
+    /// wins; retrying in lockstep, fifty of them ran out of attempts (503). A server's
+    /// request lanes run many requests on one thread (`crate::lanes`), so the wait is
+    /// awaited on the runtime's timer where there is one; a caller outside any
+    /// runtime (a command of the CLI) has the thread to itself and sleeps.
+    async fn back_off(&self) {
+        struct Rival<'a>(&'a std::sync::atomic::AtomicUsize);
+        impl Drop for Rival<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
         let rivals = self.backing_off.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        // Counted off also when the request is dropped while it waits.
+        let _rival = Rival(&self.backing_off);
         let mut random = [0u8; 8];
         let _ = getrandom::fill(&mut random);
         let window_us = (rivals as u64 * 1_000).min(50_000);
-        let wait = u64::from_le_bytes(random) % window_us.max(1);
-        std::thread::sleep(Duration::from_micros(wait));
-        self.backing_off.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        let wait = Duration::from_micros(u64::from_le_bytes(random) % window_us.max(1));
+        match tokio::runtime::Handle::try_current() {
+            Ok(_) => tokio::time::sleep(wait).await,
+            Err(_) => std::thread::sleep(wait),
+        }
     }
 
     fn queue(&self) -> Result<&Queue, StoreError> {
@@ -465,16 +477,16 @@ impl Store for SqliteStore {
         }
         let out = answer.await.map_err(|_| stopped())?;
         if out == Err(CommitError::Conflict) && !is_ack {
-            self.back_off();
+            self.back_off().await;
         }
         crate::metrics::METRICS.commit_seconds.observe(started.elapsed().as_secs_f64());
         out
     }
 
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
-        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        let (reply, answer) = tokio::sync::oneshot::channel();
         self.queue()?.appender.send((job, reply)).map_err(|_| StoreError("the queue writer stopped".into()))?;
-        let seq = answer.recv().map_err(|_| StoreError("the queue writer stopped".into()))??;
+        let seq = answer.await.map_err(|_| StoreError("the queue writer stopped".into()))??;
         let (count, arrived) = &self.enqueued;
         *count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
         arrived.notify_all();

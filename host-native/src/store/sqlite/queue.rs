@@ -22,8 +22,9 @@ pub(super) struct Queue {
     trim_through: Arc<AtomicU64>,
 }
 
-/// A job to append, and where to answer with its sequence number once it is on disk.
-pub(super) type Append = (Vec<u8>, std::sync::mpsc::SyncSender<Result<u64, StoreError>>);
+/// A job to append, and where to answer with its sequence number once it is on disk
+/// (awaited: a request lane takes other requests meanwhile, `crate::lanes`).
+pub(super) type Append = (Vec<u8>, tokio::sync::oneshot::Sender<Result<u64, StoreError>>);
 
 /// Most jobs made durable by one sync of the queue log.
 pub(super) const GROUP_COMMIT_MAX: usize = 256;
@@ -137,7 +138,6 @@ pub(super) fn import_sqlite_queue(db: &Path, applied: u64, log: &QueueLog) -> Re
 
 #[cfg(test)]
 mod tests {
-    use std::sync::mpsc::sync_channel;
     use std::time::Instant;
 
     use super::*;
@@ -148,9 +148,9 @@ mod tests {
         let log = Arc::new(QueueLog::open(&dir.path().join("t.db"), 0).unwrap().unwrap());
         let queue = Queue::start(log.clone());
         let append = |job: &[u8]| {
-            let (reply, answer) = sync_channel(1);
+            let (reply, answer) = tokio::sync::oneshot::channel();
             queue.appender.send((job.to_vec(), reply)).unwrap();
-            answer.recv().unwrap().unwrap()
+            answer.blocking_recv().unwrap().unwrap()
         };
         let seqs = |log: &QueueLog| log.read_after(0, 10).unwrap().iter().map(|j| j.seq).collect::<Vec<_>>();
         assert_eq!((append(b"a"), append(b"b")), (1, 2));
