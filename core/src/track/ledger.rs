@@ -176,9 +176,13 @@ impl State {
     /// name once (with the larger replacing value and both appended sizes).
     fn pending_since(&self, slot: Slot, epoch: u64) -> Growth {
         let now = self.of(slot);
-        let Some(kept) = self.held.get(&slot) else { return growth(now.iter().map(|(_, c)| c)) };
+        // Held in the order taken in: those since the snapshot are the last ones.
+        let since = self.held.get(&slot).map_or(&[][..], |kept| &kept[kept.partition_point(|(at, _)| *at <= epoch)..]);
+        if since.is_empty() {
+            return growth(now.iter().map(|(_, c)| c));
+        }
         let mut names = now.to_vec();
-        for (_, ns) in kept.iter().filter(|(at, _)| *at > epoch) {
+        for (_, ns) in since {
             for n in &ns.0 {
                 count_name(&mut names, n);
             }
