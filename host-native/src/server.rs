@@ -209,11 +209,11 @@ pub async fn run_with(
     let stopping = Arc::new(AtomicBool::new(false));
     let applier = spawn_applier(engine.clone(), stopping.clone());
     let syncs = crate::cdi::spawn_runner(engine.clone(), stopping.clone());
-    // A SQLite store's requests run on lanes, one per core (see `crate::lanes`). The
+    // A SQLite store's requests run on lanes, two per core (see `crate::lanes`). The
     // PostgreSQL store blocks on a runtime of its own, which cannot be entered from a
     // lane's: its requests take a thread of the blocking pool each.
     let lanes = match matches!(engine.store(), NativeStore::Postgres(_)) {
-        false => Some(Arc::new(Lanes::start(&engine, std::thread::available_parallelism().map_or(2, |n| n.get()))?)),
+        false => Some(Arc::new(Lanes::start(&engine, crate::lanes::per_machine())?)),
         true => {
             warm_blocking_pool().await;
             None
