@@ -25,13 +25,12 @@
 //! SQLite read runs, as a request thread did; the SQLite store's waits (the queue's
 //! fsync, a commit, a turn at the gate, a back-off) are awaited.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-
 use engage_core::{Request, Response};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::engine::SharedEngine;
+use crate::Counted;
 
 /// Lanes for this machine: two per core.
 pub fn per_machine() -> usize {
@@ -46,16 +45,7 @@ pub struct Lanes {
 struct Lane {
     requests: mpsc::UnboundedSender<(Request, oneshot::Sender<Response>)>,
     /// Requests handed to this lane and not yet answered.
-    in_flight: Arc<AtomicUsize>,
-}
-
-/// Counts a request as in flight on its lane until it is answered or dropped.
-struct InFlight(Arc<AtomicUsize>);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
+    in_flight: AtomicUsize,
 }
 
 impl Lanes {
@@ -69,8 +59,7 @@ impl Lanes {
     /// that lane stopped (it panicked): the caller answers busy.
     pub async fn handle(&self, request: Request) -> Option<Response> {
         let lane = self.lanes.iter().min_by_key(|l| l.in_flight.load(Ordering::SeqCst))?;
-        lane.in_flight.fetch_add(1, Ordering::SeqCst);
-        let _counted = InFlight(lane.in_flight.clone());
+        let _counted = Counted::new(&lane.in_flight);
         let (reply, answer) = oneshot::channel();
         lane.requests.send((request, reply)).ok()?;
         answer.await.ok()
@@ -101,7 +90,7 @@ impl Lane {
                 runtime.block_on(local);
             })
             .map_err(|e| e.to_string())?;
-        Ok(Lane { requests, in_flight: Arc::new(AtomicUsize::new(0)) })
+        Ok(Lane { requests, in_flight: AtomicUsize::new(0) })
     }
 }
 

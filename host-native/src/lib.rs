@@ -77,3 +77,21 @@ pub fn ctx() -> Ctx {
     getrandom::fill(&mut seed).expect("the operating system's random source is unavailable");
     Ctx { now: Timestamp(now), seed }
 }
+
+/// Counts one more on a counter until dropped: a request in flight on its lane, or
+/// one backing off (`store::sqlite`), also when its future is dropped early.
+pub struct Counted<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Counted<'a> {
+    /// Counts one more; returns the guard and the count with this one.
+    pub fn new(counter: &'a std::sync::atomic::AtomicUsize) -> (Counted<'a>, usize) {
+        let now = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        (Counted(counter), now)
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}

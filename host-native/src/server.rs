@@ -497,7 +497,7 @@ async fn answer(
     let core = engine.clone();
     let response = match lanes {
         Some(lanes) => lanes.handle(request).await,
-        // SQLite calls block: run the core on the blocking pool.
+        // PostgreSQL calls block: run the core on the blocking pool.
         None => tokio::task::spawn_blocking(move || pollster::block_on(core.handle(request, ctx()))).await.ok(),
     }
     .unwrap_or_else(|| engage_core::ApiError::Busy.into_response());

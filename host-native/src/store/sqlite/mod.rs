@@ -208,15 +208,8 @@ impl SqliteStore {
     /// awaited on the runtime's timer where there is one; a caller outside any
     /// runtime (a command of the CLI) has the thread to itself and sleeps.
     async fn back_off(&self) {
-        struct Rival<'a>(&'a std::sync::atomic::AtomicUsize);
-        impl Drop for Rival<'_> {
-            fn drop(&mut self) {
-                self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-            }
-        }
-        let rivals = self.backing_off.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         // Counted off also when the request is dropped while it waits.
-        let _rival = Rival(&self.backing_off);
+        let (_rival, rivals) = crate::Counted::new(&self.backing_off);
         let mut random = [0u8; 8];
         let _ = getrandom::fill(&mut random);
         let window_us = (rivals as u64 * 1_000).min(50_000);
