@@ -89,8 +89,14 @@ impl Kit {
         if !body.is_null() {
             req = req.header("Content-Type", "application/json").body(body.to_string());
         }
-        // As a host without a background applier does: a request answered
-        // `CatchUpFirst` runs again once everything queued is applied.
+        self.handle(req)
+    }
+
+    /// Any request, handled as a host without a background applier does (the
+    /// edge, the playground): a request answered `CatchUpFirst` runs again once
+    /// everything queued is applied. Its `503` is the host's to act on, never a
+    /// client's answer unless the host cannot.
+    pub(crate) fn handle(&self, req: Request) -> Response {
         let again = self.engine.may_ask_to_catch_up(&req).then(|| req.clone());
         let resp = pollster::block_on(self.engine.handle(req, self.ctx()));
         match (&resp.then, again) {
