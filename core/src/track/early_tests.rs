@@ -132,3 +132,47 @@ fn a_request_naming_many_users_is_applied_early_only_for_the_users_read() {
         assert_eq!(kit.user(u)["custom_attributes"]["n"], json!(n), "{u}");
     }
 }
+
+/// A `/users/track` whose user's queued jobs leave no room for the fast check, on a
+/// host that runs catch-ups aside (the native server's lanes): handed back with
+/// nothing done, then, run aside, its user's jobs are applied ahead of the queue and
+/// it is acknowledged; once all is applied the profile holds every attribute.
+#[test]
+fn a_track_that_must_catch_up_is_handed_back_untouched_then_acknowledged_aside() {
+    let kit = Kit::configured(MemoryStore::new(), |c| {
+        c.applies_in_background = true;
+        c.catch_ups_aside = true;
+    });
+    let hundred = |n: usize| {
+        let mut object: serde_json::Map<String, Value> = (0..100).map(|i| (format!("a{n}_{i}"), json!(i))).collect();
+        object.insert("external_id".into(), json!("u"));
+        json!({ "attributes": [object] })
+    };
+    let post = |body: &Value| {
+        crate::http::Request::new(Method::Post, "/users/track")
+            .header("Authorization", &format!("Bearer {}", kit.key()))
+            .header("Content-Type", "application/json")
+            .body(body.to_string())
+    };
+    // 500 attributes stored: by its size alone (5 bytes an entry at least) such a
+    // profile may hold 1,000 entries, too many for the fast check to tell.
+    for n in 0..5 {
+        kit.track(hundred(n));
+    }
+    apply_all(&kit);
+    for n in 5..9 {
+        let body = hundred(n);
+        let first = pollster::block_on(kit.engine().handle(post(&body), kit.ctx()));
+        assert!(matches!(first.then, crate::http::Then::RunAside), "request {n}: {first:?}");
+        assert_eq!(first.status, 503, "the answer for a host that cannot run it aside");
+        assert_eq!(pending(&kit), n - 5, "nothing queued by a request handed back");
+        let aside = pollster::block_on(kit.engine().handle_aside(post(&body), kit.ctx()));
+        assert_eq!(aside.status, 201, "{}", String::from_utf8_lossy(&aside.body));
+        assert_eq!(pending(&kit), n - 4);
+        // The one before it was applied ahead of the queue, to count it exactly.
+        assert_eq!(early_records(&kit), n - 5);
+    }
+    apply_all(&kit);
+    assert_eq!(early_records(&kit), 0);
+    assert_eq!(kit.user("u")["custom_attributes"].as_object().map(|m| m.len()), Some(900));
+}
