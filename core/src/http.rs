@@ -186,21 +186,14 @@ pub enum Then {
     /// Nothing was done: apply everything queued (in the turn requests that catch up
     /// take), then hand the same request to [`crate::Engine::handle_caught_up`]; the
     /// response is the 503 to send for a host that cannot. Only hosts without a
-    /// background applier get it ([`crate::Engine::may_hand_back`]).
+    /// background applier get it ([`crate::Engine::may_ask_to_catch_up`]).
     CatchUpFirst,
-    /// Nothing was done: this `/users/track` must apply its users' queued jobs
-    /// first, which may take long; hand the same request to
-    /// [`crate::Engine::handle_aside`] where that holds no other request (the
-    /// native server's blocking pool, not a request lane). The response is the 503
-    /// to send for a host that cannot. Only hosts that ask for it get it
-    /// ([`crate::Config::catch_ups_aside`]).
-    RunAside,
     /// Nothing was done: another request is loading what this one needs (the track
     /// ledger's count of the queue); hand the same request to the same method again
     /// after a short pause (a timer: never a wait on the other request). The
     /// response is the 503 to send for a host that cannot, or that tried for long
     /// enough. Only hosts without a background applier get it
-    /// ([`crate::Engine::may_hand_back`]).
+    /// ([`crate::Engine::may_ask_to_catch_up`]).
     RunAgainSoon,
     /// Run the store conformance suite on a scratch store and answer with
     /// [`crate::store::conformance::report`], in place of the response (the 404

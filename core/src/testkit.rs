@@ -67,11 +67,6 @@ impl Kit {
         &self.engine
     }
 
-    /// The kit's all-permissions key.
-    pub(crate) fn key(&self) -> &str {
-        &self.key
-    }
-
     /// A fresh context (the clock advances one second).
     pub(crate) fn ctx(&self) -> Ctx {
         let n = self.tick.get() + 1;
@@ -97,20 +92,18 @@ impl Kit {
         self.handle(req)
     }
 
-    /// Any request, handled as its host does: a request answered `CatchUpFirst`
-    /// (a host without a background applier: the edge, the playground) runs again
-    /// once everything queued is applied, one answered `RunAside` (the native
-    /// server's lanes) runs again at once. Their `503` is the host's to act on,
-    /// never a client's answer unless the host cannot.
+    /// Any request, handled as a host without a background applier does (the
+    /// edge, the playground): a request answered `CatchUpFirst` runs again once
+    /// everything queued is applied. Its `503` is the host's to act on, never a
+    /// client's answer unless the host cannot.
     pub(crate) fn handle(&self, req: Request) -> Response {
-        let again = self.engine.may_hand_back(&req).then(|| req.clone());
+        let again = self.engine.may_ask_to_catch_up(&req).then(|| req.clone());
         let resp = pollster::block_on(self.engine.handle(req, self.ctx()));
         match (&resp.then, again) {
             (crate::http::Then::CatchUpFirst, Some(req)) => {
                 while !pollster::block_on(self.engine.apply_queued(self.ctx())).expect("apply").is_empty() {}
                 pollster::block_on(self.engine.handle_caught_up(req, self.ctx()))
             }
-            (crate::http::Then::RunAside, Some(req)) => pollster::block_on(self.engine.handle_aside(req, self.ctx())),
             _ => resp,
         }
     }

@@ -204,7 +204,7 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
         // run again after a pause while another request loads what it needs, or in
         // the lane after draining when the queue must be applied first, as catching
         // up does.
-        let again = isolate.engine.may_hand_back(&request).then(|| request.clone());
+        let again = isolate.engine.may_ask_to_catch_up(&request).then(|| request.clone());
         let response = isolate.engine.handle(request, ctx()).await;
         match again {
             Some(request) => {
@@ -252,8 +252,6 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
         | Then::Metrics
         | Then::CatchUpFirst
         | Then::RunAgainSoon
-        // Asked of hosts that set `catch_ups_aside` only.
-        | Then::RunAside
         | Then::SetClock(_) => response,
     };
     to_worker(response)

@@ -1,5 +1,5 @@
-//! Request lanes: a thread per core runs the core's request futures, side by
-//! side, on a single-threaded runtime of its own.
+//! Request lanes: two threads per core run the core's request futures, side by
+//! side, each on a single-threaded runtime of its own.
 //!
 //! Why not the blocking pool (one thread per request in flight, as before): a request
 //! spends most of its time waiting for the queue's fsync, and one fsync answers every
@@ -13,13 +13,12 @@
 //! applier at once: the applier gets mostly the time requests leave idle, as intended
 //! (`crate::priority`).
 //!
-//! One per core. A request that must apply its users' queued jobs first (catching
-//! up, `Engine::track`) would hold its lane's other requests while it reads and
-//! writes: the core hands it back (`Then::RunAside`) and it runs on the blocking
-//! pool (`crate::server`). Measured with the suite on 2 cores, catching up on the
-//! lanes: with one lane per core the closed track load acknowledged 9-12% more than
-//! with two, but at 10M profiles under a skewed (Zipf) load, where catching up is
-//! frequent, p99 rose to 513 ms (two per core: 81 ms; the blocking pool: 125 ms).
+//! Two per core, not one: a request that must apply its users' queued jobs first
+//! (catching up, `Engine::track`) runs that on its lane and holds the lane's other
+//! requests meanwhile. Measured with the suite on 2 cores: with one lane per core the
+//! closed track load acknowledged 9-12% more than with two, but at 10M profiles under
+//! a skewed (Zipf) load, where catching up is frequent, p99 rose to 513 ms (two per
+//! core: 81 ms; the blocking pool: 125 ms).
 //!
 //! The core's futures are not `Send` (its store trait has no such bound, for the
 //! edge), so each lane's runtime runs them as local tasks. A lane blocks while a
@@ -33,9 +32,9 @@ use tokio::sync::{mpsc, oneshot};
 use crate::engine::SharedEngine;
 use crate::Counted;
 
-/// Lanes for this machine: one per core.
+/// Lanes for this machine: two per core.
 pub fn per_machine() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    2 * std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// The request lanes of a server.

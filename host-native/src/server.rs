@@ -114,9 +114,6 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             runs_syncs: true,
             max_backlog_secs: (args.max_backlog_secs > 0).then_some(args.max_backlog_secs),
             applies_in_background: true,
-            // A SQLite store's requests run on lanes (see `run_with`), which a
-            // catch-up would hold: it runs on the blocking pool instead.
-            catch_ups_aside: !matches!(store, NativeStore::Postgres(_)),
             shared_store: matches!(store, NativeStore::Postgres(_)),
             strict: args.strict,
             test_clock: args.test_clock,
@@ -212,7 +209,7 @@ pub async fn run_with(
     let stopping = Arc::new(AtomicBool::new(false));
     let applier = spawn_applier(engine.clone(), stopping.clone());
     let syncs = crate::cdi::spawn_runner(engine.clone(), stopping.clone());
-    // A SQLite store's requests run on lanes, one per core (see `crate::lanes`). The
+    // A SQLite store's requests run on lanes, two per core (see `crate::lanes`). The
     // PostgreSQL store blocks on a runtime of its own, which cannot be entered from a
     // lane's: its requests take a thread of the blocking pool each.
     let lanes = match matches!(engine.store(), NativeStore::Postgres(_)) {
@@ -497,7 +494,6 @@ async fn answer(
         origin: None,
     };
     let method = request.method;
-    let again = engine.may_hand_back(&request).then(|| request.clone());
     let core = engine.clone();
     let response = match lanes {
         Some(lanes) => lanes.handle(request).await,
@@ -505,16 +501,6 @@ async fn answer(
         None => tokio::task::spawn_blocking(move || pollster::block_on(core.handle(request, ctx()))).await.ok(),
     }
     .unwrap_or_else(|| engage_core::ApiError::Busy.into_response());
-    let response = match (&response.then, again) {
-        // Catching up would hold the lane's other requests: on a thread of its own.
-        (Then::RunAside, Some(request)) => {
-            let core = engine.clone();
-            tokio::task::spawn_blocking(move || pollster::block_on(core.handle_aside(request, ctx())))
-                .await
-                .unwrap_or_else(|_| engage_core::ApiError::Busy.into_response())
-        }
-        _ => response,
-    };
     let id = response.header_value("X-Request-Id").unwrap_or_default().to_string();
     let replaced = match &response.then {
         Then::ServeAsset(file) => {
@@ -528,13 +514,7 @@ async fn answer(
         }
         // The applier thread polls the queue; this host cannot run the conformance suite.
         // (CatchUpFirst and RunAgainSoon go to hosts without a background applier only.)
-        // (RunAside was acted on above: a second answer never asks it.)
-        Then::Nothing
-        | Then::ApplyQueue
-        | Then::RunConformance
-        | Then::CatchUpFirst
-        | Then::RunAgainSoon
-        | Then::RunAside => None,
+        Then::Nothing | Then::ApplyQueue | Then::RunConformance | Then::CatchUpFirst | Then::RunAgainSoon => None,
     };
     match replaced {
         Some(r) => r.with_header("X-Request-Id", id),

@@ -116,7 +116,7 @@ impl Session {
 
     /// Handles one request exactly as a server would.
     pub fn handle(&self, req: Request, ctx: Ctx) -> Response {
-        let again = self.engine.may_hand_back(&req).then(|| req.clone());
+        let again = self.engine.may_ask_to_catch_up(&req).then(|| req.clone());
         let response = block_on(self.engine.handle(req, ctx)).unwrap_or_else(|_| ApiError::Busy.into_response());
         match (&response.then, again) {
             // Nothing was done: apply the queue, then the same request again.

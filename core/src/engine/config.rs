@@ -30,11 +30,6 @@ pub struct Config {
     /// server). Then a request applies ahead of the queue only the queued jobs that
     /// concern the users it names; otherwise it applies everything queued before it.
     pub applies_in_background: bool,
-    /// Whether a `/users/track` that must apply its users' queued jobs first is
-    /// handed back to the host to run where that holds no other request
-    /// ([`crate::http::Then::RunAside`]): the native server's request lanes each
-    /// run many requests at once. Only with `applies_in_background`.
-    pub catch_ups_aside: bool,
     /// Whether other processes write the same store (several servers on one
     /// PostgreSQL database). Then nothing is applied ahead of the queue: another
     /// server's applier may take the same job at once, and what makes an applier
@@ -70,7 +65,6 @@ impl std::fmt::Debug for Config {
             .field("runs_syncs", &self.runs_syncs)
             .field("max_backlog_secs", &self.max_backlog_secs)
             .field("applies_in_background", &self.applies_in_background)
-            .field("catch_ups_aside", &self.catch_ups_aside)
             .field("shared_store", &self.shared_store)
             .field("strict", &self.strict)
             .field("test_clock", &self.test_clock)
@@ -93,7 +87,6 @@ impl Default for Config {
             runs_syncs: false,
             max_backlog_secs: None,
             applies_in_background: false,
-            catch_ups_aside: false,
             shared_store: false,
             strict: false,
             test_clock: false,

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::{Engine, Pass};
+use super::Engine;
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Request, Response, Then};
@@ -234,15 +234,14 @@ impl<S: Store> Engine<S> {
             n += accept(created, r, |resp| tolerant && is_taken_name(resp))?;
         }
         for r in &w.users {
-            // Loading holds no other request: a user to catch up on is caught up here.
-            let queued = self.track(&w.name, &r.body, next_ctx(), Pass::Aside).await;
+            let queued = self.track(&w.name, &r.body, next_ctx(), false).await;
             n += accept(queued, r, |_| false)?;
         }
         // The users' writes are applied before their subscription states are set.
         self.apply_all(next_ctx()).await.map_err(|e| at(&format!("workspaces.{ws}"), &e))?;
         for r in &w.subscriptions {
             let c = next_ctx();
-            let set = self.dispatch(Api::SubscriptionSetV2, &request(r), &w.name, c, Pass::First).await;
+            let set = self.dispatch(Api::SubscriptionSetV2, &request(r), &w.name, c, false).await;
             n += accept(set, r, |_| false)?;
         }
         Ok(n)

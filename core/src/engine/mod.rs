@@ -113,18 +113,6 @@ impl Gate {
 /// Counts a request waiting for its turn, also when its future is dropped while waiting.
 struct Waiting<'a>(&'a AtomicUsize);
 
-/// Which time the engine handles a request: a host may hand one back
-/// ([`Then::CatchUpFirst`], [`Then::RunAside`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Pass {
-    /// As it arrived.
-    First,
-    /// Again, once the host applied everything queued ([`Then::CatchUpFirst`]).
-    CaughtUp,
-    /// Again, where catching up first holds no other request ([`Then::RunAside`]).
-    Aside,
-}
-
 impl<'a> Waiting<'a> {
     fn new(count: &'a AtomicUsize) -> Waiting<'a> {
         count.fetch_add(1, Ordering::SeqCst);
@@ -219,33 +207,27 @@ impl<S: Store> Engine<S> {
 
     /// Handles one request. Never panics on input; failures are responses.
     pub async fn handle(&self, req: Request, ctx: Ctx) -> Response {
-        self.handle_as(req, ctx, Pass::First).await
+        self.handle_as(req, ctx, false).await
+    }
+
+    /// Whether the request may be answered [`Then::CatchUpFirst`] (a host without a
+    /// background applier keeps a copy of such a request to hand it back).
+    pub fn may_ask_to_catch_up(&self, req: &Request) -> bool {
+        !self.config.applies_in_background
+            && matches!(routes::find(req.method, &req.path), Ok((_, Endpoint::Api(Api::Track))))
     }
 
     /// Handles a request answered [`Then::CatchUpFirst`] again, once the host has
     /// applied everything queued (in its turn, as for a request that catches up).
     pub async fn handle_caught_up(&self, req: Request, ctx: Ctx) -> Response {
-        self.handle_as(req, ctx, Pass::CaughtUp).await
+        self.handle_as(req, ctx, true).await
     }
 
-    /// Handles a request answered [`Then::RunAside`] again, where catching up holds
-    /// no other request (the native server's blocking pool, not a request lane).
-    pub async fn handle_aside(&self, req: Request, ctx: Ctx) -> Response {
-        self.handle_as(req, ctx, Pass::Aside).await
-    }
-
-    /// Whether the host must keep a copy of `req` to hand it back should the answer
-    /// ask for it ([`Then::CatchUpFirst`], [`Then::RunAside`]).
-    pub fn may_hand_back(&self, req: &Request) -> bool {
-        (!self.config.applies_in_background || self.config.catch_ups_aside)
-            && matches!(routes::find(req.method, &req.path), Ok((_, Endpoint::Api(Api::Track))))
-    }
-
-    async fn handle_as(&self, req: Request, ctx: Ctx, pass: Pass) -> Response {
+    async fn handle_as(&self, req: Request, ctx: Ctx, caught_up: bool) -> Response {
         let scim_path = scim::owns(&req.path);
         let id = crate::http::request_id(&req.headers, ctx.seed);
         let head = req.method == Method::Head;
-        let resp = match self.route(req, ctx, pass).await {
+        let resp = match self.route(req, ctx, caught_up).await {
             Ok(resp) => resp,
             Err(e) => shaped(scim_path, e),
         };
@@ -264,7 +246,7 @@ impl<S: Store> Engine<S> {
         Ok(track::queue::backlog_state(&self.store, now).await?)
     }
 
-    async fn route(&self, req: Request, ctx: Ctx, pass: Pass) -> Result<Response, ApiError> {
+    async fn route(&self, req: Request, ctx: Ctx, caught_up: bool) -> Result<Response, ApiError> {
         let (route, endpoint) = routes::find(req.method, &req.path)?;
         input::check_body_len(req.body.len(), self.config.max_body_bytes)?;
         match endpoint {
@@ -289,7 +271,7 @@ impl<S: Store> Engine<S> {
                 if !key.allows(permission) {
                     return Err(ApiError::MissingPermission(permission));
                 }
-                if matches!(api, Api::Track) && pass == Pass::First {
+                if matches!(api, Api::Track) && !caught_up {
                     if let Some(not_yet) = self.ledger_not_ready(ctx).await? {
                         return Ok(not_yet);
                     }
@@ -298,7 +280,8 @@ impl<S: Store> Engine<S> {
                 if let Decision::Limited { retry_after } = decision {
                     return Err(ApiError::RateLimited { retry_after });
                 }
-                let resp = self.api(api, &req, &key.workspace, ctx, pass).await.unwrap_or_else(ApiError::into_response);
+                let resp =
+                    self.api(api, &req, &key.workspace, ctx, caught_up).await.unwrap_or_else(ApiError::into_response);
                 Ok(match decision {
                     Decision::Allowed { limit, remaining, reset } if resp.status != 429 => resp
                         .with_header("X-RateLimit-Limit", limit.to_string())
@@ -377,14 +360,14 @@ impl<S: Store> Engine<S> {
         req: &Request,
         ws: &WorkspaceName,
         ctx: Ctx,
-        pass: Pass,
+        caught_up: bool,
     ) -> Result<Response, ApiError> {
         let mut applied = QueueRun::default();
         if Endpoint::Api(api.clone()).catches_up() {
             // Read-your-writes: everything acknowledged before this request is applied first.
             applied = self.catch_up(ws, track::backlog::seeds(req), ctx).await?;
         }
-        let mut resp = self.dispatch(api, req, ws, ctx, pass).await?;
+        let mut resp = self.dispatch(api, req, ws, ctx, caught_up).await?;
         if resp.internal.is_none() {
             resp.internal = applied.set_aside_note();
         }
@@ -397,12 +380,12 @@ impl<S: Store> Engine<S> {
         req: &Request,
         ws: &WorkspaceName,
         ctx: Ctx,
-        pass: Pass,
+        caught_up: bool,
     ) -> Result<Response, ApiError> {
         let store = &self.store;
         let body = &req.body;
         match api {
-            Api::Track => self.track(ws, body, ctx, pass).await,
+            Api::Track => self.track(ws, body, ctx, caught_up).await,
             Api::TrackSync => track::track_sync(store, ws, body, ctx).await,
             Api::ExportIds => export::export_ids(store, ws, body).await,
             Api::Identify => identity::identify::identify(store, ws, body, ctx).await,

@@ -1,7 +1,7 @@
 //! `/users/track`'s acknowledgement on the engine: the backlog bound, the fast
 //! size check, and catching up first when that is what the check needs.
 
-use super::{Engine, Pass};
+use super::Engine;
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Response, Then};
@@ -14,17 +14,15 @@ use crate::track::queue::QueueRun;
 impl<S: Store> Engine<S> {
     /// `/users/track`, applying the queued jobs of its users first when that is what
     /// it takes to tell whether it keeps within their profiles' bounds.
-    /// `pass`: whether the host applied everything queued just before (see
-    /// [`Engine::handle_caught_up`]), or hands this request over to catch up where
-    /// that holds no other request ([`Engine::handle_aside`]).
+    /// `caught_up`: the host applied everything queued just before (see
+    /// [`Engine::handle_caught_up`]).
     pub(super) async fn track(
         &self,
         ws: &WorkspaceName,
         body: &[u8],
         ctx: Ctx,
-        pass: Pass,
+        caught_up: bool,
     ) -> Result<Response, ApiError> {
-        let caught_up = pass == Pass::CaughtUp;
         if let Some(max_secs) = self.config.max_backlog_secs {
             self.refuse_past_backlog_bound(max_secs).await?;
         }
@@ -40,12 +38,6 @@ impl<S: Store> Engine<S> {
             // hung). Nothing was done: the host applies the queue in its own turn and
             // hands the request back; a host that cannot sends this 503.
             return Ok(ApiError::Busy.into_response().then(Then::CatchUpFirst));
-        }
-        if self.config.catch_ups_aside && pass == Pass::First {
-            // A host whose request threads each run many requests (the native
-            // server's lanes): catching up reads and writes for as long as its users'
-            // queued jobs take, holding the others. Nothing was done yet.
-            return Ok(ApiError::Busy.into_response().then(Then::RunAside));
         }
         // Requests checked exactly take turns, so that they do not keep finding each
         // other's reservations.
