@@ -67,6 +67,11 @@ impl Kit {
         &self.engine
     }
 
+    /// The kit's all-permissions key.
+    pub(crate) fn key(&self) -> &str {
+        &self.key
+    }
+
     /// A fresh context (the clock advances one second).
     pub(crate) fn ctx(&self) -> Ctx {
         let n = self.tick.get() + 1;
@@ -102,7 +107,7 @@ impl Kit {
         match (&resp.then, again) {
             (crate::http::Then::CatchUpFirst, Some(req)) => {
                 while !pollster::block_on(self.engine.apply_queued(self.ctx())).expect("apply").is_empty() {}
-                pollster::block_on(self.engine.handle_caught_up(req, self.ctx()))
+                pollster::block_on(self.engine.handle_caught_up(req, self.ctx(), &resp))
             }
             _ => resp,
         }

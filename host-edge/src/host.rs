@@ -208,12 +208,12 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
         let response = isolate.engine.handle(request, ctx()).await;
         match again {
             Some(request) => {
-                let response = run_again_soon(&isolate.engine, &request, false, response).await;
+                let response = run_again_soon(&isolate.engine, &request, None, response).await;
                 if matches!(response.then, Then::CatchUpFirst) {
                     let lane = Lane::enter(&isolate).await;
                     drain(&lane, Yield::Never).await;
-                    let response = isolate.engine.handle_caught_up(request.clone(), ctx()).await;
-                    run_again_soon(&isolate.engine, &request, true, response).await
+                    let again = isolate.engine.handle_caught_up(request.clone(), ctx(), &response).await;
+                    run_again_soon(&isolate.engine, &request, Some(&response), again).await
                 } else {
                     response
                 }
@@ -257,10 +257,16 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
     to_worker(response)
 }
 
-/// Hands `request` to the core again (`caught_up`: as [`Engine::handle_caught_up`])
-/// while it answers [`Then::RunAgainSoon`], after pauses on a timer (see the module
-/// docs), for up to [`LANE_STALE_MS`]; then `response` is the last answer.
-async fn run_again_soon(engine: &Engine<D1Store>, request: &Request, caught_up: bool, first: Response) -> Response {
+/// Hands `request` to the core again (`caught_up`: as [`Engine::handle_caught_up`]
+/// after that answer) while it answers [`Then::RunAgainSoon`], after pauses on a
+/// timer (see the module docs), for up to [`LANE_STALE_MS`]; then `response` is the
+/// last answer.
+async fn run_again_soon(
+    engine: &Engine<D1Store>,
+    request: &Request,
+    caught_up: Option<&Response>,
+    first: Response,
+) -> Response {
     let started = now_ms();
     let mut pause = 1;
     let mut response = first;
@@ -268,8 +274,8 @@ async fn run_again_soon(engine: &Engine<D1Store>, request: &Request, caught_up: 
         Delay::from(Duration::from_millis(pause)).await;
         pause = (pause * 2).min(LANE_POLL_MAX_MS);
         response = match caught_up {
-            true => engine.handle_caught_up(request.clone(), ctx()).await,
-            false => engine.handle(request.clone(), ctx()).await,
+            Some(answer) => engine.handle_caught_up(request.clone(), ctx(), answer).await,
+            None => engine.handle(request.clone(), ctx()).await,
         };
     }
     response

@@ -121,9 +121,8 @@ impl Session {
         match (&response.then, again) {
             // Nothing was done: apply the queue, then the same request again.
             (Then::CatchUpFirst, Some(req)) => match self.drain_queue(ctx) {
-                Ok(()) => {
-                    block_on(self.engine.handle_caught_up(req, ctx)).unwrap_or_else(|_| ApiError::Busy.into_response())
-                }
+                Ok(()) => block_on(self.engine.handle_caught_up(req, ctx, &response))
+                    .unwrap_or_else(|_| ApiError::Busy.into_response()),
                 Err(_) => response,
             },
             _ => response,

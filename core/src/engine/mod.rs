@@ -113,6 +113,9 @@ impl Gate {
 /// Counts a request waiting for its turn, also when its future is dropped while waiting.
 struct Waiting<'a>(&'a AtomicUsize);
 
+/// What the rate limit's headers start with (`X-RateLimit-Limit`, `-Remaining`, `-Reset`).
+const RATE_LIMIT_HEADERS: &str = "X-RateLimit-";
+
 impl<'a> Waiting<'a> {
     fn new(count: &'a AtomicUsize) -> Waiting<'a> {
         count.fetch_add(1, Ordering::SeqCst);
@@ -219,8 +222,16 @@ impl<S: Store> Engine<S> {
 
     /// Handles a request answered [`Then::CatchUpFirst`] again, once the host has
     /// applied everything queued (in its turn, as for a request that catches up).
-    pub async fn handle_caught_up(&self, req: Request, ctx: Ctx) -> Response {
-        self.handle_as(req, ctx, true).await
+    /// `first`: that answer. The request was counted against its rate limit then:
+    /// it is not again, and this answer carries that count's headers.
+    pub async fn handle_caught_up(&self, req: Request, ctx: Ctx, first: &Response) -> Response {
+        let mut resp = self.handle_as(req, ctx, true).await;
+        for (name, value) in &first.headers {
+            if name.starts_with(RATE_LIMIT_HEADERS) {
+                resp = resp.with_header(name, value.clone());
+            }
+        }
+        resp
     }
 
     async fn handle_as(&self, req: Request, ctx: Ctx, caught_up: bool) -> Response {
@@ -276,7 +287,12 @@ impl<S: Store> Engine<S> {
                         return Ok(not_yet);
                     }
                 }
-                let decision = self.limiter.check(&self.store, key.workspace.as_str(), bucket, ctx.now).await;
+                // A request handed back was counted the first time (its headers are
+                // carried over by `handle_caught_up`).
+                let decision = match caught_up {
+                    false => self.limiter.check(&self.store, key.workspace.as_str(), bucket, ctx.now).await,
+                    true => Decision::Unlimited,
+                };
                 if let Decision::Limited { retry_after } = decision {
                     return Err(ApiError::RateLimited { retry_after });
                 }

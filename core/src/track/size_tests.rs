@@ -374,3 +374,40 @@ fn what_appending_updates_add_to_one_name_accumulates() {
     let (_, body) = kit.operator(Method::Get, "/_engage/queue/set-aside");
     assert_eq!(body["count"], json!(0), "{body}");
 }
+
+/// A request answered `CatchUpFirst` (nothing done) is counted against the rate
+/// limit once: its second pass, once the host caught up, is not counted again and
+/// answers with the first count's headers.
+#[test]
+fn a_request_handed_back_to_catch_up_first_is_counted_against_the_rate_limit_once() {
+    let kit = Kit::configured(crate::store::memory::MemoryStore::new(), |c| c.rate_limits = true);
+    // 500 attributes stored: by its size alone such a profile may hold 1,000
+    // entries, too many for the fast check to tell.
+    for n in 0..5 {
+        kit.track(json!({"attributes": [object("u", n * 100, 100)]}));
+    }
+    apply_all(&kit);
+    let post = |body: Value| {
+        crate::http::Request::new(Method::Post, "/users/track")
+            .header("Authorization", &format!("Bearer {}", kit.key()))
+            .header("Content-Type", "application/json")
+            .body(body.to_string())
+    };
+    let remaining = |r: &crate::http::Response| {
+        r.header_value("X-RateLimit-Remaining").and_then(|v| v.parse::<u64>().ok()).expect("the header")
+    };
+    // One instant for every request below: one rate-limit window.
+    let ctx = kit.ctx();
+    let request = post(json!({"attributes": [object("u", 500, 100)]}));
+    let first = pollster::block_on(kit.engine().handle(request.clone(), ctx));
+    assert!(matches!(first.then, crate::http::Then::CatchUpFirst), "{first:?}");
+    apply_all(&kit);
+    let again = pollster::block_on(kit.engine().handle_caught_up(request, ctx, &first));
+    assert_eq!(again.status, 201, "{}", String::from_utf8_lossy(&again.body));
+    assert_eq!(remaining(&again), remaining(&first));
+    let next = pollster::block_on(kit.engine().handle(post(json!({"attributes": [object("v", 0, 1)]})), ctx));
+    assert_eq!(next.status, 201);
+    assert_eq!(remaining(&next), remaining(&first) - 1, "counted once");
+    apply_all(&kit);
+    assert_eq!(custom_count(&kit, "u"), 600);
+}
