@@ -110,11 +110,11 @@ impl Gate {
     }
 }
 
-/// Counts a request waiting for its turn, also when its future is dropped while waiting.
-struct Waiting<'a>(&'a AtomicUsize);
-
 /// What the rate limit's headers start with (`X-RateLimit-Limit`, `-Remaining`, `-Reset`).
 const RATE_LIMIT_HEADERS: &str = "X-RateLimit-";
+
+/// Counts a request waiting for its turn, also when its future is dropped while waiting.
+struct Waiting<'a>(&'a AtomicUsize);
 
 impl<'a> Waiting<'a> {
     fn new(count: &'a AtomicUsize) -> Waiting<'a> {
