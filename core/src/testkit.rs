@@ -67,11 +67,6 @@ impl Kit {
         &self.engine
     }
 
-    /// The kit's all-permissions key.
-    pub(crate) fn key(&self) -> &str {
-        &self.key
-    }
-
     /// A fresh context (the clock advances one second).
     pub(crate) fn ctx(&self) -> Ctx {
         let n = self.tick.get() + 1;
@@ -90,11 +85,16 @@ impl Kit {
 
     /// Any request with the kit's key and, unless `Null`, a JSON body.
     pub(crate) fn send(&self, method: Method, path: &str, body: Value) -> Response {
-        let mut req = Request::new(method, path).header("Authorization", &format!("Bearer {}", self.key));
-        if !body.is_null() {
-            req = req.header("Content-Type", "application/json").body(body.to_string());
+        self.handle(self.request(method, path, body))
+    }
+
+    /// The request [`Kit::send`] sends, for a test that hands it to the engine itself.
+    pub(crate) fn request(&self, method: Method, path: &str, body: Value) -> Request {
+        let req = Request::new(method, path).header("Authorization", &format!("Bearer {}", self.key));
+        match body.is_null() {
+            true => req,
+            false => req.header("Content-Type", "application/json").body(body.to_string()),
         }
-        self.handle(req)
     }
 
     /// Any request, handled as a host without a background applier does (the

@@ -59,7 +59,7 @@ impl Lanes {
     /// that lane stopped (it panicked): the caller answers busy.
     pub async fn handle(&self, request: Request) -> Option<Response> {
         let lane = self.lanes.iter().min_by_key(|l| l.in_flight.load(Ordering::SeqCst))?;
-        let _counted = Counted::new(&lane.in_flight);
+        let (_counted, _) = Counted::new(&lane.in_flight);
         let (reply, answer) = oneshot::channel();
         lane.requests.send((request, reply)).ok()?;
         answer.await.ok()

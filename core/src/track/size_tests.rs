@@ -387,12 +387,7 @@ fn a_request_handed_back_to_catch_up_first_is_counted_against_the_rate_limit_onc
         kit.track(json!({"attributes": [object("u", n * 100, 100)]}));
     }
     apply_all(&kit);
-    let post = |body: Value| {
-        crate::http::Request::new(Method::Post, "/users/track")
-            .header("Authorization", &format!("Bearer {}", kit.key()))
-            .header("Content-Type", "application/json")
-            .body(body.to_string())
-    };
+    let post = |body: Value| kit.request(Method::Post, "/users/track", body);
     let remaining = |r: &crate::http::Response| {
         r.header_value("X-RateLimit-Remaining").and_then(|v| v.parse::<u64>().ok()).expect("the header")
     };
