@@ -13,9 +13,13 @@
 //! Every layout keeps `idents` as it is (`WITHOUT ROWID`, migration 0003); WAL,
 //! `synchronous = FULL` and a 32 MiB writer cache as the server's writer.
 //!
+//! First, the yardstick of the first kind: the writes of the suite's warehouse
+//! baseline (its plain copy, `benches/suite/cdi.rs`) of the same users, one row
+//! each into one table with a text primary key, without reading a source.
+//!
 //! `cargo bench -p engage --bench layouts`; `BENCH_USERS` (default 3000000) users,
 //! `BENCH_LAYOUTS` (default `1024:rowid,4096:rowid,2048:without,4096:without`).
-//! Results are in docs/performance.md (session 34).
+//! Results are in docs/performance.md (sessions 34, 37 and 40).
 
 use std::time::Instant;
 
@@ -61,6 +65,55 @@ fn profile(n: u64) -> Vec<u8> {
 /// User `n`'s profile key: a service id made in order, as the server makes them.
 fn service_key(n: u64) -> String {
     format!("w\u{1f}{:08x}a1b2c3d4e5{:06x}", 1_735_689_600 + n / 5000, n)
+}
+
+/// User `n`'s warehouse payload (3 to 5 fields, as the suite's warehouse rows).
+fn payload(n: u64) -> String {
+    let fields = [
+        format!("\"first_name\": \"F{}\"", n % 9973),
+        format!("\"plan\": \"{}\"", ["free", "pro", "team", "enterprise"][(n % 4) as usize]),
+        format!("\"score\": {}", n % 1000),
+        format!("\"city\": \"C{}\"", n % 311),
+        format!("\"beta\": {}", n.is_multiple_of(2)),
+    ];
+    format!("{{{}}}", fields[..3 + (n % 3) as usize].join(", "))
+}
+
+/// The plain copy's writes of `users` users, as the suite's warehouse baseline
+/// makes them (SQLite's default page size and cache, WAL, `synchronous = FULL`,
+/// 1,000 a transaction): users written per second.
+fn plain_copy_writes(users: u64, dir: &std::path::Path) -> rusqlite::Result<f64> {
+    let path = dir.join("plain-copy.db");
+    let mut c = Connection::open(&path)?;
+    c.pragma_update(None, "journal_mode", "WAL")?;
+    c.pragma_update(None, "synchronous", "FULL")?;
+    c.execute_batch(
+        "CREATE TABLE users (external_id TEXT PRIMARY KEY, updated_at TEXT NOT NULL, payload TEXT NOT NULL)",
+    )?;
+    let started = Instant::now();
+    for first in (0..users).step_by(1000) {
+        let tx = c.transaction()?;
+        {
+            let mut insert = tx.prepare_cached("INSERT OR REPLACE INTO users VALUES (?1, ?2, ?3)")?;
+            for n in first..(first + 1000).min(users) {
+                insert.execute(params![format!("u{n}"), "2025-01-01T00:00:00.000Z", payload(n)])?;
+            }
+        }
+        tx.commit()?;
+    }
+    let rate = users as f64 / started.elapsed().as_secs_f64();
+    drop(c);
+    remove_db(&path);
+    Ok(rate)
+}
+
+/// Removes a database and its WAL and shared-memory files.
+fn remove_db(path: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.to_path_buf().into_os_string();
+        name.push(suffix);
+        let _ = std::fs::remove_file(name);
+    }
 }
 
 /// User `n`'s identifier entry key.
@@ -141,11 +194,7 @@ fn run(layout: &Layout, users: u64, dir: &std::path::Path) -> rusqlite::Result<(
     println!("| {} | {users} | {inserted:.0} | {rewritten:.0} | {exported:.0} | {mib} |", layout.name());
     drop(reader);
     drop(c);
-    for suffix in ["", "-wal", "-shm"] {
-        let mut name = path.clone().into_os_string();
-        name.push(suffix);
-        let _ = std::fs::remove_file(name);
-    }
+    remove_db(&path);
     Ok(())
 }
 
@@ -156,6 +205,10 @@ fn main() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     println!("| layout | users | new users/s (1,000 a transaction) | profiles rewritten/s (225 a transaction) | exports of 50/s | file, MiB |");
     println!("|---|---|---|---|---|---|");
+    let plain = plain_copy_writes(users, dir.path()).expect("the plain copy's writes");
+    println!(
+        "| the plain copy's writes (one table, text primary key, 4096 B pages) | {users} | {plain:.0} | - | - | - |"
+    );
     for layout in layouts.split(',').map(Layout::parse) {
         run(&layout, users, dir.path()).expect("the layout's run");
     }
