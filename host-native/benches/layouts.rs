@@ -14,8 +14,9 @@
 //! `synchronous = FULL` and a 32 MiB writer cache as the server's writer.
 //!
 //! First, the yardstick of the first kind: the writes of the suite's warehouse
-//! baseline (its plain copy, `benches/suite/cdi.rs`) of the same users, one row
-//! each into one table with a text primary key, without reading a source.
+//! baseline (its plain copy, `benches/suite/cdi.rs`, with the same rows and writer:
+//! `benches/suite/warehouse.rs`), one row each into one table with a text primary
+//! key, without reading a source.
 //!
 //! `cargo bench -p engage --bench layouts`; `BENCH_USERS` (default 3000000) users,
 //! `BENCH_LAYOUTS` (default `1024:rowid,4096:rowid,2048:without,4096:without`).
@@ -67,44 +68,24 @@ fn service_key(n: u64) -> String {
     format!("w\u{1f}{:08x}a1b2c3d4e5{:06x}", 1_735_689_600 + n / 5000, n)
 }
 
-/// User `n`'s warehouse payload (3 to 5 fields, as the suite's warehouse rows).
-fn payload(n: u64) -> String {
-    let fields = [
-        format!("\"first_name\": \"F{}\"", n % 9973),
-        format!("\"plan\": \"{}\"", ["free", "pro", "team", "enterprise"][(n % 4) as usize]),
-        format!("\"score\": {}", n % 1000),
-        format!("\"city\": \"C{}\"", n % 311),
-        format!("\"beta\": {}", n.is_multiple_of(2)),
-    ];
-    format!("{{{}}}", fields[..3 + (n % 3) as usize].join(", "))
-}
+/// The warehouse rows and the plain copy's writer of the suite's CDI phase.
+#[path = "suite/warehouse.rs"]
+mod warehouse;
 
-/// The plain copy's writes of `users` users, as the suite's warehouse baseline
-/// makes them (SQLite's default page size and cache, WAL, `synchronous = FULL`,
-/// 1,000 a transaction): users written per second.
-fn plain_copy_writes(users: u64, dir: &std::path::Path) -> rusqlite::Result<f64> {
+/// The plain copy's writes of `users` warehouse rows, made as the suite's CDI
+/// phase makes them and written by its writer: users written per second.
+fn plain_copy_writes(users: u64, dir: &std::path::Path) -> f64 {
     let path = dir.join("plain-copy.db");
-    let mut c = Connection::open(&path)?;
-    c.pragma_update(None, "journal_mode", "WAL")?;
-    c.pragma_update(None, "synchronous", "FULL")?;
-    c.execute_batch(
-        "CREATE TABLE users (external_id TEXT PRIMARY KEY, updated_at TEXT NOT NULL, payload TEXT NOT NULL)",
-    )?;
     let started = Instant::now();
-    for first in (0..users).step_by(1000) {
-        let tx = c.transaction()?;
-        {
-            let mut insert = tx.prepare_cached("INSERT OR REPLACE INTO users VALUES (?1, ?2, ?3)")?;
-            for n in first..(first + 1000).min(users) {
-                insert.execute(params![format!("u{n}"), "2025-01-01T00:00:00.000Z", payload(n)])?;
-            }
-        }
-        tx.commit()?;
+    let mut w = warehouse::Writer::open(&path);
+    for n in 0..users {
+        let (ts, id, payload) = warehouse::row(n);
+        w.write(&ts, &id, &payload);
     }
+    w.finish();
     let rate = users as f64 / started.elapsed().as_secs_f64();
-    drop(c);
     remove_db(&path);
-    Ok(rate)
+    rate
 }
 
 /// Removes a database and its WAL and shared-memory files.
@@ -205,7 +186,7 @@ fn main() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     println!("| layout | users | new users/s (1,000 a transaction) | profiles rewritten/s (225 a transaction) | exports of 50/s | file, MiB |");
     println!("|---|---|---|---|---|---|");
-    let plain = plain_copy_writes(users, dir.path()).expect("the plain copy's writes");
+    let plain = plain_copy_writes(users, dir.path());
     println!(
         "| the plain copy's writes (one table, text primary key, 4096 B pages) | {users} | {plain:.0} | - | - | - |"
     );

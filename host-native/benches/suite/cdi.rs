@@ -15,25 +15,8 @@ use futures_util::StreamExt;
 
 use crate::load::Outcome;
 use crate::server::Server;
+use crate::warehouse::{row, Writer};
 use crate::{seed, set_name, Row};
-
-const PLANS: [&str; 4] = ["free", "pro", "team", "enterprise"];
-
-/// Row `n`: its `UPDATED_AT` (milliseconds apart), external id and payload.
-fn row(n: u64) -> (String, String, String) {
-    let fields = [
-        format!("\"first_name\": \"F{}\"", n % 9973),
-        format!("\"plan\": \"{}\"", PLANS[(n % 4) as usize]),
-        format!("\"score\": {}", n % 1000),
-        format!("\"city\": \"C{}\"", n % 311),
-        format!("\"beta\": {}", n.is_multiple_of(2)),
-    ];
-    let take = 3 + (n % 3) as usize;
-    let payload = format!("{{{}}}", fields[..take].join(", "));
-    let at = 1_735_689_600_000 + n as i64; // 2025-01-01, one row a millisecond
-    let ts = engage_core::Timestamp(at).to_rfc3339();
-    (ts, format!("u{n}"), payload)
-}
 
 /// The SQLite warehouse of `rows` rows (made once).
 fn sqlite_warehouse(rows: u64) -> PathBuf {
@@ -93,47 +76,11 @@ fn postgres_warehouse(url: &str, table: &str, rows: u64) {
     pg(url, async |c| c.batch_execute(&sql).await.expect("make the PostgreSQL table"));
 }
 
-/// The plain copy's writer: a fresh SQLite file, 1,000 rows a transaction.
-struct Writer {
-    conn: rusqlite::Connection,
-    pending: usize,
-}
-
-impl Writer {
-    fn open(path: &Path) -> Writer {
-        seed::remove_db(path);
-        let conn = rusqlite::Connection::open(path).unwrap();
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
-             CREATE TABLE users (external_id TEXT PRIMARY KEY, updated_at TEXT NOT NULL, payload TEXT NOT NULL);
-             BEGIN",
-        )
-        .unwrap();
-        Writer { conn, pending: 0 }
-    }
-
-    fn write(&mut self, ts: &str, id: &str, payload: &str) {
-        self.conn
-            .prepare_cached("INSERT OR REPLACE INTO users VALUES (?1, ?2, ?3)")
-            .unwrap()
-            .execute([id, ts, payload])
-            .unwrap();
-        self.pending += 1;
-        if self.pending == 1000 {
-            self.conn.execute_batch("COMMIT; BEGIN").unwrap();
-            self.pending = 0;
-        }
-    }
-
-    fn finish(self) {
-        self.conn.execute_batch("COMMIT").unwrap();
-    }
-}
-
 /// Times a plain copy: `read` hands every row of the table to the writer and says
 /// how many it read; rows per second.
 fn plain_copy(rows: u64, read: impl FnOnce(&mut Writer) -> u64) -> f64 {
     let target = seed::root().join("copy.db");
+    seed::remove_db(&target);
     let started = Instant::now();
     let mut w = Writer::open(&target);
     let n = read(&mut w);

@@ -32,6 +32,7 @@ mod load;
 mod rate;
 mod seed;
 mod server;
+mod warehouse;
 
 use std::sync::Arc;
 use std::time::Duration;
