@@ -3,8 +3,9 @@
 //! (`WITHOUT ROWID`, a larger page), answered by measuring the three kinds of work
 //! that would change:
 //!
-//! 1. a warehouse sync's writes: new users, each a profile and an identifier entry,
-//!    1,000 a transaction (as `engage cdi sync` commits a batch);
+//! 1. a warehouse sync's writes: new users, each a profile and an identifier entry
+//!    naming it, 1,000 a transaction (the suite's `store_writes`, shared; a sync
+//!    commits 2,000, kept at 1,000 here so the figures compare with earlier sessions');
 //! 2. the applier's: 200,000 profiles read and rewritten at random, each one event
 //!    longer, 225 a transaction (a full track batch);
 //! 3. an export's reads: 20,000 requests of 50 random users, each an identifier entry
@@ -20,7 +21,7 @@
 //!
 //! `cargo bench -p engage --bench layouts`; `BENCH_USERS` (default 3000000) users,
 //! `BENCH_LAYOUTS` (default `1024:rowid,4096:rowid,2048:without,4096:without`).
-//! Results are in docs/performance.md (sessions 34, 37 and 40).
+//! Results are in docs/performance.md (sessions 34, 37, 40 and 41).
 
 use std::time::Instant;
 
@@ -49,23 +50,6 @@ fn next(state: &mut u64) -> u64 {
     *state ^= *state >> 7;
     *state ^= *state << 17;
     *state
-}
-
-/// A new user's profile as the warehouse bench's rows make it (about 190 bytes).
-fn profile(n: u64) -> Vec<u8> {
-    format!(
-        "{{\"external_id\":\"u{n}\",\"created_at\":\"2025-01-01T00:00:00.000Z\",\"custom_attributes\":\
-         {{\"first_name\":\"F{}\",\"plan\":\"pro\",\"score\":{},\"city\":\"C{}\"}},\"updated_at\":\"2025-01-01T00:00:00.000Z\"}}",
-        n % 9973,
-        n % 1000,
-        n % 311
-    )
-    .into_bytes()
-}
-
-/// User `n`'s profile key: a service id made in order, as the server makes them.
-fn service_key(n: u64) -> String {
-    format!("w\u{1f}{:08x}a1b2c3d4e5{:06x}", 1_735_689_600 + n / 5000, n)
 }
 
 /// The warehouse rows and the plain copy's writer of the suite's CDI phase.
@@ -97,43 +81,12 @@ fn remove_db(path: &std::path::Path) {
     }
 }
 
-/// User `n`'s identifier entry key.
-fn external_key(n: u64) -> String {
-    format!("w\u{1f}e\u{1f}u{n}")
-}
-
 const EVENT: &[u8] = b"{\"event\":\"viewed_item\",\"count\":1,\"first\":1735689600000}";
 
 fn run(layout: &Layout, users: u64, dir: &std::path::Path) -> rusqlite::Result<()> {
     let path = dir.join(format!("layout-{}-{}.db", layout.page, layout.without_rowid));
-    let mut c = Connection::open(&path)?;
-    c.pragma_update(None, "page_size", layout.page)?;
-    c.pragma_update(None, "journal_mode", "WAL")?;
-    c.pragma_update(None, "synchronous", "FULL")?;
-    c.pragma_update(None, "cache_size", -32768)?;
-    c.execute_batch(&format!(
-        "CREATE TABLE docs (tbl INTEGER NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, value BLOB NOT NULL,
-           PRIMARY KEY (tbl, key)){};
-         CREATE TABLE idents (tbl INTEGER NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, value BLOB NOT NULL,
-           PRIMARY KEY (tbl, key)) WITHOUT ROWID;",
-        if layout.without_rowid { " WITHOUT ROWID" } else { "" }
-    ))?;
-
-    let started = Instant::now();
-    for first in (0..users).step_by(1000) {
-        let tx = c.transaction()?;
-        {
-            let mut doc = tx.prepare_cached("INSERT INTO docs (tbl, key, version, value) VALUES (1, ?1, 1, ?2)")?;
-            let mut ident = tx.prepare_cached("INSERT INTO idents (tbl, key, version, value) VALUES (4, ?1, 1, ?2)")?;
-            for n in first..(first + 1000).min(users) {
-                let key = service_key(n);
-                ident.execute(params![external_key(n), key.as_bytes()])?;
-                doc.execute(params![key, profile(n)])?;
-            }
-        }
-        tx.commit()?;
-    }
-    let inserted = users as f64 / started.elapsed().as_secs_f64();
+    let mut c = warehouse::open_store(&path, layout.page, layout.without_rowid)?;
+    let inserted = warehouse::store_writes(&mut c, users, 1000, !layout.without_rowid)?;
     c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
     let mib = std::fs::metadata(&path).map_or(0, |m| m.len() >> 20);
 
@@ -146,7 +99,7 @@ fn run(layout: &Layout, users: u64, dir: &std::path::Path) -> rusqlite::Result<(
             let mut read = tx.prepare_cached("SELECT version, value FROM docs WHERE tbl = 1 AND key = ?1")?;
             let mut write = tx.prepare_cached("UPDATE docs SET version = ?1, value = ?2 WHERE tbl = 1 AND key = ?3")?;
             for _ in 0..225 {
-                let key = service_key(next(&mut random) % users);
+                let key = warehouse::service_key(next(&mut random) % users);
                 let (version, mut value): (i64, Vec<u8>) = read.query_row([&key], |r| Ok((r.get(0)?, r.get(1)?)))?;
                 value.extend_from_slice(EVENT);
                 write.execute(params![version + 1, value, key])?;
@@ -164,7 +117,7 @@ fn run(layout: &Layout, users: u64, dir: &std::path::Path) -> rusqlite::Result<(
     for _ in 0..requests {
         let mut ident = reader.prepare_cached("SELECT value FROM idents WHERE tbl = 4 AND key = ?1")?;
         let keys: Vec<Vec<u8>> = (0..50)
-            .map(|_| ident.query_row([external_key(next(&mut random) % users)], |r| r.get(0)))
+            .map(|_| ident.query_row([warehouse::external_key(next(&mut random) % users)], |r| r.get(0)))
             .collect::<Result<_, _>>()?;
         let mut doc = reader.prepare_cached("SELECT value FROM docs WHERE tbl = 1 AND key = ?1")?;
         for key in keys {

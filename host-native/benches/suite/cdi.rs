@@ -4,6 +4,14 @@
 //! rusqlite writer, one row each into an indexed SQLite table (WAL, synchronous
 //! FULL as Engage's commits, 1,000 rows a transaction).
 //!
+//! Beside them, the least a sync's commits could cost: the store's own writes of as
+//! many new users (a profile and an identifier entry each, 1 KiB pages as the
+//! server's, 2,000 a transaction as a sync commits), with nothing read, parsed, looked
+//! up or checkpointed (the server checkpoints on another thread), and again with
+//! SQLite's own checkpoints in the writing thread, as the plain copy has them.
+//! Against the plain copy, the first is the ratio a sync would reach were all its
+//! other work free and on the other core (see docs/performance.md, session 41).
+//!
 //! Sources: a SQLite file (made once under `target/bench`), and PostgreSQL when
 //! `ENGAGE_TEST_POSTGRES_URL` names a server (`source tests/postgres.sh &&
 //! start_postgres` starts one); the table is made there for the run and dropped.
@@ -15,7 +23,7 @@ use futures_util::StreamExt;
 
 use crate::load::Outcome;
 use crate::server::Server;
-use crate::warehouse::{row, Writer};
+use crate::warehouse::{open_store, row, store_writes, Writer};
 use crate::{seed, set_name, Row};
 
 /// The SQLite warehouse of `rows` rows (made once).
@@ -125,6 +133,22 @@ fn copy_postgres(url: &str, table: &str, rows: u64) -> f64 {
     })
 }
 
+/// The store's writes alone of `rows` new users: users per second (see the module's
+/// comment). `checkpoints`: SQLite's own, in the writing thread, as the plain copy
+/// has them; without, none (the server checkpoints on a thread of its own).
+fn writes_alone(rows: u64, checkpoints: bool) -> f64 {
+    let path = seed::root().join("writes-alone.db");
+    seed::remove_db(&path);
+    let mut c = open_store(&path, 1024, false).expect("the store's tables");
+    if !checkpoints {
+        c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+    }
+    let rate = store_writes(&mut c, rows, 2000, true).expect("the store's writes");
+    drop(c);
+    seed::remove_db(&path);
+    rate
+}
+
 /// Syncs the table through `engage serve` (its runner, as a deployment runs it):
 /// rows per second from the job's start to its end, and the server's peak RSS.
 fn engage_sync(source: &str, table: &str, rows: u64) -> (f64, f64, f64) {
@@ -156,6 +180,7 @@ fn engage_sync(source: &str, table: &str, rows: u64) -> (f64, f64, f64) {
 /// The phase's rows: each source, plain copy and Engage.
 pub fn phase(rows: u64) -> Vec<Row> {
     let mut out = Vec::new();
+    let (alone, checkpointed) = (writes_alone(rows, false), writes_alone(rows, true));
     let mut report = |label: &str, copy: f64, (ours, rss, anon): (f64, f64, f64)| {
         let outcome =
             Outcome { sent: rows as usize, ok: rows as usize, rate: ours, latencies: vec![], first_failure: None };
@@ -167,8 +192,13 @@ pub fn phase(rows: u64) -> Vec<Row> {
             rss_mib: rss,
             anon_mib: anon,
             note: format!(
-                "achieved = rows/s; plain copy (Rust reader, rusqlite writer) {copy:.0} rows/s: ratio {:.2}",
-                ours / copy.max(1e-9)
+                "achieved = rows/s; plain copy (Rust reader, rusqlite writer) {copy:.0} rows/s: ratio {:.2}; \
+                 the store's writes alone {alone:.0} users/s: {:.2} of the plain copy, the sync {:.2} of them; \
+                 with their checkpoints {checkpointed:.0}: {:.2} of the plain copy",
+                ours / copy.max(1e-9),
+                alone / copy.max(1e-9),
+                ours / alone.max(1e-9),
+                checkpointed / copy.max(1e-9)
             ),
         });
         eprintln!("{}", crate::line(out.last().unwrap()));

@@ -1,8 +1,12 @@
-//! The warehouse rows and the plain copy's writer, shared by the suite's CDI phase
-//! and the layouts bench (`benches/layouts.rs` includes this file), so that both
-//! measure against the same yardstick. Only rusqlite and the core: no suite module.
+//! The warehouse rows, the plain copy's writer, and the store's own writes of new
+//! users, shared by the suite's CDI phase and the layouts bench (`benches/layouts.rs`
+//! includes this file), so that both measure against the same yardstick. Only
+//! rusqlite and the core: no suite module.
 
 use std::path::Path;
+use std::time::Instant;
+
+use rusqlite::{params, Connection};
 
 const PLANS: [&str; 4] = ["free", "pro", "team", "enterprise"];
 
@@ -27,14 +31,14 @@ pub fn row(n: u64) -> (String, String, String) {
 /// FULL as Engage's commits, SQLite's default page size and cache), 1,000 rows a
 /// transaction.
 pub struct Writer {
-    conn: rusqlite::Connection,
+    conn: Connection,
     pending: usize,
 }
 
 impl Writer {
     /// Opens a writer on a new database at `path` (none may be there).
     pub fn open(path: &Path) -> Writer {
-        let conn = rusqlite::Connection::open(path).unwrap();
+        let conn = Connection::open(path).unwrap();
         conn.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;
              CREATE TABLE users (external_id TEXT PRIMARY KEY, updated_at TEXT NOT NULL, payload TEXT NOT NULL);
@@ -60,4 +64,69 @@ impl Writer {
     pub fn finish(self) {
         self.conn.execute_batch("COMMIT").unwrap();
     }
+}
+
+/// A new user's profile as the warehouse rows make it (about 190 bytes).
+pub fn profile(n: u64) -> Vec<u8> {
+    format!(
+        "{{\"external_id\":\"u{n}\",\"created_at\":\"2025-01-01T00:00:00.000Z\",\"custom_attributes\":\
+         {{\"first_name\":\"F{}\",\"plan\":\"pro\",\"score\":{},\"city\":\"C{}\"}},\"updated_at\":\"2025-01-01T00:00:00.000Z\"}}",
+        n % 9973,
+        n % 1000,
+        n % 311
+    )
+    .into_bytes()
+}
+
+/// User `n`'s profile key: a service id made in order, as the server makes them.
+pub fn service_key(n: u64) -> String {
+    format!("w\u{1f}{:08x}a1b2c3d4e5{:06x}", 1_735_689_600 + n / 5000, n)
+}
+
+/// User `n`'s identifier entry key.
+pub fn external_key(n: u64) -> String {
+    format!("w\u{1f}x\u{1f}u{n}")
+}
+
+/// A new database at `path` with the store's two tables of documents as the
+/// migrations make them (`docs` optionally `WITHOUT ROWID`), `page`-byte pages, and
+/// the server's writer settings: WAL, `synchronous = FULL`, a 32 MiB cache.
+pub fn open_store(path: &Path, page: i64, without_rowid: bool) -> rusqlite::Result<Connection> {
+    let c = Connection::open(path)?;
+    c.pragma_update(None, "page_size", page)?;
+    c.pragma_update(None, "journal_mode", "WAL")?;
+    c.pragma_update(None, "synchronous", "FULL")?;
+    c.pragma_update(None, "cache_size", -32768)?;
+    c.execute_batch(&format!(
+        "CREATE TABLE docs (tbl INTEGER NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, value BLOB NOT NULL,
+           PRIMARY KEY (tbl, key)){};
+         CREATE TABLE idents (tbl INTEGER NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, value BLOB NOT NULL,
+           at INTEGER, PRIMARY KEY (tbl, key)) WITHOUT ROWID;",
+        if without_rowid { " WITHOUT ROWID" } else { "" }
+    ))?;
+    Ok(c)
+}
+
+/// The store's writes of `users` new users and nothing else: each a profile and an
+/// identifier entry naming it (with the profile's row where `docs` has rowids),
+/// `per_tx` users a transaction (`rowids`: `docs` has them). No source is read, no payload parsed, no
+/// identifier looked up: the least a sync's commits do. Users written per second.
+pub fn store_writes(c: &mut Connection, users: u64, per_tx: u64, rowids: bool) -> rusqlite::Result<f64> {
+    let started = Instant::now();
+    for first in (0..users).step_by(per_tx as usize) {
+        let tx = c.transaction()?;
+        {
+            let mut doc = tx.prepare_cached("INSERT INTO docs (tbl, key, version, value) VALUES (1, ?1, 1, ?2)")?;
+            let mut ident =
+                tx.prepare_cached("INSERT INTO idents (tbl, key, version, value, at) VALUES (4, ?1, 1, ?2, ?3)")?;
+            for n in first..(first + per_tx).min(users) {
+                let key = service_key(n);
+                doc.execute(params![key, profile(n)])?;
+                let at = rowids.then(|| tx.last_insert_rowid());
+                ident.execute(params![external_key(n), key.as_bytes(), at])?;
+            }
+        }
+        tx.commit()?;
+    }
+    Ok(users as f64 / started.elapsed().as_secs_f64())
 }
