@@ -4,7 +4,7 @@
 //! that would change:
 //!
 //! 1. a warehouse sync's writes: new users, each a profile and an identifier entry
-//!    naming it, 1,000 a transaction (the suite's `store_writes`, shared; a sync
+//!    naming it, 1,000 a transaction (the suite's `Store::write_users`, shared; a sync
 //!    commits 2,000, kept at 1,000 here so the figures compare with earlier sessions');
 //! 2. the applier's: 200,000 profiles read and rewritten at random, each one event
 //!    longer, 225 a transaction (a full track batch);
@@ -85,8 +85,9 @@ const EVENT: &[u8] = b"{\"event\":\"viewed_item\",\"count\":1,\"first\":17356896
 
 fn run(layout: &Layout, users: u64, dir: &std::path::Path) -> rusqlite::Result<()> {
     let path = dir.join(format!("layout-{}-{}.db", layout.page, layout.without_rowid));
-    let mut c = warehouse::open_store(&path, layout.page, layout.without_rowid)?;
-    let inserted = warehouse::store_writes(&mut c, users, 1000, !layout.without_rowid)?;
+    let mut store = warehouse::open_store(&path, layout.page, layout.without_rowid)?;
+    let inserted = store.write_users(users, 1000)?;
+    let mut c = store.conn;
     c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
     let mib = std::fs::metadata(&path).map_or(0, |m| m.len() >> 20);
 

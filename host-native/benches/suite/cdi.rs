@@ -23,7 +23,7 @@ use futures_util::StreamExt;
 
 use crate::load::Outcome;
 use crate::server::Server;
-use crate::warehouse::{open_store, row, store_writes, Writer};
+use crate::warehouse::{open_store, row, Writer};
 use crate::{seed, set_name, Row};
 
 /// The SQLite warehouse of `rows` rows (made once).
@@ -139,12 +139,12 @@ fn copy_postgres(url: &str, table: &str, rows: u64) -> f64 {
 fn writes_alone(rows: u64, checkpoints: bool) -> f64 {
     let path = seed::root().join("writes-alone.db");
     seed::remove_db(&path);
-    let mut c = open_store(&path, 1024, false).expect("the store's tables");
+    let mut store = open_store(&path, 1024, false).expect("the store's tables");
     if !checkpoints {
-        c.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        store.conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
     }
-    let rate = store_writes(&mut c, rows, 2000, true).expect("the store's writes");
-    drop(c);
+    let rate = store.write_users(rows, 2000).expect("the store's writes");
+    drop(store);
     seed::remove_db(&path);
     rate
 }

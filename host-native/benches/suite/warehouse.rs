@@ -88,10 +88,18 @@ pub fn external_key(n: u64) -> String {
     format!("w\u{1f}x\u{1f}u{n}")
 }
 
+/// A database with the store's two tables of documents, as [`open_store`] makes it.
+pub struct Store {
+    /// The writer's connection.
+    pub conn: Connection,
+    /// Whether `docs` has rowids (an identifier entry then records its profile's).
+    rowids: bool,
+}
+
 /// A new database at `path` with the store's two tables of documents as the
 /// migrations make them (`docs` optionally `WITHOUT ROWID`), `page`-byte pages, and
 /// the server's writer settings: WAL, `synchronous = FULL`, a 32 MiB cache.
-pub fn open_store(path: &Path, page: i64, without_rowid: bool) -> rusqlite::Result<Connection> {
+pub fn open_store(path: &Path, page: i64, without_rowid: bool) -> rusqlite::Result<Store> {
     let c = Connection::open(path)?;
     c.pragma_update(None, "page_size", page)?;
     c.pragma_update(None, "journal_mode", "WAL")?;
@@ -104,29 +112,31 @@ pub fn open_store(path: &Path, page: i64, without_rowid: bool) -> rusqlite::Resu
            at INTEGER, PRIMARY KEY (tbl, key)) WITHOUT ROWID;",
         if without_rowid { " WITHOUT ROWID" } else { "" }
     ))?;
-    Ok(c)
+    Ok(Store { conn: c, rowids: !without_rowid })
 }
 
-/// The store's writes of `users` new users and nothing else: each a profile and an
-/// identifier entry naming it (with the profile's row where `docs` has rowids),
-/// `per_tx` users a transaction (`rowids`: `docs` has them). No source is read, no payload parsed, no
-/// identifier looked up: the least a sync's commits do. Users written per second.
-pub fn store_writes(c: &mut Connection, users: u64, per_tx: u64, rowids: bool) -> rusqlite::Result<f64> {
-    let started = Instant::now();
-    for first in (0..users).step_by(per_tx as usize) {
-        let tx = c.transaction()?;
-        {
-            let mut doc = tx.prepare_cached("INSERT INTO docs (tbl, key, version, value) VALUES (1, ?1, 1, ?2)")?;
-            let mut ident =
-                tx.prepare_cached("INSERT INTO idents (tbl, key, version, value, at) VALUES (4, ?1, 1, ?2, ?3)")?;
-            for n in first..(first + per_tx).min(users) {
-                let key = service_key(n);
-                doc.execute(params![key, profile(n)])?;
-                let at = rowids.then(|| tx.last_insert_rowid());
-                ident.execute(params![external_key(n), key.as_bytes(), at])?;
+impl Store {
+    /// The store's writes of `users` new users and nothing else, `per_tx` a
+    /// transaction: each a profile, then an identifier entry naming it (and its row,
+    /// where `docs` has rowids). No source is read, no payload parsed, no identifier
+    /// looked up: the least a sync's commits do. Users written per second.
+    pub fn write_users(&mut self, users: u64, per_tx: u64) -> rusqlite::Result<f64> {
+        let started = Instant::now();
+        for first in (0..users).step_by(per_tx as usize) {
+            let tx = self.conn.transaction()?;
+            {
+                let mut doc = tx.prepare_cached("INSERT INTO docs (tbl, key, version, value) VALUES (1, ?1, 1, ?2)")?;
+                let mut ident =
+                    tx.prepare_cached("INSERT INTO idents (tbl, key, version, value, at) VALUES (4, ?1, 1, ?2, ?3)")?;
+                for n in first..(first + per_tx).min(users) {
+                    let key = service_key(n);
+                    doc.execute(params![key, profile(n)])?;
+                    let at = self.rowids.then(|| tx.last_insert_rowid());
+                    ident.execute(params![external_key(n), key.as_bytes(), at])?;
+                }
             }
+            tx.commit()?;
         }
-        tx.commit()?;
+        Ok(users as f64 / started.elapsed().as_secs_f64())
     }
-    Ok(users as f64 / started.elapsed().as_secs_f64())
 }
