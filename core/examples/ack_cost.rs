@@ -17,7 +17,7 @@ fn main() {
         n += 1;
         let mut seed = [0u8; 16];
         seed[..8].copy_from_slice(&n.to_le_bytes());
-        Ctx { now: Timestamp(1_800_000_000_000), seed }
+        Ctx::new(Timestamp(1_800_000_000_000), seed)
     };
     let key = pollster::block_on(create_key(engine.store(), &ws, Permission::ALL.to_vec(), ctx())).unwrap();
     let body = |k: u64| {

@@ -24,6 +24,9 @@ pub enum ApiError {
     InvalidKey,
     /// The key lacks the endpoint's permission.
     MissingPermission(Permission),
+    /// The credential is good but this use of it is refused (a write made with the
+    /// inspector's session from a page that is not the inspector's): 403.
+    Forbidden(String),
     /// The body exceeds the configured limit.
     PayloadTooLarge {
         /// The limit, in bytes.
@@ -111,7 +114,7 @@ impl ApiError {
             ApiError::RouteNotFound | ApiError::NotFound(_) => 404,
             ApiError::MethodNotAllowed { .. } => 405,
             ApiError::MissingKey | ApiError::InvalidKey => 401,
-            ApiError::MissingPermission(_) => 403,
+            ApiError::MissingPermission(_) | ApiError::Forbidden(_) => 403,
             ApiError::PayloadTooLarge { .. } => 413,
             ApiError::UnsupportedMediaType => 415,
             ApiError::RateLimited { .. } => 429,
@@ -151,7 +154,9 @@ impl ApiError {
             ApiError::UnsupportedMediaType => {
                 json!({"message": "Unsupported Media Type: send the body as 'Content-Type: application/json'"})
             }
-            ApiError::BadRequest(m) | ApiError::NotFound(m) | ApiError::Conflict(m) => json!({"message": m}),
+            ApiError::BadRequest(m) | ApiError::NotFound(m) | ApiError::Conflict(m) | ApiError::Forbidden(m) => {
+                json!({"message": m})
+            }
             ApiError::Fatal { message, errors } => json!({"message": message, "errors": errors}),
             ApiError::NotImplemented => json!({"message": "Not Implemented: this endpoint is not available yet"}),
             ApiError::Busy => json!({"message": "Service Unavailable: too much contention, retry"}),
@@ -180,7 +185,10 @@ impl ApiError {
                 resp = resp.with_header("Allow", list.join(", "));
             }
             ApiError::RateLimited { retry_after } => {
-                resp = resp.with_header("X-Ratelimit-Retry-After", retry_after.to_string());
+                // The platform's header, and the standard one generic clients read.
+                resp = resp
+                    .with_header("X-Ratelimit-Retry-After", retry_after.to_string())
+                    .with_header("Retry-After", retry_after.to_string());
             }
             ApiError::Overloaded => {
                 resp = resp.with_header("Retry-After", "1").with_header("Connection", "close");

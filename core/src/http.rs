@@ -71,6 +71,9 @@ pub struct Request {
     /// The origin the host saw the request addressed to (`https://host[:port]`), if it
     /// knows it: links default to it when no public URL is configured.
     pub origin: Option<String>,
+    /// The address of the client the host got the request from (its IP), if it
+    /// knows one: failed admin-token attempts are counted per client.
+    pub client: Option<String>,
 }
 
 impl Request {
@@ -80,7 +83,7 @@ impl Request {
             Some((p, q)) => (p.to_string(), q.to_string()),
             None => (path_and_query.to_string(), String::new()),
         };
-        Request { method, path, query, headers: Vec::new(), body: Vec::new(), origin: None }
+        Request { method, path, query, headers: Vec::new(), body: Vec::new(), origin: None, client: None }
     }
 
     /// Adds a header.
@@ -365,6 +368,12 @@ impl Response {
     /// The first value of a header, matched case-insensitively.
     pub fn header_value(&self, name: &str) -> Option<&str> {
         first_header(&self.headers, name)
+    }
+
+    /// Sets a header: any value it had is replaced.
+    pub fn set_header(mut self, name: &str, value: impl Into<String>) -> Response {
+        self.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+        self.with_header(name, value)
     }
 
     /// The body parsed as JSON (`Null` when empty or not JSON); for tests and tools.

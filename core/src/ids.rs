@@ -22,10 +22,15 @@ fn clean(text: &str) -> Option<&str> {
 pub struct WorkspaceName(String);
 
 impl WorkspaceName {
-    /// Parses a workspace name. The restricted alphabet keeps store keys unambiguous.
+    /// What a valid name is, for messages.
+    pub const RULE: &'static str = "1 to 64 of letters, digits, '-', '_', '.' (not dots alone)";
+
+    /// Parses a workspace name. The restricted alphabet keeps store keys
+    /// unambiguous; names of dots alone (`.`, `..`) read as paths, so none is one.
     pub fn parse(text: &str) -> Option<WorkspaceName> {
         let ok = !text.is_empty()
             && text.len() <= 64
+            && text.bytes().any(|b| b != b'.')
             && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.');
         ok.then(|| WorkspaceName(text.to_string()))
     }

@@ -51,7 +51,7 @@ impl Kit {
         static KITS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let mut seed = [9; 16];
         seed[..8].copy_from_slice(&KITS.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_le_bytes());
-        let ctx = Ctx { now: Timestamp(1_700_000_000_000), seed };
+        let ctx = Ctx::new(Timestamp(1_700_000_000_000), seed);
         let key =
             pollster::block_on(workspace::create_key(engine.store(), &ws, Permission::ALL.to_vec(), ctx)).expect("key");
         Kit { engine, ws, key, tick: Cell::new(0) }
@@ -73,7 +73,7 @@ impl Kit {
         self.tick.set(n);
         let mut seed = [0u8; 16];
         seed[..8].copy_from_slice(&n.to_le_bytes());
-        Ctx { now: Timestamp(1_700_000_000_000 + n * 1000), seed }
+        Ctx::new(Timestamp(1_700_000_000_000 + n * 1000), seed)
     }
 
     /// Creates a subscription group in the kit's workspace; returns its id.

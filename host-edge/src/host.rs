@@ -135,6 +135,10 @@ fn isolate(env: &Env) -> worker::Result<Rc<Isolate>> {
     let db = env.d1("DB")?;
     let keys = env.kv("KEY_CACHE").ok().map(KeyCache::new);
     let admin_token = env.secret("ENGAGE_ADMIN_TOKEN").ok().map(|s| s.to_string()).filter(|t| !t.is_empty());
+    // The core enables no operator route with a token it refuses: say why in the log.
+    if let Some(Err(why)) = admin_token.as_deref().map(engage_core::testing::check_admin_token) {
+        worker::console_error!("ENGAGE_ADMIN_TOKEN is not used: {why}");
+    }
     let rate_limits = env.var("ENGAGE_RATE_LIMITS").map_or(true, |v| v.to_string() != "off");
     let apply_batch = env
         .var("ENGAGE_APPLY_BATCH")
@@ -171,7 +175,7 @@ fn now_ms() -> u64 {
 fn ctx() -> Ctx {
     let mut seed = [0u8; 16];
     let _ = getrandom::fill(&mut seed);
-    Ctx { now: Timestamp(now_ms() as i64), seed }
+    Ctx::new(Timestamp(now_ms() as i64), seed)
 }
 
 #[event(fetch)]
@@ -501,6 +505,9 @@ async fn translate(req: &mut worker::Request, engine: &Engine<D1Store>) -> worke
         headers,
         body,
         origin: Some(url.origin().ascii_serialization()),
+        // Cloudflare names the client's address in this header (set by its edge,
+        // never passed through from the client).
+        client: req.headers().get("CF-Connecting-IP").ok().flatten(),
     }))
 }
 

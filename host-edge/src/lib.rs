@@ -2,7 +2,7 @@
 //!
 //! Engage as a Cloudflare Worker. The Worker only translates: a `worker::Request`
 //! becomes an [`engage_core::Request`], [`engage_core::Engine::handle`] answers it with
-//! `Ctx { now: Date.now(), seed: crypto random bytes }`, and the response goes back.
+//! `Ctx::new(Date.now(), crypto random bytes)`, and the response goes back.
 //! Storage is [`d1::D1Store`] (documents and the track queue in D1, one `batch()` per
 //! commit) with API-key reads cached in KV ([`keycache`]).
 //!

@@ -8,6 +8,7 @@ pub mod engine;
 pub mod framing;
 pub mod health;
 pub mod lanes;
+pub mod logs;
 pub mod metrics;
 pub mod playground;
 pub mod priority;
@@ -71,11 +72,12 @@ pub fn set_clock(now: Timestamp) {
 /// The host's context for one request: the clock (the wall clock, unless a test
 /// clock moved it) and fresh OS randomness.
 pub fn ctx() -> Ctx {
-    let now = wall_clock_ms() + CLOCK_OFFSET_MS.load(std::sync::atomic::Ordering::SeqCst);
+    let wall = wall_clock_ms();
+    let now = wall + CLOCK_OFFSET_MS.load(std::sync::atomic::Ordering::SeqCst);
     let mut seed = [0u8; 16];
     // Without OS randomness we must not mint keys or ids.
     getrandom::fill(&mut seed).expect("the operating system's random source is unavailable");
-    Ctx { now: Timestamp(now), seed }
+    Ctx { now: Timestamp(now), wall: Timestamp(wall), seed }
 }
 
 /// Counts one more on a counter until dropped: a request in flight on its lane, or

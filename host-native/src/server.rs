@@ -15,9 +15,6 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
-use tracing_subscriber::filter::Targets;
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::conn::{AcceptBackoff, Guarded, Limits, Phase};
 use crate::ctx;
@@ -32,18 +29,7 @@ pub use crate::startup::{server_runs_on, LogFormat, ServeArgs, APPLY_BATCH};
 
 /// Runs `engage serve` until SIGINT or SIGTERM.
 pub fn serve(args: ServeArgs) -> Result<(), String> {
-    let logs = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(std::io::stderr)
-        // Colour only for a person at a terminal: a file or a pipe gets plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        // Reporting a failed log write prints to stderr, which panics when stderr is
-        // what failed (a full disk): a server must outlive its log.
-        .log_internal_errors(false);
-    match args.log_format {
-        LogFormat::Text => logs.finish().with(log_filter()).init(),
-        LogFormat::Json => logs.json().flatten_event(true).finish().with(log_filter()).init(),
-    }
+    crate::logs::init(args.log_format);
     let database = Database::of(&args)?;
     let db = database.path.clone();
     let options = crate::store::Options { cache_bytes: args.cache_mib.saturating_mul(1 << 20) };
@@ -69,7 +55,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         Some(key) => Some((
             key.clone(),
             engage_core::provision::WorkspaceName::parse(&args.workspace).ok_or_else(|| {
-                format!("invalid --workspace '{}': use letters, digits, '-', '_', '.'", args.workspace)
+                format!("invalid --workspace '{}': {}", args.workspace, engage_core::provision::WorkspaceName::RULE)
             })?,
             engage_core::provision::parse_permission_list(&args.permissions)?,
         )),
@@ -137,20 +123,6 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         })
         .await
     })
-}
-
-/// Which log lines are written: `RUST_LOG` as a list of `target=level` and a bare
-/// default level (`info,engage=debug`), else `info`. A `RUST_LOG` that does not
-/// parse is reported and `info` used.
-fn log_filter() -> Targets {
-    let default = || Targets::new().with_default(tracing::Level::INFO);
-    match std::env::var("RUST_LOG") {
-        Ok(given) if !given.trim().is_empty() => given.parse().unwrap_or_else(|e| {
-            eprintln!("engage: RUST_LOG={given:?} is not a list of target=level: {e}; logging at info");
-            default()
-        }),
-        _ => default(),
-    }
 }
 
 /// Connections the kernel queues for accepting: a burst (or a full descriptor
@@ -254,7 +226,7 @@ pub async fn run_with(
                     let service = service_fn(move |req| {
                         let (engine, lanes, phase) = (engine.clone(), lanes.clone(), phase.clone());
                         async move {
-                            let response = handle(engine, lanes, req, limits.body).await;
+                            let response = handle(engine, lanes, req, limits.body, peer.ip()).await;
                             phase.finish();
                             response
                         }
@@ -396,13 +368,14 @@ async fn handle(
     lanes: Option<Arc<Lanes>>,
     req: hyper::Request<Incoming>,
     body_timeout: Duration,
+    client: std::net::IpAddr,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
     let started = std::time::Instant::now();
     let method = Method::parse(req.method().as_str());
     let route = engine.route_label(method, req.uri().path());
     let path = req.uri().path().to_string();
     let arrived = ctx().now;
-    let (response, request_body) = respond(&engine, lanes.as_deref(), req, body_timeout).await;
+    let (response, request_body) = respond(&engine, lanes.as_deref(), req, body_timeout, client).await;
     let took = started.elapsed();
     let id = response.header_value("X-Request-Id").unwrap_or("-");
     engine.journal(engage_core::testing::Answered {
@@ -441,9 +414,10 @@ async fn respond(
     lanes: Option<&Lanes>,
     req: hyper::Request<Incoming>,
     body_timeout: Duration,
+    client: std::net::IpAddr,
 ) -> (Response, Vec<u8>) {
     let mut kept = Vec::new();
-    let response = answer(engine, lanes, req, body_timeout, &mut kept).await;
+    let response = answer(engine, lanes, req, body_timeout, client, &mut kept).await;
     (response, kept)
 }
 
@@ -452,6 +426,7 @@ async fn answer(
     lanes: Option<&Lanes>,
     req: hyper::Request<Incoming>,
     body_timeout: Duration,
+    client: std::net::IpAddr,
     kept: &mut Vec<u8>,
 ) -> Response {
     let (parts, body) = req.into_parts();
@@ -492,6 +467,7 @@ async fn answer(
         body,
         // Links use the configured public URL (`--public-url`, else the listen address).
         origin: None,
+        client: Some(client.to_string()),
     };
     let method = request.method;
     let core = engine.clone();

@@ -43,7 +43,8 @@ pub struct ServeArgs {
     pub apply_batch: usize,
     /// Enables the operator routes under /_engage/ (keys, workspaces, groups, SCIM tokens,
     /// warehouse integrations, the queue).
-    #[arg(long, env = "ENGAGE_ADMIN_TOKEN", hide_env_values = true)]
+    /// At least 32 characters.
+    #[arg(long, env = "ENGAGE_ADMIN_TOKEN", hide_env_values = true, value_parser = parse_admin_token)]
     pub admin_token: Option<String>,
     /// Stop when standard input closes (lets a test harness own the server's lifetime).
     #[arg(long, hide = true)]
@@ -208,6 +209,11 @@ pub(crate) fn server_lock(db: &std::path::Path) -> Result<std::fs::File, String>
 pub fn server_runs_on(db: &std::path::Path) -> bool {
     let Ok(file) = std::fs::OpenOptions::new().write(true).open(server_lock_path(db)) else { return false };
     matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock))
+}
+
+/// An admin token the core accepts (long enough to guard every key and all data).
+fn parse_admin_token(text: &str) -> Result<String, String> {
+    engage_core::testing::check_admin_token(text).map(|()| text.to_string())
 }
 
 pub(crate) fn parse_public_url(text: &str) -> Result<String, String> {

@@ -22,7 +22,7 @@ fn ctx() -> Result<Ctx, JsError> {
     let mut seed = [0u8; 16];
     // Without real randomness no key may be minted.
     getrandom::fill(&mut seed).map_err(|e| JsError::new(&format!("no random source: {e}")))?;
-    Ok(Ctx { now: Timestamp(js_sys::Date::now() as i64), seed })
+    Ok(Ctx::new(Timestamp(js_sys::Date::now() as i64), seed))
 }
 
 fn set(obj: &Object, name: &str, value: impl Into<JsValue>) {

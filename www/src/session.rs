@@ -200,7 +200,7 @@ mod tests {
     use serde_json::{json, Value};
 
     fn ctx(n: u8) -> Ctx {
-        Ctx { now: Timestamp(1_714_557_600_000 + n as i64), seed: [n; 16] }
+        Ctx::new(Timestamp(1_714_557_600_000 + n as i64), [n; 16])
     }
 
     fn post(s: &Session, path: &str, body: Value, n: u8) -> Response {

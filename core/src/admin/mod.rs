@@ -76,7 +76,7 @@ fn workspace_of(v: Option<&Value>) -> Result<WorkspaceName, ApiError> {
         Some(_) => return Err(ApiError::bad("'workspace' must be a string")),
     };
     WorkspaceName::parse(name)
-        .ok_or_else(|| ApiError::bad("'workspace' must be 1 to 64 of letters, digits, '-', '_', '.'"))
+        .ok_or_else(|| ApiError::bad(format!("'workspace' must be {}", WorkspaceName::RULE)))
 }
 
 /// POST /_engage/keys `{"workspace": "...", "permissions": "all" | [..]}` → `{"key": "..."}`.

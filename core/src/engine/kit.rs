@@ -39,13 +39,15 @@ impl<S: Store> Engine<S> {
     /// Answers a test-kit route.
     pub(super) async fn kit(&self, kit: Kit, req: &Request, ctx: Ctx) -> Result<Response, ApiError> {
         let Some(admin) = self.admin_token_hash.as_deref() else { return Err(ApiError::RouteNotFound) };
-        let authorized = || session::authorize(req, Some(admin), ctx.now);
+        let authorized = || session::authorize(&self.store, &self.guard, req, Some(admin), ctx.wall);
+        // Over https the session's cookie is only ever sent over https.
+        let secure = req.public_base(self.config.public_url.as_deref()).starts_with("https://");
         match kit {
-            Kit::Inspector => Ok(page::show(req, admin, ctx.now)),
-            Kit::Login => Ok(page::sign_in(req, admin, ctx.now)),
-            Kit::Logout => Ok(page::sign_out(req)),
+            Kit::Inspector => page::show(&self.store, req, ctx.wall).await,
+            Kit::Login => page::sign_in(&self.store, &self.guard, req, admin, ctx, secure).await,
+            Kit::Logout => page::sign_out(&self.store, req, secure).await,
             Kit::Reset => {
-                authorized()?;
+                authorized().await?;
                 let scope = reset::Scope::from_query(req)?;
                 Ok(Response::json(200, &self.reset(&scope, ctx).await?))
             }
@@ -54,12 +56,12 @@ impl<S: Store> Engine<S> {
                 if !self.config.test_clock {
                     return Err(ApiError::RouteNotFound);
                 }
-                authorized()?;
+                authorized().await?;
                 let now = clock::target(&req.body, ctx.now)?;
                 Ok(Response::json(200, &json!({"now": now.to_rfc3339()})).then(Then::SetClock(now)))
             }
             Kit::Seed => {
-                authorized()?;
+                authorized().await?;
                 let seed = seed::parse(&req.body).map_err(|e| ApiError::bad(e.to_string()))?;
                 let base = req.public_base(self.config.public_url.as_deref());
                 match self.load_seed(&seed, &base, ctx).await.map_err(|e| ApiError::bad(e.to_string()))? {
@@ -68,7 +70,7 @@ impl<S: Store> Engine<S> {
                 }
             }
             Kit::Journal => {
-                authorized()?;
+                authorized().await?;
                 let pairs = req.query_pairs();
                 let limit = match pairs.iter().find(|(k, _)| k == "limit") {
                     None => CAPACITY,
@@ -78,23 +80,23 @@ impl<S: Store> Engine<S> {
                 Ok(Response::json(200, &json!({"requests": requests, "bodies": self.journal.keeps_bodies()})))
             }
             Kit::FindUsers(ws) => {
-                authorized()?;
+                authorized().await?;
                 let ws = inspect::workspace(&ws)?;
                 let idents = inspect::identifiers(req)?;
                 self.catch_up(&ws, idents.clone(), ctx).await?;
                 inspect::find_users(&self.store, &ws, &idents).await
             }
             Kit::Centers(ws) => {
-                authorized()?;
+                authorized().await?;
                 preference_center::read::list(&self.store, &inspect::workspace(&ws)?).await
             }
             Kit::CenterLink(ws, id, user) => {
-                authorized()?;
+                authorized().await?;
                 let ws = inspect::workspace(&ws)?;
                 preference_center::link::user_url(&self.store, &ws, &id, &user, req, &self.links(req), ctx).await
             }
             Kit::Integrations => {
-                authorized()?;
+                authorized().await?;
                 inspect::integrations(&self.store, req).await
             }
         }
@@ -303,7 +305,7 @@ fn derive(ctx: Ctx, step: u32) -> Ctx {
     let digest = Sha256::new().chain_update(ctx.seed).chain_update(step.to_le_bytes()).finalize();
     let mut seed = [0u8; 16];
     seed.copy_from_slice(&digest[..16]);
-    Ctx { now: ctx.now, seed }
+    Ctx { seed, ..ctx }
 }
 
 fn request(r: &SeedRequest) -> Request {

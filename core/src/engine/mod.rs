@@ -73,6 +73,8 @@ pub struct Engine<S: Store> {
     playground: AtomicU8,
     /// Preference-center templates parsed at earlier page views.
     templates: preference_center::cache::Templates,
+    /// Failed admin-token attempts per client.
+    guard: crate::kit::session::Guard,
 }
 
 /// How finely a key's last use is kept: an hour.
@@ -133,14 +135,33 @@ impl<S: Store> Engine<S> {
     /// An engine over a store.
     pub fn new(store: S, config: Config) -> Engine<S> {
         let limiter = RateLimiter::new(config.rate_limits);
-        let admin_token_hash = config.admin_token.as_deref().filter(|t| !t.is_empty()).map(auth::key_hash);
+        // A token too short to guard anything enables nothing (hosts refuse to start
+        // with one: `check_admin_token`).
+        let admin_token_hash = config
+            .admin_token
+            .as_deref()
+            .filter(|t| crate::kit::session::check_admin_token(t).is_ok())
+            .map(auth::key_hash);
         let journal = crate::kit::journal::Journal::new(config.journal_bodies);
         let seeding = futures_util::lock::Mutex::new(());
         let keys_noted = Default::default();
         let playground = AtomicU8::new(config.playground.to_u8());
         let gate = Gate::new();
         let templates = Default::default();
-        Engine { store, config, limiter, admin_token_hash, gate, keys_noted, journal, seeding, playground, templates }
+        let guard = Default::default();
+        Engine {
+            store,
+            config,
+            limiter,
+            admin_token_hash,
+            gate,
+            keys_noted,
+            journal,
+            seeding,
+            playground,
+            templates,
+            guard,
+        }
     }
 
     /// Tells the engine what the host has of the playground now (its build finished
@@ -236,6 +257,7 @@ impl<S: Store> Engine<S> {
 
     async fn handle_as(&self, req: Request, ctx: Ctx, caught_up: bool) -> Response {
         let scim_path = scim::owns(&req.path);
+        let operator_path = req.path == "/_engage" || req.path.starts_with("/_engage/");
         let id = crate::http::request_id(&req.headers, ctx.seed);
         let head = req.method == Method::Head;
         let resp = match self.route(req, ctx, caught_up).await {
@@ -243,6 +265,12 @@ impl<S: Store> Engine<S> {
             Err(e) => shaped(scim_path, e),
         };
         let resp = if head { resp.without_body() } else { resp };
+        // The operator's and test kit's answers carry personal data and secrets: no
+        // cache keeps them, and no browser reads them as anything but what they say.
+        let resp = match operator_path {
+            true => resp.set_header("Cache-Control", "no-store").set_header("X-Content-Type-Options", "nosniff"),
+            false => resp,
+        };
         resp.with_header("X-Request-Id", id)
     }
 
@@ -263,7 +291,8 @@ impl<S: Store> Engine<S> {
         match endpoint {
             Endpoint::Public(public) => Ok(self.public(public, &req, ctx).await),
             Endpoint::Operator(op) => {
-                crate::kit::session::authorize(&req, self.admin_token_hash.as_deref(), ctx.now)?;
+                let admin = self.admin_token_hash.as_deref();
+                crate::kit::session::authorize(&self.store, &self.guard, &req, admin, ctx.wall).await?;
                 admin::handle(&self.store, op, &req, self.config.runs_syncs, ctx).await
             }
             Endpoint::Kit(kit) => self.kit(kit, &req, ctx).await,

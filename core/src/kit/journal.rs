@@ -79,38 +79,53 @@ fn journaled(path: &str) -> bool {
         || matches!(path, "/" | "/healthz" | "/readyz" | "/metrics" | "/openapi.json" | "/favicon.ico"))
 }
 
-/// Masks the values of `password` fields (SCIM users carry one) in a JSON body.
-fn without_passwords(body: &[u8]) -> Option<String> {
-    fn walk(v: &mut serde_json::Value) {
-        match v {
-            serde_json::Value::Object(m) => {
-                for (k, x) in m.iter_mut() {
-                    if k.eq_ignore_ascii_case("password") {
-                        *x = serde_json::Value::from("[not kept]");
-                    } else {
-                        walk(x);
-                    }
+/// What stands for a secret that is not kept.
+const NOT_KEPT: &str = "[not kept]";
+
+/// Whether a SCIM attribute path names the password (`password`, or with the
+/// schema's URN before it).
+fn names_password(path: &str) -> bool {
+    let last = path.rsplit(':').next().unwrap_or(path);
+    last.trim().eq_ignore_ascii_case("password")
+}
+
+/// Masks passwords in a JSON body: the value of every `password` field (SCIM
+/// users carry one), and the `value` of a PATCH operation whose `path` is the
+/// password.
+fn without_passwords(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            let patches_password = m.get("path").and_then(|p| p.as_str()).is_some_and(names_password);
+            for (k, x) in m.iter_mut() {
+                if k.eq_ignore_ascii_case("password") || (patches_password && k.eq_ignore_ascii_case("value")) {
+                    *x = serde_json::Value::from(NOT_KEPT);
+                } else {
+                    without_passwords(x);
                 }
             }
-            serde_json::Value::Array(a) => a.iter_mut().for_each(walk),
-            _ => {}
         }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(without_passwords),
+        _ => {}
     }
-    let mut v: serde_json::Value = serde_json::from_slice(body).ok()?;
-    walk(&mut v);
-    Some(v.to_string())
 }
 
 /// A body as an entry keeps it: text, truncated, with passwords and link tokens
-/// masked.
-fn kept(body: &[u8]) -> Option<String> {
+/// masked. `text_kept`: a body that is not JSON is kept as text (a preference
+/// page's form and HTML); elsewhere such a body (malformed JSON, which could hold
+/// anything) is kept as its length alone.
+fn kept(body: &[u8], text_kept: bool) -> Option<String> {
     if body.is_empty() {
         return None;
     }
-    let text = match without_passwords(body) {
-        Some(json) => std::borrow::Cow::Owned(json),
-        None => String::from_utf8_lossy(body),
+    let text = match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(mut json) => {
+            without_passwords(&mut json);
+            json.to_string()
+        }
+        Err(_) if text_kept => String::from_utf8_lossy(body).into_owned(),
+        Err(_) => return Some(format!("[{} bytes, not JSON: {NOT_KEPT}]", body.len())),
     };
+    let text = crate::preference_center::link::mask_tokens(&text, "[token]");
     let mut out = String::new();
     let mut rest: &str = &text;
     // `/preferences/<token>`: a link that opens a person's page.
@@ -145,6 +160,7 @@ impl Journal {
             return;
         }
         let route = routes::find(a.method, a.path).map_or("unmatched", |(r, _)| r.pattern);
+        let page = a.path.starts_with(crate::preference_center::link::PAGE_PREFIX);
         let entry = Entry {
             at: a.at.to_rfc3339(),
             method: a.method.as_str(),
@@ -152,8 +168,8 @@ impl Journal {
             status: a.status,
             micros: a.micros,
             request_id: a.request_id.chars().take(128).collect(),
-            request_body: if self.bodies { kept(a.request_body) } else { None },
-            response_body: if self.bodies { kept(a.response_body) } else { None },
+            request_body: if self.bodies { kept(a.request_body, page) } else { None },
+            response_body: if self.bodies { kept(a.response_body, page) } else { None },
         };
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         if entries.len() == CAPACITY {
@@ -224,9 +240,46 @@ mod tests {
     }
 
     #[test]
+    fn scim_passwords_are_never_kept_whatever_the_body_s_shape() {
+        let j = Journal::new(true);
+        let patch = br#"{"Operations": [{"op": "replace", "path": "password", "value": "hunter2"},
+            {"op": "replace", "path": "urn:ietf:params:scim:schemas:core:2.0:User:PASSWORD", "value": "hunter3"},
+            {"op": "replace", "path": "name.givenName", "value": "Ada"}]}"#;
+        j.record(answered("/scim/v2/Users/abc", patch));
+        let body = j.recent(1)[0].request_body.clone().unwrap();
+        assert!(!body.contains("hunter") && body.contains("Ada"), "{body}");
+        let malformed = br#"{"userName": "a@b.c", "password": "hunter2","#;
+        j.record(answered("/scim/v2/Users", malformed));
+        let body = j.recent(1)[0].request_body.clone().unwrap();
+        assert_eq!(body, format!("[{} bytes, not JSON: [not kept]]", malformed.len()));
+    }
+
+    #[test]
+    fn link_tokens_are_masked_by_their_value_wherever_they_stand() {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let mut sealed = vec![2u8];
+        sealed.extend([7u8; 80]);
+        let v2 = b64.encode(&sealed);
+        let v1 = format!("{}.{}", b64.encode("v1\u{1f}shop\u{1f}c1\u{1f}u1\u{1f}99"), b64.encode([1u8; 32]));
+        let j = Journal::new(true);
+        for token in [&v2, &v1] {
+            let html = format!("<p>Your code: {token}</p><a href=\"x?t={token}&y=1\">");
+            j.record(Answered { response_body: html.as_bytes(), ..answered("/preferences/abc", b"") });
+            let body = j.recent(1)[0].response_body.clone().unwrap();
+            assert_eq!(body, "<p>Your code: [token]</p><a href=\"x?t=[token]&y=1\">");
+            let json = format!(r#"{{"token": "{token}", "external_id": "user-of-a-long-name-0123456789-abcdefghijklmnop"}}"#);
+            j.record(answered("/users/track", json.as_bytes()));
+            let body = j.recent(1)[0].request_body.clone().unwrap();
+            assert!(!body.contains(token.as_str()) && body.contains("[token]"), "{body}");
+            assert!(body.contains("user-of-a-long-name-0123456789-abcdefghijklmnop"), "{body}");
+        }
+    }
+
+    #[test]
     fn bodies_when_asked_with_link_tokens_masked_and_truncated() {
         let j = Journal::new(true);
-        let big = vec![b'a'; MAX_BODY_CHARS + 10];
+        let big = format!(r#"{{"a":"{}"}}"#, "a".repeat(MAX_BODY_CHARS + 10)).into_bytes();
         j.record(answered("/users/track", &big));
         let e = &j.recent(1)[0];
         assert!(e.request_body.as_ref().unwrap().ends_with(&format!("… [{} bytes in all]", big.len())));

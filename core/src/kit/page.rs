@@ -11,7 +11,10 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
 use super::session::{self, CSRF_HEADER};
+use crate::ctx::Ctx;
+use crate::error::ApiError;
 use crate::http::{percent_decode, Request, Response};
+use crate::store::Store;
 use crate::time::Timestamp;
 
 const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d1d1f;background:#f6f6f8}\
@@ -180,12 +183,12 @@ fn login(status: u16, message: Option<&str>) -> Response {
 }
 
 /// GET /_engage/inspector: the inspector, or its login form without a session.
-pub fn show(req: &Request, admin_hash: &str, now: Timestamp) -> Response {
-    if session::has_session(req, admin_hash, now) {
+pub async fn show<S: Store>(store: &S, req: &Request, wall: Timestamp) -> Result<Response, ApiError> {
+    if session::holds(store, req, wall).await? {
         let script = script();
-        page(200, APP, Some(&script))
+        Ok(page(200, APP, Some(&script)))
     } else {
-        login(200, None)
+        Ok(login(200, None))
     }
 }
 
@@ -199,28 +202,53 @@ fn form_value(body: &[u8], name: &str) -> Option<String> {
 }
 
 /// POST /_engage/inspector/login: the admin token for a session (303 to the
-/// inspector), or the form again with a 401.
-pub fn sign_in(req: &Request, admin_hash: &str, now: Timestamp) -> Response {
+/// inspector), or the form again with a 401; 429 while the client has failed too
+/// often ([`session::Guard`]).
+pub async fn sign_in<S: Store>(
+    store: &S,
+    guard: &session::Guard,
+    req: &Request,
+    admin_hash: &str,
+    ctx: Ctx,
+    secure: bool,
+) -> Result<Response, ApiError> {
+    if let Err(limited) = guard.check(req, ctx.wall) {
+        let mut resp = login(429, Some("Too many wrong tokens from this address: wait a minute, then try again."));
+        for (name, value) in limited.into_response().headers {
+            if name.ends_with("Retry-After") {
+                resp = resp.with_header(&name, value);
+            }
+        }
+        return Ok(resp);
+    }
     match form_value(&req.body, "token") {
-        Some(token) if session::is_admin_token(token.trim(), admin_hash) => Response::empty(303)
-            .with_header("Location", "/_engage/inspector")
-            .with_header("Set-Cookie", session::set_cookie(Some(&session::issue(admin_hash, now))))
-            .with_header("Cache-Control", "no-store"),
-        _ => login(401, Some("That is not this server's admin token.")),
+        Some(token) if session::is_admin_token(token.trim(), admin_hash) => {
+            let value = session::open(store, ctx).await?;
+            Ok(Response::empty(303)
+                .with_header("Location", "/_engage/inspector")
+                .with_header("Set-Cookie", session::set_cookie(Some(&value), secure))
+                .with_header("Cache-Control", "no-store"))
+        }
+        _ => {
+            guard.failed(req, ctx.wall);
+            Ok(login(401, Some("That is not this server's admin token.")))
+        }
     }
 }
 
-/// POST /_engage/inspector/logout: the session cleared (asked with the inspector's
-/// header, or credentials, so that another site cannot sign a person out).
-pub fn sign_out(req: &Request) -> Response {
+/// POST /_engage/inspector/logout: the session ended on the server and its cookie
+/// cleared (asked with the inspector's header, or credentials, so that another
+/// site cannot sign a person out).
+pub async fn sign_out<S: Store>(store: &S, req: &Request, secure: bool) -> Result<Response, ApiError> {
     // A header a cross-site form cannot send: the inspector's, or credentials.
     if req.header_value(CSRF_HEADER).is_none() && req.header_value("authorization").is_none() {
-        return crate::error::ApiError::bad(format!("signing out needs the {CSRF_HEADER} header")).into_response();
+        return Err(ApiError::bad(format!("signing out needs the {CSRF_HEADER} header")));
     }
-    Response::empty(303)
+    session::close(store, req).await?;
+    Ok(Response::empty(303)
         .with_header("Location", "/_engage/inspector")
-        .with_header("Set-Cookie", session::set_cookie(None))
-        .with_header("Cache-Control", "no-store")
+        .with_header("Set-Cookie", session::set_cookie(None, secure))
+        .with_header("Cache-Control", "no-store"))
 }
 
 #[cfg(test)]
@@ -231,23 +259,30 @@ mod tests {
 
     #[test]
     fn a_login_form_then_a_session_then_the_page() {
-        let hash = key_hash("the-admin-token");
-        let anonymous = Request::new(Method::Get, "/_engage/inspector");
-        let form = show(&anonymous, &hash, Timestamp(0));
-        assert!(String::from_utf8_lossy(&form.body).contains("name=\"token\""));
-        assert_eq!(form.header_value("X-Frame-Options"), Some("DENY"));
-        let wrong = Request::new(Method::Post, "/_engage/inspector/login").body("token=nope");
-        assert_eq!(sign_in(&wrong, &hash, Timestamp(0)).status, 401);
-        let right = Request::new(Method::Post, "/_engage/inspector/login").body("token=the-admin-token");
-        let signed = sign_in(&right, &hash, Timestamp(0));
-        assert_eq!(signed.status, 303);
-        let cookie = signed.header_value("Set-Cookie").unwrap().split(';').next().unwrap().to_string();
-        assert!(signed.header_value("Set-Cookie").unwrap().contains("HttpOnly; SameSite=Strict"));
-        let page =
-            show(&Request::new(Method::Get, "/_engage/inspector").header("Cookie", &cookie), &hash, Timestamp(1));
-        let html = String::from_utf8_lossy(&page.body).to_string();
-        assert!(html.contains("Recent requests") && html.contains(CSRF_HEADER));
-        let policy = page.header_value("Content-Security-Policy").unwrap();
-        assert!(policy.contains("frame-ancestors 'none'") && policy.contains("script-src 'sha256-"));
+        pollster::block_on(async {
+            let store = crate::store::memory::MemoryStore::new();
+            let guard = session::Guard::default();
+            let token = "the-admin-token-of-32-characters";
+            let hash = key_hash(token);
+            let ctx = Ctx::new(Timestamp(0), [1; 16]);
+            let anonymous = Request::new(Method::Get, "/_engage/inspector");
+            let form = show(&store, &anonymous, Timestamp(0)).await.unwrap();
+            assert!(String::from_utf8_lossy(&form.body).contains("name=\"token\""));
+            assert_eq!(form.header_value("X-Frame-Options"), Some("DENY"));
+            let wrong = Request::new(Method::Post, "/_engage/inspector/login").body("token=nope");
+            assert_eq!(sign_in(&store, &guard, &wrong, &hash, ctx, false).await.unwrap().status, 401);
+            let right = Request::new(Method::Post, "/_engage/inspector/login").body(format!("token={token}"));
+            let signed = sign_in(&store, &guard, &right, &hash, ctx, true).await.unwrap();
+            assert_eq!(signed.status, 303);
+            let cookie = signed.header_value("Set-Cookie").unwrap().split(';').next().unwrap().to_string();
+            assert!(signed.header_value("Set-Cookie").unwrap().contains("HttpOnly; SameSite=Strict"));
+            assert!(signed.header_value("Set-Cookie").unwrap().ends_with("; Secure"));
+            let with_cookie = Request::new(Method::Get, "/_engage/inspector").header("Cookie", &cookie);
+            let page = show(&store, &with_cookie, Timestamp(1)).await.unwrap();
+            let html = String::from_utf8_lossy(&page.body).to_string();
+            assert!(html.contains("Recent requests") && html.contains(CSRF_HEADER));
+            let policy = page.header_value("Content-Security-Policy").unwrap();
+            assert!(policy.contains("frame-ancestors 'none'") && policy.contains("script-src 'sha256-"));
+        });
     }
 }

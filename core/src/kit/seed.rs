@@ -174,12 +174,89 @@ fn group(v: &Value, path: &str) -> Result<SeedGroup, SeedError> {
     Ok(SeedGroup { id: id.to_string(), name: name.to_string(), channel })
 }
 
+/// A JSON value read with every object's names checked unique: a file that names
+/// a workspace (or any field) twice is refused, never read as its last one.
+struct Unique(Value);
+
+impl<'de> serde::Deserialize<'de> for Unique {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Unique, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Unique;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Unique, E> {
+                Ok(Unique(Value::Bool(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Unique, E> {
+                Ok(Unique(Value::from(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Unique, E> {
+                Ok(Unique(Value::from(v)))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Unique, E> {
+                Ok(Unique(Value::from(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Unique, E> {
+                Ok(Unique(Value::String(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Unique, E> {
+                Ok(Unique(Value::String(v)))
+            }
+            fn visit_unit<E>(self) -> Result<Unique, E> {
+                Ok(Unique(Value::Null))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Unique, A::Error> {
+                let mut items = Vec::new();
+                while let Some(Unique(v)) = seq.next_element()? {
+                    items.push(v);
+                }
+                Ok(Unique(Value::Array(items)))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Unique, A::Error> {
+                let mut out = Map::new();
+                while let Some(name) = map.next_key::<String>()? {
+                    let Unique(v) = map.next_value()?;
+                    if out.contains_key(&name) {
+                        return Err(serde::de::Error::custom(format!("'{name}' is named twice in one object")));
+                    }
+                    out.insert(name, v);
+                }
+                Ok(Unique(Value::Object(out)))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+/// Refuses an API key or a group id named twice (a key in two workspaces would
+/// belong to whichever was loaded last).
+fn check_unique(workspaces: &[SeedWorkspace]) -> Result<(), SeedError> {
+    let mut keys: std::collections::HashMap<&str, String> = std::collections::HashMap::new();
+    for w in workspaces {
+        for (i, k) in w.keys.iter().enumerate() {
+            let path = format!("workspaces.{}.keys[{i}]", w.name.as_str());
+            if let Some(first) = keys.insert(k.secret.as_str(), path.clone()) {
+                return Err(bad(&path, format!("this key is already given at {first}: give each key once")));
+            }
+        }
+        for (i, g) in w.groups.iter().enumerate() {
+            if let Some(j) = w.groups[..i].iter().position(|x| x.id == g.id) {
+                let path = format!("workspaces.{}.groups[{i}]", w.name.as_str());
+                return Err(bad(&path, format!("group id '{}' is already given at groups[{j}]", g.id)));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks a seed file's shape (pure); the engine checks each request as it runs.
 pub fn parse(bytes: &[u8]) -> Result<Seed, SeedError> {
     if bytes.len() > MAX_SEED_BYTES {
         return Err(bad("", format!("the seed file is over {} MiB", MAX_SEED_BYTES >> 20)));
     }
-    let value: Value = serde_json::from_slice(bytes)
+    let Unique(value) = serde_json::from_slice(bytes)
         .map_err(|e| bad("", format!("not JSON (line {}, column {}): {e}", e.line(), e.column())))?;
     let top = object(&value, "(the file)", &["workspaces", "scim_users"])?;
     let mut workspaces = Vec::new();
@@ -188,7 +265,7 @@ pub fn parse(bytes: &[u8]) -> Result<Seed, SeedError> {
         for (name, w) in all {
             let path = format!("workspaces.{name}");
             let ws = WorkspaceName::parse(name)
-                .ok_or_else(|| bad(&path, "a workspace name is 1 to 64 of letters, digits, '-', '_', '.'"))?;
+                .ok_or_else(|| bad(&path, format!("a workspace name is {}", WorkspaceName::RULE)))?;
             let allowed = ["keys", "groups", "users", "subscriptions", "preference_centers"];
             let m = object(w, &path, &allowed)?;
             workspaces.push(SeedWorkspace {
@@ -201,6 +278,7 @@ pub fn parse(bytes: &[u8]) -> Result<Seed, SeedError> {
             });
         }
     }
+    check_unique(&workspaces)?;
     let scim_users = requests(top, "scim_users", "")?
         .into_iter()
         .map(|r| SeedRequest { path: r.path.trim_start_matches('.').to_string(), ..r })
@@ -239,5 +317,19 @@ mod tests {
             .starts_with("workspaces.w.groups[0]: 'channel'"));
         assert!(err(r#"{"workspaces": {"w": {"users": [1]}}}"#).starts_with("workspaces.w.users[0]: must be an object"));
         assert!(err(r#"{"workspaces": {"w": {"events": []}}}"#).starts_with("workspaces.w: unknown field 'events'"));
+    }
+
+    #[test]
+    fn a_name_given_twice_is_refused_never_read_as_the_last() {
+        let key = "k".repeat(32);
+        assert!(err(r#"{"workspaces": {"w": {}, "w": {}}}"#).contains("'w' is named twice"), "{}", err(r#"{"workspaces": {"w": {}, "w": {}}}"#));
+        assert!(err(r#"{"workspaces": {"w": {"keys": [], "keys": []}}}"#).contains("'keys' is named twice"));
+        let twice = format!(r#"{{"workspaces": {{"a": {{"keys": [{{"key": "{key}"}}]}}, "b": {{"keys": [{{"key": "{key}"}}]}}}}}}"#);
+        assert_eq!(err(&twice), "workspaces.b.keys[0]: this key is already given at workspaces.a.keys[0]: give each key once");
+        let groups = r#"{"workspaces": {"w": {"groups": [{"id": "g", "name": "A", "channel": "email"}, {"id": "g", "name": "B", "channel": "sms"}]}}}"#;
+        assert_eq!(err(groups), "workspaces.w.groups[1]: group id 'g' is already given at groups[0]");
+        for dots in [".", ".."] {
+            assert!(err(&format!(r#"{{"workspaces": {{"{dots}": {{}}}}}}"#)).starts_with(&format!("workspaces.{dots}: a workspace name")));
+        }
     }
 }

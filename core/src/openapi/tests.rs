@@ -119,7 +119,7 @@ fn the_engine_serves_the_document() {
 #[test]
 fn the_documented_rate_limit_headers_are_the_ones_answers_carry() {
     let engine = Engine::new(MemoryStore::new(), Config::default());
-    let ctx = Ctx { now: Timestamp(1_700_000_000_000), seed: [3; 16] };
+    let ctx = Ctx::new(Timestamp(1_700_000_000_000), [3; 16]);
     let ws = WorkspaceName::parse("w").expect("name");
     let key = pollster::block_on(workspace::create_key(engine.store(), &ws, vec![Permission::UsersExportIds], ctx))
         .expect("key");

@@ -142,6 +142,50 @@ fn claims_of(ws: &str, center: &str, external_id: &str, expires: &str) -> Option
 /// The first byte of a v2 token.
 const V2: u8 = 2;
 
+/// Fewest bytes a v2 token holds: the version, the nonce, the tag and the shortest
+/// claims (`v2` and five separators, one-character parts, the fingerprint).
+const MIN_V2_BYTES: usize = 1 + 24 + 16 + 2 + 5 + 4 + 16;
+
+/// Whether `text` has the shape of a link token (v2: base64url of a sealed token's
+/// bytes; v1: claims and a signature), whoever made it. For hiding tokens where
+/// they would be kept (the request journal): nothing is checked against a key.
+pub fn looks_like_token(text: &str) -> bool {
+    if text.contains('.') {
+        return unverified(text).is_some_and(|(_, _, sig)| sig.len() == 32);
+    }
+    B64.decode(text).is_ok_and(|bytes| bytes.len() >= MIN_V2_BYTES && bytes[0] == V2)
+}
+
+/// `text` with every link token in it (by its value, wherever it stands: a
+/// link's path, a bare token a page printed, a body's field) replaced by `mask`.
+pub fn mask_tokens(text: &str, mask: &str) -> String {
+    let b64 = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(b64) {
+        out.push_str(&rest[..start]);
+        rest = &rest[start..];
+        // A run of token characters, with at most one dot inside (a v1 token).
+        let first = rest.find(|c: char| !b64(c)).unwrap_or(rest.len());
+        let mut run = first;
+        if rest[first..].starts_with('.') {
+            let second = rest[first + 1..].find(|c: char| !b64(c)).unwrap_or(rest.len() - first - 1);
+            if second > 0 && looks_like_token(&rest[..first + 1 + second]) {
+                run = first + 1 + second;
+            }
+        }
+        let word = &rest[..run];
+        if run == first && !looks_like_token(word) {
+            out.push_str(word);
+        } else {
+            out.push_str(mask);
+        }
+        rest = &rest[run..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Where the deployment's link key is kept in [`Table::LinkSecret`]: the empty
 /// name, which [`WorkspaceName::parse`] never yields.
 const DEPLOYMENT_KEY: &str = "";

@@ -111,7 +111,7 @@ fn a_wrong_origin_is_an_unknown_token() {
 #[test]
 fn the_company_gets_five_thousand_user_requests_a_day() {
     let engine = Engine::new(MemoryStore::new(), Config::default());
-    let ctx = |i: i64| Ctx { now: Timestamp(86_400_000 * 20_000 + i), seed: [i as u8; 16] };
+    let ctx = |i: i64| Ctx::new(Timestamp(86_400_000 * 20_000 + i), [i as u8; 16]);
     let secret =
         pollster::block_on(token::create(engine.store(), token::TokenFor::origin(ORIGIN), ctx(0))).expect("token");
     let call = |path: &str, i: i64| {
@@ -138,7 +138,7 @@ fn a_deployment_keeps_at_most_max_users_and_a_delete_makes_room() {
     use super::protocol::MAX_USERS;
     use super::write;
     let store = MemoryStore::new();
-    let ctx = |i: usize| Ctx { now: Timestamp(1_700_000_000_000 + i as i64), seed: (i as u128).to_le_bytes() };
+    let ctx = |i: usize| Ctx::new(Timestamp(1_700_000_000_000 + i as i64), (i as u128).to_le_bytes());
     let create = |i: usize| {
         let body = user(&format!("u{i}@example.com")).to_string();
         pollster::block_on(write::create(&store, body.as_bytes(), None, "http://x", ctx(i)))

@@ -73,6 +73,9 @@ pub enum Table {
     /// commit unless it did: this document is left at the version it expects by
     /// nothing else (see [`crate::warehouse::Pipeline`]).
     CdiBatches = 21,
+    /// SHA-256 of an inspector session's cookie → when it ends (real time). Deleted
+    /// at sign-out: a session lives only while this database says so.
+    InspectorSession = 22,
 }
 
 impl Table {
@@ -91,7 +94,7 @@ impl Table {
     }
 
     /// Every table, for backends that enumerate them.
-    pub const ALL: [Table; 21] = [
+    pub const ALL: [Table; 22] = [
         Table::Workspace,
         Table::ApiKey,
         Table::Profile,
@@ -113,6 +116,7 @@ impl Table {
         Table::LargeProfile,
         Table::Seed,
         Table::CdiBatches,
+        Table::InspectorSession,
     ];
 }
 

@@ -216,7 +216,7 @@ fn turns_stay_short_until_the_appliers_rate_is_measured_and_then_the_bound_refus
     for i in 0..jobs {
         kit.track(json!({"attributes": [{"external_id": format!("u{i}"), "n": i}]}));
     }
-    let at = |ms: i64| crate::ctx::Ctx { now: crate::time::Timestamp(ms), seed: [3; 16] };
+    let at = |ms: i64| crate::ctx::Ctx::new(crate::time::Timestamp(ms), [3; 16]);
     let turn = |ms: i64| pollster::block_on(kit.engine().apply_queued_pipelined(at(ms), 64)).unwrap().applied;
     // No rate yet: a short turn, measured when the next one starts.
     assert_eq!(turn(0), crate::track::pressure::UNMEASURED_ROUNDS);

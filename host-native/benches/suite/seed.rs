@@ -39,7 +39,7 @@ pub fn seed(profiles: u64) -> PathBuf {
         // A seed of its own per chunk, so service ids never repeat.
         let mut seed = [42u8; 16];
         seed[..8].copy_from_slice(&n.to_le_bytes());
-        let ctx = Ctx { now: Timestamp(1_700_000_000_000), seed };
+        let ctx = Ctx::new(Timestamp(1_700_000_000_000), seed);
         let changes =
             provision::seed_profiles(&store, &ws, (n..n + chunk).map(user), &custom, ctx).expect("seed change set");
         pollster::block_on(store.commit(changes)).expect("seed commit");
