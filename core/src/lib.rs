@@ -82,9 +82,9 @@ pub mod testing {
     pub use crate::engine::kit::{check_seed, Loaded};
     pub use crate::kit::journal::Answered;
     pub use crate::kit::key::{ensure as ensure_key, Made};
-    pub use crate::kit::session::check_admin_token;
     pub use crate::kit::reset::{Keep, Report as ResetReport, Scope as ResetScope};
     pub use crate::kit::seed::{parse as parse_seed, Seed, SeedError};
+    pub use crate::kit::session::check_admin_token;
 }
 
 /// The route table as data, for documentation and the playground's examples.

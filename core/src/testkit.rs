@@ -18,7 +18,7 @@ use crate::subscriptions::groups::Channel;
 use crate::time::Timestamp;
 
 /// The admin token of every kit.
-pub(crate) const ADMIN_TOKEN: &str = "kit-admin-token";
+pub(crate) const ADMIN_TOKEN: &str = "kit-admin-token-0123456789abcdef01";
 
 /// An engine, a key and a clock.
 pub(crate) struct Kit {

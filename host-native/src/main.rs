@@ -172,8 +172,7 @@ enum GroupsCommand {
 }
 
 fn workspace(name: &str) -> Result<WorkspaceName, String> {
-    WorkspaceName::parse(name)
-        .ok_or_else(|| format!("invalid workspace name '{name}': {}", WorkspaceName::RULE))
+    WorkspaceName::parse(name).ok_or_else(|| format!("invalid workspace name '{name}': {}", WorkspaceName::RULE))
 }
 
 /// An engine on a database for a command that changes it as a server would (a

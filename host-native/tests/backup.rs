@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use support::{key, read_counts, Conn, Server};
 
-const ADMIN: &str = "backup-admin";
+const ADMIN: &str = "backup-admin-token-0123456789abcdef";
 
 /// Runs `engage` with these arguments, successful or not.
 fn engage(args: &[&str]) -> Output {

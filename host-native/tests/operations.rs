@@ -35,7 +35,7 @@ fn configured_by_environment_alone_it_logs_json_lines_without_secrets() {
     let key = support::key(&db);
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let log = dir.path().join("server.log");
-    let admin = "operator-secret-token";
+    let admin = "operator-secret-token-0123456789abcdef";
     let mut child = Command::new(env!("CARGO_BIN_EXE_engage"))
         .arg("serve")
         .env("ENGAGE_DB", &db)

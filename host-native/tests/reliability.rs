@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use support::{key, percentile, read_counts, Conn, Server};
 
-const ADMIN: &str = "reliability-admin";
+const ADMIN: &str = "reliability-admin-token-0123456789abcdef";
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use support::{engage, Conn, Server};
 
 const KEY: &str = "ci-known-key-0123456789abcdef0123456789";
-const ADMIN: &str = "kit-test-admin-token";
+const ADMIN: &str = "kit-test-admin-token-0123456789abcdef";
 
 fn example_seed() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/seed.example.json").to_string_lossy().into_owned()

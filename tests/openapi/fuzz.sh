@@ -21,7 +21,7 @@ source tests/lib/pycheck.sh
 VENV=target/fuzz-venv
 venv_with "$VENV" schemathesis tests/openapi/fuzz-requirements.txt
 
-ADMIN="fuzz-admin-$$-$RANDOM"
+ADMIN="fuzz-admin-token-$$-$RANDOM-0123456789abcdef"
 KEY="$("$BIN" keys create --db "$DIR/engage.db" 2>/dev/null | tail -1)"
 export ENGAGE_ADMIN_TOKEN="$ADMIN"
 # A settable clock: `POST /_engage/clock`'s example is sent too.

@@ -2,7 +2,7 @@
 # The README's walk-through, run as written: every ```sh block marked
 # `<!-- readme-tour -->` (Try it, preference centers, SCIM, warehouse syncs), in order,
 # in one shell, against a fresh server on a new database, started with the admin token
-# the test-kit block names (`dev-admin-token`). Only two things differ from a reader's
+# the test-kit block names (`dev-admin-token-for-local-testing`). Only two things differ from a reader's
 # terminal: the server listens on a free port (the blocks' 127.0.0.1:8080 is rewritten
 # to it) and the blocks run in a scratch directory holding a copy of `docs/` (`cargo` is
 # given the workspace's manifest; `ENGAGE_DB` points every command at the scratch
@@ -39,7 +39,7 @@ cp -r "$ROOT/docs" "$TMP/docs"
 # build flags) and rebuilds the dependencies for it.
 AT_ROOT=(--manifest-path "$ROOT/Cargo.toml" --config "$ROOT/.cargo/config.toml")
 cargo build -q --release -p engage "${AT_ROOT[@]}"
-ENGAGE_ADMIN_TOKEN=dev-admin-token \
+ENGAGE_ADMIN_TOKEN=dev-admin-token-for-local-testing \
     cargo run -q --release -p engage "${AT_ROOT[@]}" -- serve 2> "$TMP/server.log" &
 SERVER_PID=$!
 for _ in $(seq 1 300); do

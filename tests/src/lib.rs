@@ -45,7 +45,7 @@ fn spawn_native() -> Host {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
         l.local_addr().expect("addr").port()
     };
-    let admin_token = format!("admin-{}", now_nanos());
+    let admin_token = format!("admin-token-{:032}", now_nanos());
     let child = Command::new(&bin)
         .args(["serve", "--exit-on-stdin-eof", "--listen", &format!("127.0.0.1:{port}"), "--db"])
         // ENGAGE_TEST_DB: another database for the server (tests/run.sh runs the suite

@@ -13,7 +13,7 @@ import { startEngage, stopEngage } from "./engage.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
-const ADMIN = "inspector-e2e-admin-token";
+const ADMIN = "inspector-e2e-admin-token-0123456789abcdef";
 const KEY = "inspector-e2e-key-0123456789abcdef0123";
 
 let tmp;

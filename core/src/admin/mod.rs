@@ -75,8 +75,7 @@ fn workspace_of(v: Option<&Value>) -> Result<WorkspaceName, ApiError> {
         Some(Value::String(s)) => s.as_str(),
         Some(_) => return Err(ApiError::bad("'workspace' must be a string")),
     };
-    WorkspaceName::parse(name)
-        .ok_or_else(|| ApiError::bad(format!("'workspace' must be {}", WorkspaceName::RULE)))
+    WorkspaceName::parse(name).ok_or_else(|| ApiError::bad(format!("'workspace' must be {}", WorkspaceName::RULE)))
 }
 
 /// POST /_engage/keys `{"workspace": "...", "permissions": "all" | [..]}` → `{"key": "..."}`.

@@ -268,7 +268,8 @@ mod tests {
             j.record(Answered { response_body: html.as_bytes(), ..answered("/preferences/abc", b"") });
             let body = j.recent(1)[0].response_body.clone().unwrap();
             assert_eq!(body, "<p>Your code: [token]</p><a href=\"x?t=[token]&y=1\">");
-            let json = format!(r#"{{"token": "{token}", "external_id": "user-of-a-long-name-0123456789-abcdefghijklmnop"}}"#);
+            let json =
+                format!(r#"{{"token": "{token}", "external_id": "user-of-a-long-name-0123456789-abcdefghijklmnop"}}"#);
             j.record(answered("/users/track", json.as_bytes()));
             let body = j.recent(1)[0].request_body.clone().unwrap();
             assert!(!body.contains(token.as_str()) && body.contains("[token]"), "{body}");

@@ -60,16 +60,14 @@ impl Scope {
         let pairs = req.query_pairs();
         // A parameter given twice is refused, not read as its last value: which of
         // two workspaces a reset removes must never be a guess.
-        if let Some((k, _)) = pairs.iter().enumerate().find_map(|(i, (k, _))| pairs[..i].iter().find(|(x, _)| x == k))
-        {
+        if let Some((k, _)) = pairs.iter().enumerate().find_map(|(i, (k, _))| pairs[..i].iter().find(|(x, _)| x == k)) {
             return Err(ApiError::bad(format!("'{k}' is given more than once: give it once")));
         }
         for (k, v) in pairs {
             match k.as_str() {
                 "workspace" => {
-                    let ws = WorkspaceName::parse(&v).ok_or_else(|| {
-                        ApiError::bad(format!("'workspace' must be {}", WorkspaceName::RULE))
-                    })?;
+                    let ws = WorkspaceName::parse(&v)
+                        .ok_or_else(|| ApiError::bad(format!("'workspace' must be {}", WorkspaceName::RULE)))?;
                     scope.workspace = Some(ws);
                 }
                 "keep" => {

@@ -77,9 +77,10 @@ pub fn describe(endpoint: &Kit) -> Op {
         Kit::Inspector => Op::new("The inspector: a page to see workspaces, users, recent requests, the queue, preference centers and syncs. Without a session, a login form for the admin token.")
             .reply_in(200, "The page.", "text/html", string("HTML."))
             .with_example("page", json!("<!doctype html><html lang=\"en\"><head><title>Engage inspector</title></head><body>...</body></html>")),
-        Kit::Login => Op::new("Signs in to the inspector: a form with `token` (the admin token). Sets an `HttpOnly`, `SameSite=Strict` session cookie for `/_engage`.")
+        Kit::Login => Op::new("Signs in to the inspector: a form with `token` (the admin token). Sets an `HttpOnly`, `SameSite=Strict` session cookie for `/_engage` (`Secure` when the server's public URL is https); the session is kept by the server, ends at sign-out and after 12 hours of real time.")
             .empty(303, "Signed in: to the inspector.")
-            .reply_in(401, "Not the admin token: the form again.", "text/html", string("HTML.")),
-        Kit::Logout => Op::new("Signs out of the inspector (clears the session cookie).").empty(303, "Signed out: to the login form."),
+            .reply_in(401, "Not the admin token: the form again.", "text/html", string("HTML."))
+            .reply_in(429, "Too many wrong tokens from this address in the last minute: the form again; retry after `Retry-After` seconds.", "text/html", string("HTML.")),
+        Kit::Logout => Op::new("Signs out of the inspector: the session ends on the server and its cookie is cleared.").empty(303, "Signed out: to the login form."),
     }
 }

@@ -322,14 +322,24 @@ mod tests {
     #[test]
     fn a_name_given_twice_is_refused_never_read_as_the_last() {
         let key = "k".repeat(32);
-        assert!(err(r#"{"workspaces": {"w": {}, "w": {}}}"#).contains("'w' is named twice"), "{}", err(r#"{"workspaces": {"w": {}, "w": {}}}"#));
+        assert!(
+            err(r#"{"workspaces": {"w": {}, "w": {}}}"#).contains("'w' is named twice"),
+            "{}",
+            err(r#"{"workspaces": {"w": {}, "w": {}}}"#)
+        );
         assert!(err(r#"{"workspaces": {"w": {"keys": [], "keys": []}}}"#).contains("'keys' is named twice"));
-        let twice = format!(r#"{{"workspaces": {{"a": {{"keys": [{{"key": "{key}"}}]}}, "b": {{"keys": [{{"key": "{key}"}}]}}}}}}"#);
-        assert_eq!(err(&twice), "workspaces.b.keys[0]: this key is already given at workspaces.a.keys[0]: give each key once");
+        let twice = format!(
+            r#"{{"workspaces": {{"a": {{"keys": [{{"key": "{key}"}}]}}, "b": {{"keys": [{{"key": "{key}"}}]}}}}}}"#
+        );
+        assert_eq!(
+            err(&twice),
+            "workspaces.b.keys[0]: this key is already given at workspaces.a.keys[0]: give each key once"
+        );
         let groups = r#"{"workspaces": {"w": {"groups": [{"id": "g", "name": "A", "channel": "email"}, {"id": "g", "name": "B", "channel": "sms"}]}}}"#;
         assert_eq!(err(groups), "workspaces.w.groups[1]: group id 'g' is already given at groups[0]");
         for dots in [".", ".."] {
-            assert!(err(&format!(r#"{{"workspaces": {{"{dots}": {{}}}}}}"#)).starts_with(&format!("workspaces.{dots}: a workspace name")));
+            assert!(err(&format!(r#"{{"workspaces": {{"{dots}": {{}}}}}}"#))
+                .starts_with(&format!("workspaces.{dots}: a workspace name")));
         }
     }
 }

@@ -85,7 +85,8 @@ pub async fn open<S: Store>(store: &S, ctx: Ctx) -> Result<String, ApiError> {
         .map(|b| format!("{b:02x}"))
         .collect();
     let record = encode(&Record { expires: ctx.wall.0 + LIFETIME_MS }).map_err(ApiError::from)?;
-    let put = Op::Put { table: Table::InspectorSession, key: record_key(&value), value: record, expect: Expect::Absent };
+    let put =
+        Op::Put { table: Table::InspectorSession, key: record_key(&value), value: record, expect: Expect::Absent };
     store.commit(ChangeSet { ops: vec![put], ack: None }).await.map_err(ApiError::from)?;
     Ok(value)
 }
@@ -219,10 +220,14 @@ pub async fn authorize<S: Store>(
             return Ok(());
         }
         if req.header_value(CSRF_HEADER).is_none() {
-            return Err(ApiError::bad(format!("a change made with the inspector's session needs the {CSRF_HEADER} header")));
+            return Err(ApiError::bad(format!(
+                "a change made with the inspector's session needs the {CSRF_HEADER} header"
+            )));
         }
         if !same_origin(req) {
-            return Err(ApiError::Forbidden("a change made with the inspector's session must come from its own page".into()));
+            return Err(ApiError::Forbidden(
+                "a change made with the inspector's session must come from its own page".into(),
+            ));
         }
         return Ok(());
     }
@@ -288,7 +293,8 @@ mod tests {
             assert!(auth(post.header("Origin", "http://evil.example")).await.is_err());
             let none = authorize(&store, &guard, &with(&value, Method::Get), None, Timestamp(1)).await;
             assert_eq!(none, Err(ApiError::RouteNotFound));
-            let bearer = Request::new(Method::Post, "/_engage/reset").header("Authorization", &format!("Bearer {}", "a".repeat(32)));
+            let bearer = Request::new(Method::Post, "/_engage/reset")
+                .header("Authorization", &format!("Bearer {}", "a".repeat(32)));
             assert_eq!(auth(bearer).await, Ok(()));
             let wrong = Request::new(Method::Post, "/_engage/reset").header("Authorization", "Bearer nope");
             assert_eq!(auth(wrong).await, Err(ApiError::InvalidKey));

@@ -164,6 +164,8 @@ pub fn responses() -> Value {
         "UriTooLong": answer("The request target (path and query) is longer than the server reads; the request is refused before it is routed.", JSON, "Error", &[("too_long", api(ApiError::UriTooLong { limit: crate::head::MAX_TARGET_BYTES }))]),
         "OperatorUnauthorized": answer("No admin token, or the wrong one.", JSON, "Error", &key),
         "OperatorAbsent": answer("The server has no admin token: the operator routes do not exist.", JSON, "Error", &[("absent", api(ApiError::RouteNotFound))]),
+        "OperatorForbidden": answer("A change made with the inspector's session from a page that is not the server's own (`Origin` names another site, or a sandboxed page's `null`).", JSON, "Error", &[("other_origin", api(ApiError::Forbidden("a change made with the inspector's session must come from its own page".into())))]),
+        "OperatorThrottled": answer("Too many wrong admin tokens from this client address in the last minute: every attempt from it waits `Retry-After` seconds.", JSON, "Error", &[("throttled", api(limited()))]),
     })
 }
 
@@ -203,7 +205,9 @@ fn routed(auth: Auth, rate_limited: bool) -> Vec<(u16, Value)> {
         }
         Auth::Admin => vec![
             (401, shared_ref("OperatorUnauthorized")),
+            (403, shared_ref("OperatorForbidden")),
             (404, shared_ref("OperatorAbsent")),
+            (429, shared_ref("OperatorThrottled")),
             (503, shared_ref("Unavailable")),
         ],
         Auth::Public => vec![],

@@ -118,6 +118,15 @@ pub async fn page<S: Store>(store: &S, limiter: &RateLimiter, visit: &Visit<'_>)
     }
 }
 
+/// The page's policy. Its HTML is written by API key holders and shows user data,
+/// and it is served from the same origin as the operator's `/_engage/` routes, so
+/// it runs sandboxed without `allow-same-origin`: the browser gives it an opaque
+/// origin, sends none of Engage's cookies from it and lets it read nothing of
+/// this server's. Its form still submits (`allow-forms`), and the marketer's own
+/// scripts, styles and links still work, in that opaque origin.
+pub const PAGE_POLICY: &str =
+    "sandbox allow-forms allow-scripts allow-popups allow-popups-to-escape-sandbox; frame-ancestors 'none'";
+
 fn html_response(status: u16, body: String) -> Response {
     Response::empty(status)
         .with_header("Content-Type", "text/html; charset=utf-8")
@@ -125,10 +134,9 @@ fn html_response(status: u16, body: String) -> Response {
         // The URL is the user's credential: never send it on to linked sites.
         .with_header("Referrer-Policy", "no-referrer")
         .with_header("X-Content-Type-Options", "nosniff")
-        // Not to be framed by another site (clickjacking a subscription choice). Only
-        // framing is restricted: the marketer's own scripts and styles keep working.
+        // Not to be framed by another site (clickjacking a subscription choice).
         .with_header("X-Frame-Options", "DENY")
-        .with_header("Content-Security-Policy", "frame-ancestors 'none'")
+        .with_header("Content-Security-Policy", PAGE_POLICY)
         .with_body(body.into_bytes())
 }
 

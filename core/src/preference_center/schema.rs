@@ -201,7 +201,7 @@ fn page_errors(op: Op) -> Op {
 
 /// GET /preferences/{token}.
 pub fn page() -> Op {
-    page_errors(Op::new("The preference page of the user the token names: the center's template rendered with the user's states. The token (from the user's link) is the only credential. Always HTML, errors included; not cached, no referrer sent on, not to be framed (`X-Frame-Options: DENY`, `frame-ancestors 'none'`). With `?saved=1`: the confirmation page, where a saved form leads.")
+    page_errors(Op::new("The preference page of the user the token names: the center's template rendered with the user's states. The token (from the user's link) is the only credential. Always HTML, errors included; not cached, no referrer sent on, not to be framed (`X-Frame-Options: DENY`, `frame-ancestors 'none'`), and sandboxed (`Content-Security-Policy: sandbox allow-forms allow-scripts ...`, no `allow-same-origin`): the page's scripts run in an opaque origin that reaches none of this server's cookies or data. With `?saved=1`: the confirmation page, where a saved form leads.")
         .path("token", "The signed token of the user's link.")
         .query("saved", false, "`1`: show the confirmation page (where a saved form redirects).", values(&["1"], ""))
         .reply_in(200, "The page.", HTML, string("HTML."))

@@ -190,7 +190,7 @@ fn pages_refuse_framing_and_answer_head() {
     for bad in [path.as_str(), "/preferences/nonsense"] {
         let r = open(&kit, bad);
         assert_eq!(r.header_value("X-Frame-Options"), Some("DENY"), "{bad}");
-        assert_eq!(r.header_value("Content-Security-Policy"), Some("frame-ancestors 'none'"), "{bad}");
+        assert_eq!(r.header_value("Content-Security-Policy"), Some(super::page::PAGE_POLICY), "{bad}");
     }
     let head = pollster::block_on(kit.engine().handle(Request::new(Method::Head, &path), kit.ctx()));
     assert_eq!(head.status, 200);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::seed;
 
-const ADMIN_TOKEN: &str = "bench-admin-token";
+const ADMIN_TOKEN: &str = "bench-admin-token-0123456789abcdef";
 
 /// A running `engage serve`.
 pub struct Server {

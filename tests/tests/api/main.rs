@@ -9,6 +9,7 @@ mod kit;
 mod matrix;
 mod preference_center;
 mod scim;
+mod security;
 mod service;
 mod shapes;
 mod subscriptions;

@@ -25,6 +25,7 @@
 mod ast;
 mod cost;
 mod filter;
+mod html;
 mod lex;
 mod parse;
 mod render;

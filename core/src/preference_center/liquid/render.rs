@@ -3,9 +3,12 @@
 use std::collections::HashMap;
 
 use super::ast::{Cmp, Cond, Expr, Filter, For, ForAttr, Node, Operand, Source};
+use super::html::{escape_in_tag, Place, Scanner};
 use super::{escape_html, Data, FieldRef, Rendered, Value, Var, MAX_ITERATIONS};
 
 struct Run<'a> {
+    /// Where outputs land in the buffer being rendered (one per `capture` open).
+    scanners: Vec<Scanner>,
     data: &'a dyn Data,
     locals: HashMap<String, Value>,
     fields: Vec<FieldRef>,
@@ -22,9 +25,19 @@ enum Jump {
 }
 
 pub(super) fn render(nodes: &[Node], data: &dyn Data) -> Rendered {
-    let mut run = Run { data, locals: HashMap::new(), fields: Vec::new(), loops: Vec::new(), jump: None };
+    let mut run = Run {
+        scanners: vec![Scanner::default()],
+        data,
+        locals: HashMap::new(),
+        fields: Vec::new(),
+        loops: Vec::new(),
+        jump: None,
+    };
     let mut html = String::new();
     run.nodes(nodes, &mut html);
+    if let Some(mut scanner) = run.scanners.pop() {
+        scanner.finish(&mut html);
+    }
     Rendered { html, fields: run.fields }
 }
 
@@ -39,7 +52,14 @@ impl Run<'_> {
                 Node::Text(t) => out.push_str(t),
                 Node::Output(e) => {
                     let v = self.expr(e);
-                    out.push_str(&output(&v));
+                    let place = match self.scanners.last_mut() {
+                        Some(scanner) => {
+                            scanner.advance(out);
+                            scanner.place()
+                        }
+                        None => Place::Text,
+                    };
+                    out.push_str(&output_at(&v, place));
                 }
                 Node::Field(f) => {
                     out.push_str(&escape_html(&f.name()));
@@ -53,7 +73,11 @@ impl Run<'_> {
                 }
                 Node::Capture(name, body) => {
                     let mut inner = String::new();
+                    self.scanners.push(Scanner::default());
                     self.nodes(body, &mut inner);
+                    if let Some(mut scanner) = self.scanners.pop() {
+                        scanner.finish(&mut inner);
+                    }
                     self.locals.insert(name.clone(), Value::Markup(inner));
                 }
                 Node::Assign(name, e) => {
@@ -290,10 +314,26 @@ pub(super) fn plain(v: &Value) -> String {
 
 /// A value as it goes into the page: escaped unless it is rendered markup.
 fn output(v: &Value) -> String {
-    match v {
-        Value::Markup(m) => m.clone(),
-        Value::List(items) => items.iter().map(output).collect(),
-        other => escape_html(&plain(other)),
+    output_at(v, Place::Text)
+}
+
+/// A value as it goes into the page at `place`: text escaped for it; rendered
+/// markup as it is between tags, and inside a tag with nothing in it that could
+/// end a value or start an attribute (a capture's markup may hold user data
+/// escaped as text).
+fn output_at(v: &Value, place: Place) -> String {
+    match (v, place) {
+        (Value::Markup(m), Place::Text) => m.clone(),
+        (Value::Markup(m), Place::InTag) => m
+            .chars()
+            .map(|c| match c {
+                '&' => "&".to_string(),
+                c => escape_in_tag(c.encode_utf8(&mut [0; 4])),
+            })
+            .collect(),
+        (Value::List(items), _) => items.iter().map(|i| output_at(i, place)).collect(),
+        (other, Place::Text) => escape_html(&plain(other)),
+        (other, Place::InTag) => escape_in_tag(&plain(other)),
     }
 }
 

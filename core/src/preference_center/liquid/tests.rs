@@ -59,6 +59,48 @@ fn the_platform_tags_render_the_users_states_and_fields() {
 }
 
 #[test]
+fn user_values_cannot_leave_an_unquoted_attribute_value() {
+    let evil = "x autofocus onfocus=alert(1) `y`";
+    let html = render_with("<input value={{${first_name}}}>", evil);
+    assert_eq!(html, "<input value=x&#32;autofocus&#32;onfocus&#61;alert(1)&#32;&#96;y&#96;>");
+    // Nor through a capture, whose markup holds the value escaped as text.
+    let html = render_with("{% capture n %}{{${first_name}}}{% endcapture %}<input value={{ n }}>", evil);
+    assert_eq!(html, "<input value=x&#32;autofocus&#32;onfocus&#61;alert(1)&#32;&#96;y&#96;>");
+    // Quoted values and text are escaped as before.
+    assert_eq!(render_with("<p title=\"{{${first_name}}}\">{{${first_name}}}</p>", "a b"), "<p title=\"a b\">a b</p>");
+}
+
+#[test]
+fn user_values_cannot_make_a_url_attribute_run_script() {
+    for evil in ["javascript:alert(1)", " JAVASCRIPT:alert(1)", "java\tscript:x", "data:text/html,<script>x</script>"] {
+        for src in [
+            "<a href=\"{{${first_name}}}\">go</a>",
+            "<a href='{{${first_name}}}'>go</a>",
+            "<a href={{${first_name}}}>go</a>",
+            "<form action=\"{{${first_name}}}\"></form>",
+            "<a class=\"c\" href=\"{{ ${first_name} | strip }}\">go</a>",
+        ] {
+            let html = render_with(src, evil);
+            assert!(!html.to_ascii_lowercase().contains("script:") && !html.contains("data:"), "{src} {evil}: {html}");
+            assert!(html.contains("=\"#\"") || html.contains("='#'") || html.contains("=#"), "{src}: {html}");
+        }
+    }
+    // The URL is checked whole: a scheme the author's text completes is caught too.
+    assert_eq!(render_with("<a href=\"{{${first_name}}}:x\">go</a>", "javascript"), "<a href=\"#\">go</a>");
+    // Safe URLs and relative ones stay.
+    assert_eq!(
+        render_with("<a href=\"{{${first_name}}}\">go</a>", "https://x.test/a"),
+        "<a href=\"https://x.test/a\">go</a>"
+    );
+    assert_eq!(
+        render_with("<a href=\"/u/{{${first_name}}}\">go</a>", "javascript:x"),
+        "<a href=\"/u/javascript:x\">go</a>"
+    );
+    // What the author wrote alone is the author's.
+    assert_eq!(render("<a href=\"https://x.test/{{${first_name}}}\">"), "<a href=\"https://x.test/Ann\">");
+}
+
+#[test]
 fn user_values_are_escaped_and_captured_markup_is_not_escaped_twice() {
     assert_eq!(render_with("<p>{{${first_name}}}</p>", "<b>&'\""), "<p>&lt;b&gt;&amp;&#39;&quot;</p>");
     assert_eq!(

@@ -115,7 +115,10 @@ async fn the_page_renders_every_tag_and_option_for_a_user_with_mixed_states() {
     assert_eq!(page.header("cache-control"), Some("no-store"));
     // Not to be framed by another site.
     assert_eq!(page.header("x-frame-options"), Some("DENY"));
-    assert_eq!(page.header("content-security-policy"), Some("frame-ancestors 'none'"));
+    assert_eq!(
+        page.header("content-security-policy"),
+        Some("sandbox allow-forms allow-scripts allow-popups allow-popups-to-escape-sandbox; frame-ancestors 'none'")
+    );
     insta::assert_snapshot!("realistic_page", w.redact(&page.text(), &path));
     // HEAD: the page's headers, no body.
     let head = engage_tests::send("HEAD", &path, &[], None).await;
