@@ -257,6 +257,34 @@ test("a preference page opens inside the playground and its form is sent to the 
     assert.equal(status.body.users[0].subscription_groups[0].status, "Subscribed", JSON.stringify(status.body));
   }));
 
+test("a preference page's script and its user data run nothing in the playground (same origin as the server)", () =>
+  inStaticPlayground(async (page) => {
+    await pick(page, "POST /users/track");
+    await page.fill("#body", JSON.stringify({ attributes: [{ external_id: "victim", email: "v@example.com",
+      last_name: "x autofocus onfocus=parent.document.title='pwned'", site: "javascript:parent.document.title='pwned'" }] }));
+    assert.equal((await send(page)).status, 201);
+    await pick(page, "POST /preference_center/v1");
+    const html = `<html><body><script>parent.document.title = "pwned"; localStorage.setItem("pwned", "1");</script>
+<p id="hello">Hello</p><input id="name" value={{\${last_name}}}><a id="site" href="{{custom_attribute.\${site}}}">site</a></body></html>`;
+    await page.fill("#body", JSON.stringify({ name: "hostile", preference_center_page_html: html, confirmation_page_html: "<p>ok</p>" }));
+    const created = await send(page);
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    await pick(page, "GET /preference_center/v1/{}/url/{}");
+    await page.fill("#path", `/preference_center/v1/${created.body.preference_center_api_id}/url/victim`);
+    assert.equal((await send(page)).status, 200);
+    const title = await page.title();
+    await page.click("#open-page");
+    const frame = page.frameLocator("#page-frame");
+    await frame.locator("#hello").waitFor();
+    await frame.locator("#name").focus();
+    await frame.locator("#site").click();
+    await page.waitForTimeout(300);
+    assert.equal(await page.title(), title, "no script of the page ran");
+    assert.equal(await page.evaluate(() => localStorage.getItem("pwned")), null);
+    assert.equal(await frame.locator("#site").getAttribute("href"), "#");
+    assert.equal(await frame.locator("#name").inputValue(), "x autofocus onfocus=parent.document.title='pwned'");
+  }));
+
 test("a person manages their subscriptions on the page engage serve hosts", { skip: !process.env.ENGAGE_BIN && "ENGAGE_BIN is not set" }, async () => {
   const bin = process.env.ENGAGE_BIN;
   const db = path.join(tmp, "preferences.db");
