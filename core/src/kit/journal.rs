@@ -2,8 +2,9 @@
 //! (the inspector) or a test to see what their application sent. Each entry has
 //! the time, method, route (the pattern: never the raw path, which may carry
 //! identifiers or link tokens), status, latency and request id; bodies only when
-//! the host asks for them (`--journal-bodies`), truncated, with preference-page
-//! link tokens masked. Credentials are headers and are never kept. The operator's
+//! the host asks for them (`--journal-bodies`), truncated, with passwords and link
+//! tokens masked (and a body that is not JSON on an API route kept as its length
+//! alone). Credentials are headers and are never kept. The operator's
 //! own routes, health checks, metrics and playground files are not journaled.
 
 use std::collections::VecDeque;
