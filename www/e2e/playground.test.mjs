@@ -276,13 +276,13 @@ test("a preference page's script and its user data run nothing in the playground
     await page.click("#open-page");
     const frame = page.frameLocator("#page-frame");
     await frame.locator("#hello").waitFor();
+    assert.equal(await frame.locator("#site").getAttribute("href"), "#");
+    assert.equal(await frame.locator("#name").inputValue(), "x autofocus onfocus=parent.document.title='pwned'");
     await frame.locator("#name").focus();
     await frame.locator("#site").click();
     await page.waitForTimeout(300);
     assert.equal(await page.title(), title, "no script of the page ran");
     assert.equal(await page.evaluate(() => localStorage.getItem("pwned")), null);
-    assert.equal(await frame.locator("#site").getAttribute("href"), "#");
-    assert.equal(await frame.locator("#name").inputValue(), "x autofocus onfocus=parent.document.title='pwned'");
   }));
 
 test("a person manages their subscriptions on the page engage serve hosts", { skip: !process.env.ENGAGE_BIN && "ENGAGE_BIN is not set" }, async () => {
