@@ -7,6 +7,10 @@ use crate::http::{Method, Response};
 use crate::permission::Permission;
 use crate::store::{CommitError, StoreError};
 
+/// The start of the platform's answer to an unknown API key, which it ends with the
+/// key as sent (recorded by public clients' test suites).
+pub const UNKNOWN_KEY: &str = "Invalid API key: ";
+
 /// Everything that ends a request without success.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -20,8 +24,10 @@ pub enum ApiError {
     },
     /// No `Authorization: Bearer` header.
     MissingKey,
-    /// The key is unknown.
+    /// The credential is not a bearer token, or not the admin token.
     InvalidKey,
+    /// No API key is this one (echoed, as the platform does: `Invalid API key: <key>`).
+    UnknownKey(String),
     /// The key lacks the endpoint's permission.
     MissingPermission(Permission),
     /// The credential is good but this use of it is refused (a write made with the
@@ -113,7 +119,7 @@ impl ApiError {
         match self {
             ApiError::RouteNotFound | ApiError::NotFound(_) => 404,
             ApiError::MethodNotAllowed { .. } => 405,
-            ApiError::MissingKey | ApiError::InvalidKey => 401,
+            ApiError::MissingKey | ApiError::InvalidKey | ApiError::UnknownKey(_) => 401,
             ApiError::MissingPermission(_) | ApiError::Forbidden(_) => 403,
             ApiError::PayloadTooLarge { .. } => 413,
             ApiError::UnsupportedMediaType => 415,
@@ -144,6 +150,7 @@ impl ApiError {
                 json!({"message": "Unauthorized: missing 'Authorization: Bearer <API_KEY>' header"})
             }
             ApiError::InvalidKey => json!({"message": "Invalid API key"}),
+            ApiError::UnknownKey(key) => json!({"message": format!("{UNKNOWN_KEY}{key}")}),
             ApiError::MissingPermission(p) => {
                 json!({"message": format!("Access Denied: this API key lacks the '{}' permission", p.as_str())})
             }

@@ -30,8 +30,12 @@ pub enum Head<'a> {
         fields: Vec<(&'a str, &'a [u8])>,
     },
     /// More than [`MAX_HEAD_BYTES`] arrived without the head's end, or more than
-    /// [`MAX_HEADER_FIELDS`] fields.
-    TooLarge,
+    /// [`MAX_HEADER_FIELDS`] fields: `start` is what arrived (at least the head's
+    /// start), which tells a request line too long (414) from a head too large (431).
+    TooLarge {
+        /// The bytes that arrived.
+        start: &'a [u8],
+    },
     /// The bytes are not an HTTP/1.x request head.
     Malformed,
     /// The header timeout passed before the head's end.
@@ -71,13 +75,26 @@ pub fn judge(head: &Head<'_>, max_body_bytes: usize, seed: [u8; 16]) -> Verdict 
             Ok(framing) => return Verdict::Accept(framing),
             Err(e) => (e, path_of(target), text_fields(fields)),
         },
-        Head::TooLarge => (ApiError::HeadersTooLarge { limit: MAX_HEAD_BYTES }, "/", Vec::new()),
+        Head::TooLarge { start } => (too_large(start), "/", Vec::new()),
         Head::Malformed => (ApiError::bad("Bad Request: malformed request head"), "/", Vec::new()),
         Head::TimedOut { secs } => (ApiError::RequestTimeout { secs: *secs }, "/", Vec::new()),
     };
     let id = crate::http::request_id(&ids, seed);
     let response = crate::engine::error_response(path, refusal);
     Verdict::Refuse(response.with_header("X-Request-Id", id).with_header("Connection", "close"))
+}
+
+/// A head over the bounds: its request line alone (method, target, version) is past
+/// the target's bound, so the target is what is too long (414), or the head is
+/// too large (431).
+fn too_large(start: &[u8]) -> ApiError {
+    let line = start.iter().position(|b| *b == b'\n').unwrap_or(start.len());
+    // "METHOD " and " HTTP/1.1\r" around the target: a few bytes of slack.
+    if line > MAX_TARGET_BYTES + 32 {
+        ApiError::UriTooLong { limit: MAX_TARGET_BYTES }
+    } else {
+        ApiError::HeadersTooLarge { limit: MAX_HEAD_BYTES }
+    }
 }
 
 fn path_of(target: &str) -> &str {
@@ -185,7 +202,11 @@ mod tests {
         };
         let long = format!("/{}", "a".repeat(MAX_TARGET_BYTES));
         assert_eq!(status(Head::Parsed { target: &long, minor_version: 1, fields: vec![("Host", b"x")] }), 414);
-        assert_eq!(status(Head::TooLarge), 431);
+        let fields = format!("GET / HTTP/1.1\r\n{}", "X-A: b\r\n".repeat(20_000));
+        assert_eq!(status(Head::TooLarge { start: fields.as_bytes() }), 431);
+        let line = format!("GET /{} HTTP/1.1\r\n", "a".repeat(100_000));
+        assert_eq!(status(Head::TooLarge { start: line.as_bytes() }), 414);
+        assert_eq!(status(Head::TooLarge { start: &line.as_bytes()[..70_000] }), 414, "no line end yet");
         assert_eq!(status(Head::Malformed), 400);
         assert_eq!(status(Head::TimedOut { secs: 3 }), 408);
     }

@@ -23,6 +23,7 @@ mod admin;
 mod auth;
 mod cdi;
 mod ctx;
+mod dialect;
 mod engine;
 mod error;
 mod export;

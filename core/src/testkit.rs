@@ -145,7 +145,7 @@ impl Kit {
     /// The exported users for an export body.
     pub(crate) fn users(&self, body: Value) -> Vec<Value> {
         let (status, resp) = self.post("/users/export/ids", body);
-        assert_eq!(status, 200, "export failed: {resp}");
+        assert_eq!(status, 201, "export failed: {resp}");
         resp["users"].as_array().cloned().unwrap_or_default()
     }
 

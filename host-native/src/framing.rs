@@ -139,12 +139,12 @@ impl Tracker {
         let Some(end) = head_end(&self.held, self.scanned.saturating_sub(3)) else {
             self.scanned = self.held.len();
             if self.held.len() > MAX_HEAD_BYTES {
-                return Err(refusal(head::judge(&Head::TooLarge, self.max_body_bytes, seed)));
+                return Err(refusal(head::judge(&Head::TooLarge { start: &self.held }, self.max_body_bytes, seed)));
             }
             return Ok(input.len());
         };
         if end > MAX_HEAD_BYTES {
-            return Err(refusal(head::judge(&Head::TooLarge, self.max_body_bytes, seed)));
+            return Err(refusal(head::judge(&Head::TooLarge { start: &self.held }, self.max_body_bytes, seed)));
         }
         let verdict = judge(&self.held[..end], self.max_body_bytes, seed);
         match verdict {
@@ -246,7 +246,7 @@ fn judge(bytes: &[u8], max_body_bytes: usize, seed: [u8; 16]) -> Verdict {
             },
             _ => Head::Malformed,
         },
-        Err(httparse::Error::TooManyHeaders) => Head::TooLarge,
+        Err(httparse::Error::TooManyHeaders) => Head::TooLarge { start: bytes },
         Ok(httparse::Status::Partial) | Err(_) => Head::Malformed,
     };
     head::judge(&parsed, max_body_bytes, seed)

@@ -138,7 +138,7 @@ mod tests {
         }
         let ids: Vec<String> = (0..40).map(|n| format!("u{n}")).collect();
         let exported = lanes.handle(post("/users/export/ids", json!({"external_ids": ids}))).await.unwrap();
-        assert_eq!(exported.status, 200, "{}", exported.json_body());
+        assert_eq!(exported.status, 201, "{}", exported.json_body());
         let mut visits: Vec<i64> = exported.json_body()["users"]
             .as_array()
             .unwrap()

@@ -280,7 +280,9 @@ fn errors_of_the_http_layer_have_the_platform_shape_a_request_id_and_the_rfc_sta
     let long_target = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(9000));
     let big_head = format!("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: {}\r\n\r\n", "a".repeat(70_000));
     let many_fields = format!("GET /healthz HTTP/1.1\r\nHost: x\r\n{}\r\n", "X-A: b\r\n".repeat(120));
-    let cases: [(&str, &[u8], u16, &str); 9] = [
+    // A target longer than the whole head's bound: still the target that is too long.
+    let huge_target = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(100_000));
+    let cases: [(&str, &[u8], u16, &str); 10] = [
         (
             "two lengths",
             b"POST /users/track HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
@@ -307,6 +309,7 @@ fn errors_of_the_http_layer_have_the_platform_shape_a_request_id_and_the_rfc_sta
             "Not Implemented: transfer coding 'gzip, chunked' (only 'chunked' is supported)",
         ),
         ("a long target", long_target.as_bytes(), 414, "URI Too Long: the request target exceeds 8192 bytes"),
+        ("a 100 KB target", huge_target.as_bytes(), 414, "URI Too Long: the request target exceeds 8192 bytes"),
         (
             "a large head",
             big_head.as_bytes(),

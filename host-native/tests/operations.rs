@@ -83,7 +83,7 @@ fn configured_by_environment_alone_it_logs_json_lines_without_secrets() {
     let export = requests.iter().find(|l| l["request_id"] == json!(id)).expect("the export's line");
     assert_eq!(export["route"], json!("/users/export/ids"));
     assert_eq!(export["method"], json!("POST"));
-    assert_eq!(export["status"], json!(200));
+    assert_eq!(export["status"], json!(201));
     assert!(export["micros"].as_u64().is_some(), "{export}");
     assert!(requests.iter().any(|l| l["route"] == json!("/subscription/user/status")), "routes, not paths");
 }

@@ -126,7 +126,7 @@ async function inBrowser(base) {
     assert.equal(tracked.status, 201, JSON.stringify(tracked.body));
     assert.equal(tracked.body.message, "success");
     const exported = await send("POST /users/export/ids");
-    assert.equal(exported.status, 200, JSON.stringify(exported.body));
+    assert.equal(exported.status, 201, JSON.stringify(exported.body));
     assert.equal(exported.body.users[0].external_id, "user-1", JSON.stringify(exported.body));
     console.log(`in-page requests through the wasm engine: POST /users/track ${tracked.status}, POST /users/export/ids ${exported.status}`);
 

@@ -61,7 +61,7 @@ call("track", post_users_track, 201, api,
      body=body(post_users_track, {"attributes": [{"external_id": "py-1", "first_name": "Py", "email": "py@x.test"}]}))
 call("track", post_users_track_sync, 201, api,
      body=body(post_users_track_sync, {"events": [{"external_id": "py-1", "name": "signed_up", "time": "2026-11-26T10:00:00Z"}]}))
-exported = call("export", post_users_export_ids, 200, api, body=body(post_users_export_ids, {"external_ids": ["py-1"]}))
+exported = call("export", post_users_export_ids, 201, api, body=body(post_users_export_ids, {"external_ids": ["py-1"]}))
 assert exported.users and exported.users[0].external_id == "py-1", exported
 call("identity", post_users_alias_new, 201, api,
      body=body(post_users_alias_new, {"user_aliases": [{"alias_name": "py-crm-1", "alias_label": "crm", "external_id": "py-1"}]}))

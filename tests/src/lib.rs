@@ -251,14 +251,14 @@ impl Api {
     /// Exports one user by external id (`Null` when absent).
     pub async fn user(&self, external_id: &str) -> Value {
         let r = self.post("/users/export/ids", json!({"external_ids": [external_id]})).await;
-        assert_eq!(r.status, 200, "export failed: {}", r.body);
+        assert_eq!(r.status, 201, "export failed: {}", r.body);
         r.body["users"].as_array().and_then(|u| u.first()).cloned().unwrap_or(Value::Null)
     }
 
     /// Exports users by an arbitrary export body; returns the `users` array.
     pub async fn users(&self, body: Value) -> Vec<Value> {
         let r = self.post("/users/export/ids", body).await;
-        assert_eq!(r.status, 200, "export failed: {}", r.body);
+        assert_eq!(r.status, 201, "export failed: {}", r.body);
         r.body["users"].as_array().cloned().unwrap_or_default()
     }
 }

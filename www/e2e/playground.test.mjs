@@ -90,7 +90,7 @@ async function inStaticPlayground(steps) {
 async function exportUser(page) {
   await pick(page, "POST /users/export/ids");
   const res = await send(page);
-  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body;
 }
 
@@ -191,7 +191,7 @@ test("engage serve hosts the playground, and its curl commands work against the 
     const tracked = await curlFor("POST /users/track");
     assert.equal(tracked.status, 201, JSON.stringify(tracked.body));
     const exported = await curlFor("POST /users/export/ids");
-    assert.equal(exported.status, 200);
+    assert.equal(exported.status, 201);
     assert.equal(exported.body.users[0].custom_attributes.favorite_color, "blue");
   } finally {
     await page.close();

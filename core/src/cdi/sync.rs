@@ -144,7 +144,12 @@ async fn prepare<S: Store>(
             Ok(Work::Delete(ident)) => Prepared::Delete(ident),
             Ok(Work::Track(array, object)) => {
                 let items = vec![Json::Object(object)];
-                let parsed = look_up_groups(store, &i.workspace, parse::parse(&[(array, &items)], now)).await?;
+                let parsed = look_up_groups(
+                    store,
+                    &i.workspace,
+                    parse::parse(&[(array, &items)], now, crate::dialect::Dialect::Platform),
+                )
+                .await?;
                 match (parsed.errors.first(), parsed.ops.into_iter().next()) {
                     (None, Some((_, op))) => Prepared::Track(op),
                     (Some(e), _) => Prepared::Failed(e["type"].as_str().unwrap_or("invalid row").to_string()),

@@ -380,8 +380,13 @@ impl<S: Store> Engine<S> {
     }
 
     async fn authenticate(&self, req: &Request, now: Timestamp) -> Result<KeyRecord, ApiError> {
-        let hash = auth::key_hash(auth::bearer_token(req)?);
-        let (record, version) = auth::key_record(&self.store, &hash).await?;
+        let given = auth::bearer_token(req)?;
+        let hash = auth::key_hash(given);
+        let (record, version) = match auth::key_record(&self.store, &hash).await {
+            // The platform names the key it did not find.
+            Err(ApiError::InvalidKey) => return Err(ApiError::UnknownKey(given.chars().take(256).collect())),
+            other => other?,
+        };
         // When a key was last used, to the hour: one write per key and hour (per
         // engine), never a write per request. A failure here fails nothing.
         let due = {
@@ -428,10 +433,12 @@ impl<S: Store> Engine<S> {
         caught_up: bool,
     ) -> Result<Response, ApiError> {
         let store = &self.store;
-        let body = &req.body;
+        // The platform's lenient forms read as the reference's (refused under --strict).
+        let normalized = crate::dialect::normalize(&api, &req.body, self.dialect())?;
+        let body = normalized.as_deref().unwrap_or(&req.body);
         match api {
             Api::Track => self.track(ws, body, ctx, caught_up).await,
-            Api::TrackSync => track::track_sync(store, ws, body, ctx).await,
+            Api::TrackSync => track::track_sync(store, ws, body, ctx, self.dialect()).await,
             Api::ExportIds => export::export_ids(store, ws, body).await,
             Api::Identify => identity::identify::identify(store, ws, body, ctx).await,
             Api::Merge => identity::merge::merge(store, ws, body, ctx).await,
@@ -448,6 +455,15 @@ impl<S: Store> Engine<S> {
                 preference_center::handle(store, endpoint, ws, req, &self.links(req), ctx).await
             }
             Api::Cdi(endpoint) => cdi::handle(store, endpoint, ws, req).await,
+        }
+    }
+
+    /// How requests are read: as the platform reads them, or (`--strict`) as the
+    /// reference writes them.
+    fn dialect(&self) -> crate::dialect::Dialect {
+        match self.config.strict {
+            true => crate::dialect::Dialect::Strict,
+            false => crate::dialect::Dialect::Platform,
         }
     }
 

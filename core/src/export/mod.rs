@@ -206,5 +206,6 @@ pub async fn export_ids<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8]) ->
             Some(ExportUser { profile, only: only.as_deref(), groups })
         })
         .collect();
-    Ok(Response::json(200, &Answer { invalid_user_ids: invalid, message: "success", users }))
+    // 201, as the platform answers (every recorded export of its public clients).
+    Ok(Response::json(201, &Answer { invalid_user_ids: invalid, message: "success", users }))
 }

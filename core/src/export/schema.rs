@@ -110,7 +110,7 @@ pub fn export_ids() -> Op {
     Op::new("Reads profiles back by identifier (an Engage reading of the platform's export endpoint): every user each identifier names, once, in request order. Identifiers that name nobody are listed in `invalid_user_ids`.")
         .body(body)
         .example(json!({"external_ids": ["user-123", "user-000"], "fields_to_export": ["external_id", "email", "first_name", "custom_attributes", "custom_events", "purchases", "total_revenue"]}))
-        .reply(200, "The users found.", success_body("", &[
+        .reply(201, "The users found (201, as the platform answers).", success_body("", &[
             ("users", array(user, "The users.")),
             ("invalid_user_ids", array(any("An identifier as sent."), "Identifiers that name no user (present when some do not).")),
         ], &["users"]))

@@ -12,6 +12,7 @@ use std::sync::Mutex;
 
 use serde::Serialize;
 
+use crate::error::UNKNOWN_KEY;
 use crate::http::Method;
 use crate::routes;
 use crate::time::Timestamp;
@@ -121,6 +122,11 @@ fn kept(body: &[u8], text_kept: bool) -> Option<String> {
     let text = match serde_json::from_slice::<serde_json::Value>(body) {
         Ok(mut json) => {
             without_passwords(&mut json);
+            // The answer to an unknown key names it: not kept either.
+            if let Some(m) = json.get_mut("message").filter(|m| m.as_str().is_some_and(|m| m.starts_with(UNKNOWN_KEY)))
+            {
+                *m = serde_json::Value::from(format!("{UNKNOWN_KEY}{NOT_KEPT}"));
+            }
             json.to_string()
         }
         Err(_) if text_kept => String::from_utf8_lossy(body).into_owned(),

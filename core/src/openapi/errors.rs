@@ -153,7 +153,7 @@ pub fn responses() -> Value {
     let over = "Over the rate limit: no `X-RateLimit-*` headers; `X-Ratelimit-Retry-After` says when to retry.";
     let large = "The body is over the server's limit.";
     json!({
-        "Unauthorized": answer("No API key, or one the server does not know.", JSON, "Error", &key),
+        "Unauthorized": answer("No API key, or one the server does not know (named in the message, as the platform does).", JSON, "Error", &[key[0].clone(), key[1].clone(), ("unknown", api(ApiError::UnknownKey("00000000-0000-0000-0000-000000000000".into())))]),
         "PayloadTooLarge": answer(large, JSON, "Error", &[("too_large", api(too_large()))]),
         "RateLimited": answer(over, JSON, "Error", &[("limited", api(limited()))]),
         "Unavailable": answer(busy, JSON, "Error", &[("busy", api(ApiError::Busy))]),

@@ -139,7 +139,7 @@ fn the_documented_rate_limit_headers_are_the_ones_answers_carry() {
     let doc = document();
     let limited = &doc["components"]["responses"]["RateLimited"]["headers"];
     assert!(limited.get("X-Ratelimit-Retry-After").is_some(), "{limited}");
-    let answer = &doc["paths"]["/users/export/ids"]["post"]["responses"]["200"]["headers"];
+    let answer = &doc["paths"]["/users/export/ids"]["post"]["responses"]["201"]["headers"];
     for h in &documented {
         assert!(answer.get(h).is_some(), "{h} is not documented: {answer}");
         assert!(doc["components"]["headers"].get(h).is_some(), "{h}");

@@ -34,8 +34,11 @@ pub const MAX_IDS: usize = 50;
 
 /// The platform's message when a request sends both emails and phones.
 pub const EMAIL_AND_PHONE: &str = "Either an email address or a phone number should be provided, but not both.";
-/// The platform's message for a missing or unknown subscription group id.
+/// The platform's message for a missing or mistyped subscription group id.
 pub const BAD_GROUP_ID: &str = "'subscription_group_id' must be a valid subscription group UUID";
+/// The platform's message for a subscription group id no group has (recorded by
+/// public clients' test suites, for both versions of the set and for status get).
+pub const UNKNOWN_GROUP: &str = "Invalid subscription group ID";
 /// The platform's message for a group state other than `subscribed` / `unsubscribed`.
 pub const BAD_GROUP_STATE: &str =
     "'subscription_state' for a subscription group must be 'subscribed' or 'unsubscribed'";
@@ -139,7 +142,7 @@ pub(crate) fn parse_named(values: Vec<String>, kind: Kind, name: &str) -> Result
 /// The group a request names: a missing, mistyped or unknown id is the platform's 400.
 pub(crate) async fn group_of<S: Store>(store: &S, ws: &WorkspaceName, v: Option<&Value>) -> Result<Group, ApiError> {
     let id = v.and_then(Value::as_str).ok_or_else(|| ApiError::bad(BAD_GROUP_ID))?;
-    groups::get(store, ws, id).await?.ok_or_else(|| ApiError::bad(BAD_GROUP_ID))
+    groups::get(store, ws, id).await?.ok_or_else(|| ApiError::bad(UNKNOWN_GROUP))
 }
 
 /// Checks that a group's channel is addressed by this kind of identifier: email

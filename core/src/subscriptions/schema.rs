@@ -11,7 +11,7 @@ use crate::openapi::schema::{
     with,
 };
 use crate::subscriptions::email::BAD_EMAIL_STATE;
-use crate::subscriptions::{BAD_GROUP_ID, BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS};
+use crate::subscriptions::{BAD_GROUP_ID, BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS, UNKNOWN_GROUP};
 
 /// The email group the examples name (`tests/openapi/examples.py` makes one and
 /// puts its id in their place).
@@ -47,6 +47,7 @@ fn set_errors(op: Op) -> Op {
         &[
             ("email_and_phone", EMAIL_AND_PHONE),
             ("bad_group", BAD_GROUP_ID),
+            ("unknown_group", UNKNOWN_GROUP),
             ("bad_state", BAD_GROUP_STATE),
             ("too_many", TOO_MANY_IDS),
         ],
@@ -214,7 +215,10 @@ pub fn status_get() -> Op {
             "statuses",
             json!({"message": "success", "status": {"user-123": "Unsubscribed", "user-000": "Unknown"}}),
         )
-        .bad_request("Invalid input.", &[("email_and_phone", EMAIL_AND_PHONE), ("bad_group", BAD_GROUP_ID)])
+        .bad_request(
+            "Invalid input.",
+            &[("email_and_phone", EMAIL_AND_PHONE), ("bad_group", BAD_GROUP_ID), ("unknown_group", UNKNOWN_GROUP)],
+        )
 }
 
 fn emails(description: &str) -> Value {

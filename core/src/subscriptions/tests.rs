@@ -64,7 +64,7 @@ fn v2_with_one_bad_entry_writes_nothing() {
         {"subscription_group_id": "no-such-group", "subscription_state": "subscribed", "external_ids": ["u1"]}
     ]});
     let (status, body) = w.post("/v2/subscription/status/set", body);
-    assert_eq!((status, body["message"].as_str()), (400, Some(super::BAD_GROUP_ID)));
+    assert_eq!((status, body["message"].as_str()), (400, Some(super::UNKNOWN_GROUP)));
     assert!(w.user("u1").get("subscription_groups").is_none());
 }
 

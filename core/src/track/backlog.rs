@@ -265,6 +265,8 @@ fn walk(v: &Value, texts: &mut Vec<String>, aliases: &mut Vec<UserAlias>) {
     }
     match v {
         Value::String(s) => texts.push(s.clone()),
+        // A whole number may name a user too (the platform reads `"external_id": 7`).
+        Value::Number(n) if n.is_u64() || n.is_i64() => texts.push(n.to_string()),
         Value::Array(items) => items.iter().for_each(|i| walk(i, texts, aliases)),
         Value::Object(map) => {
             if let (Some(Value::String(name)), Some(Value::String(label))) =

@@ -28,9 +28,12 @@ fn ops(user: &str, names: &[&str]) -> Vec<TrackOp> {
     let body = serde_json::to_vec(&json!({ "attributes": [object] })).expect("body");
     let obj = parse::body_object(&body).expect("object");
     let arrays = parse::arrays(&obj, parse::MAX_OBJECTS).expect("arrays");
-    let parsed =
-        pollster::block_on(look_up_groups(&MemoryStore::default(), &ws(), parse::parse(&arrays, Timestamp(0))))
-            .expect("groups");
+    let parsed = pollster::block_on(look_up_groups(
+        &MemoryStore::default(),
+        &ws(),
+        parse::parse(&arrays, Timestamp(0), crate::dialect::Dialect::Platform),
+    ))
+    .expect("groups");
     parsed.ops.into_iter().map(|(_, op)| op).collect()
 }
 

@@ -144,10 +144,11 @@ pub async fn track<S: Store>(
     body: &[u8],
     ctx: Ctx,
     caught_up: bool,
+    dialect: crate::dialect::Dialect,
 ) -> Result<Tracked, ApiError> {
     let obj = parse::body_object(body)?;
     let arrays = parse::arrays(&obj, parse::MAX_OBJECTS)?;
-    let parsed = look_up_groups(store, ws, parse::parse(&arrays, ctx.now)).await?;
+    let parsed = look_up_groups(store, ws, parse::parse(&arrays, ctx.now, dialect)).await?;
     if parsed.ops.is_empty() {
         return Err(nothing_valid(&parsed.errors));
     }

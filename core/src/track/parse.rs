@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use crate::dialect::{self, Dialect};
 use crate::error::ApiError;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias, WorkspaceName};
 use crate::input;
@@ -237,7 +238,7 @@ pub fn arrays<'b, 'a>(body: &'b Object<'a>, max: usize) -> Result<Vec<(InputArra
 
 /// Parses and validates a whole track body (already split into arrays). Pure: the
 /// subscription groups it names are looked up by apply.
-pub fn parse(arrays: &[(InputArray, &Vec<Json<'_>>)], now: Timestamp) -> Parsed {
+pub fn parse(arrays: &[(InputArray, &Vec<Json<'_>>)], now: Timestamp, dialect: Dialect) -> Parsed {
     let mut parsed = Parsed { ops: Vec::new(), errors: Vec::new(), processed: BTreeMap::new() };
     let mut nested_invalid: Option<String> = None;
     for (kind, items) in arrays {
@@ -247,10 +248,10 @@ pub fn parse(arrays: &[(InputArray, &Vec<Json<'_>>)], now: Timestamp) -> Parsed 
                 None => Err("each object must be a JSON object".to_string()),
                 Some(obj) => match kind {
                     InputArray::Attributes => {
-                        parse_attributes(obj, *kind, index, &mut parsed.errors, &mut nested_invalid)
+                        parse_attributes(obj, *kind, index, &mut parsed.errors, &mut nested_invalid, dialect)
                     }
-                    InputArray::Events => parse_event(obj, now),
-                    InputArray::Purchases => parse_purchase(obj, now),
+                    InputArray::Events => parse_event(obj, now, dialect),
+                    InputArray::Purchases => parse_purchase(obj, now, dialect),
                 },
             };
             match result {
@@ -280,7 +281,7 @@ pub fn parse(arrays: &[(InputArray, &Vec<Json<'_>>)], now: Timestamp) -> Parsed 
 
 /// Finds the identifier of an object: exactly one of `external_id`, `user_alias`,
 /// `service_id` (or `braze_id`), else `email`, else `phone`.
-fn identifier(obj: &Object<'_>, kind: InputArray) -> Result<Identifier, String> {
+fn identifier(obj: &Object<'_>, kind: InputArray, dialect: Dialect) -> Result<Identifier, String> {
     let primary: Vec<&str> =
         ["external_id", "user_alias", "service_id", "braze_id"].into_iter().filter(|k| obj.contains_key(k)).collect();
     let required = "one of 'external_id', 'user_alias', 'service_id', 'email' or 'phone' is required";
@@ -299,8 +300,10 @@ fn identifier(obj: &Object<'_>, kind: InputArray) -> Result<Identifier, String> 
     }
     match primary.first() {
         Some(&"external_id") => {
-            let x = obj.get("external_id").and_then(Json::as_str).ok_or("'external_id' must be a string")?;
-            let x = ExternalId::parse(x).ok_or("'external_id' must be 1 to 987 bytes without control characters")?;
+            let x = obj.get("external_id").map_or(Err("'external_id' must be a string".into()), |v| {
+                dialect::id_text(v, "external_id", dialect)
+            })?;
+            let x = ExternalId::parse(&x).ok_or("'external_id' must be 1 to 987 bytes without control characters")?;
             if x.is_blocked() {
                 return Err("provided external_id is blacklisted and disallowed".into());
             }
@@ -343,8 +346,8 @@ fn update_existing_only(obj: &Object<'_>) -> Result<Option<bool>, String> {
 
 /// Whether a missing user is created: aliases only when `_update_existing_only` is
 /// explicitly false, internal ids never, the rest unless it is true.
-fn target(obj: &Object<'_>, kind: InputArray) -> Result<Target, String> {
-    let ident = identifier(obj, kind)?;
+fn target(obj: &Object<'_>, kind: InputArray, dialect: Dialect) -> Result<Target, String> {
+    let ident = identifier(obj, kind, dialect)?;
     let flag = update_existing_only(obj)?;
     let create = match ident {
         Identifier::Alias(_) => flag == Some(false),
@@ -360,8 +363,9 @@ fn parse_attributes(
     index: usize,
     errors: &mut Vec<Value>,
     nested_invalid: &mut Option<String>,
+    dialect: Dialect,
 ) -> Result<TrackOp<NotLookedUp>, String> {
-    let target = target(obj, kind)?;
+    let target = target(obj, kind, dialect)?;
     let merge_objects = match obj.get("_merge_objects") {
         None | Some(Json::Null) => false,
         Some(Json::Bool(b)) => *b,
@@ -437,9 +441,9 @@ fn parse_attributes(
     Ok(TrackOp::Attributes { target, merge_objects, updates })
 }
 
-fn time_field(obj: &Object<'_>, now: Timestamp) -> Result<Timestamp, String> {
+fn time_field(obj: &Object<'_>, now: Timestamp, dialect: Dialect) -> Result<Timestamp, String> {
     let t = obj.get("time").and_then(Json::as_str).ok_or("'time' is required: an ISO 8601 time with an offset or Z")?;
-    let t = Timestamp::parse(t).ok_or("'time' must be an ISO 8601 time with an offset or Z")?;
+    let t = dialect::time(t, "time", dialect)?;
     // The platform records future times as the current time.
     Ok(t.min(now))
 }
@@ -479,18 +483,27 @@ fn name_field(obj: &Object<'_>, key: &str) -> Result<String, String> {
     }
 }
 
-fn parse_event(obj: &Object<'_>, now: Timestamp) -> Result<TrackOp<NotLookedUp>, String> {
-    let target = target(obj, InputArray::Events)?;
+/// A purchase's `product_id`: a name, or (the platform's reading) a whole number
+/// as its decimal text.
+fn product_id(obj: &Object<'_>, dialect: Dialect) -> Result<String, String> {
+    match obj.get("product_id") {
+        Some(v @ Json::Number(_)) => dialect::id_text(v, "product_id", dialect).map(|t| t.into_owned()),
+        _ => name_field(obj, "product_id"),
+    }
+}
+
+fn parse_event(obj: &Object<'_>, now: Timestamp, dialect: Dialect) -> Result<TrackOp<NotLookedUp>, String> {
+    let target = target(obj, InputArray::Events, dialect)?;
     let name = name_field(obj, "name")?;
-    let time = time_field(obj, now)?;
+    let time = time_field(obj, now, dialect)?;
     check_app_id(obj)?;
     check_properties(obj)?;
     Ok(TrackOp::Event { target, name, time })
 }
 
-fn parse_purchase(obj: &Object<'_>, now: Timestamp) -> Result<TrackOp<NotLookedUp>, String> {
-    let target = target(obj, InputArray::Purchases)?;
-    let product_id = name_field(obj, "product_id")?;
+fn parse_purchase(obj: &Object<'_>, now: Timestamp, dialect: Dialect) -> Result<TrackOp<NotLookedUp>, String> {
+    let target = target(obj, InputArray::Purchases, dialect)?;
+    let product_id = product_id(obj, dialect)?;
     match obj.get("currency").and_then(Json::as_str) {
         Some(c) if c.len() == 3 && c.bytes().all(|b| b.is_ascii_alphabetic()) => {}
         _ => return Err("'currency' is required: an ISO 4217 three-letter code".into()),
@@ -504,7 +517,7 @@ fn parse_purchase(obj: &Object<'_>, now: Timestamp) -> Result<TrackOp<NotLookedU
         None | Some(Json::Null) => 1,
         Some(q) => q.as_u64().filter(|q| (1..=100).contains(q)).ok_or("'quantity' must be an integer from 1 to 100")?,
     };
-    let time = time_field(obj, now)?;
+    let time = time_field(obj, now, dialect)?;
     check_app_id(obj)?;
     check_properties(obj)?;
     Ok(TrackOp::Purchase { target, product_id, price, quantity, time })

@@ -16,13 +16,19 @@ use crate::users::profile::{Profile, Summary};
 
 /// POST /users/track/sync: one object, applied before answering with the resulting
 /// summaries of what the request named.
-pub async fn track_sync<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
+pub async fn track_sync<S: Store>(
+    store: &S,
+    ws: &WorkspaceName,
+    body: &[u8],
+    ctx: Ctx,
+    dialect: crate::dialect::Dialect,
+) -> Result<Response, ApiError> {
     let obj = parse::body_object(body)?;
     let arrays = parse::arrays(&obj, 1)?;
     if arrays.iter().map(|(_, items)| items.len()).sum::<usize>() != 1 {
         return Err(fatal("A request may contain only one attribute, event or purchase object", vec![]));
     }
-    let parsed = look_up_groups(store, ws, parse::parse(&arrays, ctx.now)).await?;
+    let parsed = look_up_groups(store, ws, parse::parse(&arrays, ctx.now, dialect)).await?;
     let Some((_, op)) = parsed.ops.first() else { return Err(nothing_valid(&parsed.errors)) };
     let users = transact(store, ws, ctx.seed, async |tx, ids| {
         Ok(match apply_op(tx, op, ctx.now, ids).await? {

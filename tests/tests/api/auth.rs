@@ -10,7 +10,7 @@ async fn a_missing_or_unknown_key_is_401() {
     assert!(r.body["message"].is_string());
     let r = send("POST", "/users/track", &[("Authorization", "Bearer nope")], Some(b"{}".to_vec())).await;
     assert_eq!(r.status, 401);
-    assert_eq!(r.body, json!({"message": "Invalid API key"}));
+    assert_eq!(r.body, json!({"message": "Invalid API key: nope"}), "the platform names the key it did not find");
     let r = send("POST", "/users/track", &[("Authorization", "Basic abc")], Some(b"{}".to_vec())).await;
     assert_eq!(r.status, 401);
 }

@@ -4,6 +4,7 @@
 mod auth;
 mod cdi;
 mod export;
+mod fidelity;
 mod identity;
 mod kit;
 mod matrix;

@@ -225,7 +225,7 @@ async fn scim_tokens_are_not_api_keys_and_api_keys_are_not_scim_tokens() {
     let mut failures = Vec::new();
     for e in endpoints(&f) {
         let r = bearer(e.method, &e.path, &scim.token, &scim.origin, e.body.clone()).await;
-        if r.status != 401 || r.body != json!({"message": "Invalid API key"}) {
+        if r.status != 401 || r.body != json!({"message": format!("Invalid API key: {}", scim.token)}) {
             let (route, status, body) = (e.route, r.status, &r.body);
             failures.push(format!("{route} with a SCIM token: expected 401 Invalid API key, got {status} {body}"));
         }
@@ -255,6 +255,7 @@ const EMAIL: &str = "iso.a@example.com";
 const EMAIL2: &str = "iso.a2@example.com";
 const PHONE: &str = "+14155550123";
 const BAD_GROUP: &str = "'subscription_group_id' must be a valid subscription group UUID";
+const UNKNOWN_GROUP: &str = "Invalid subscription group ID";
 const NO_CENTER: &str = "Preference center not found";
 const NO_INTEGRATION: &str = "Invalid integration ID";
 
@@ -363,11 +364,11 @@ async fn a_workspace_never_sees_or_changes_another_workspaces_data() {
     let bg = b.group("News", "email").await;
     let none = || json!([]);
     let users = [("/users", none()), ("/message", json!("success"))];
-    let export = |body: Value| probe("POST /users/export/ids", body, 200, &users);
+    let export = |body: Value| probe("POST /users/export/ids", body, 201, &users);
     let no_users = [("/users", none()), ("/total_count", json!(0))];
     let get = |path: String, status: u16, expect: &[(&'static str, Value)]| probe(path, Value::Null, status, expect);
     let [no_center, no_integration] = [NO_CENTER, NO_INTEGRATION].map(|m| [("/message", json!(m))]);
-    let (bad_group, success) = ([("/message", json!(BAD_GROUP))], [("/message", json!("success"))]);
+    let (bad_group, success) = ([("/message", json!(UNKNOWN_GROUP))], [("/message", json!("success"))]);
     let status_get = "GET /subscription/status/get?subscription_group_id";
     let reads = [
         export(json!({"external_ids": ["u1", "u2"]})),
@@ -450,7 +451,7 @@ async fn a_workspace_never_sees_or_changes_another_workspaces_data() {
         probe(
             "POST /users/export/ids",
             json!({"external_ids": ["u1"]}),
-            200,
+            201,
             &[("/users/0/custom_attributes/color", json!("blue"))],
         ),
         get("GET /subscription/user/status?external_id=u1".into(), 200, &[("/users/0/subscription_groups", none())]),

@@ -56,7 +56,7 @@ async fn every_response_carries_a_request_id_echoed_or_made() {
 async fn keys_are_listed_without_secrets_and_revoked_at_once() {
     let ws = unique_workspace();
     let api = Api::in_workspace(&ws, json!(["users.export.ids", "users.track"])).await;
-    assert_eq!(api.post("/users/export/ids", json!({"external_ids": ["x"]})).await.status, 200);
+    assert_eq!(api.post("/users/export/ids", json!({"external_ids": ["x"]})).await.status, 201);
     let list = admin("GET", "/_engage/keys", Value::Null).await;
     assert_eq!(list.status, 200, "{}", list.text());
     assert!(!list.text().contains(&api.key), "no secret in the list");
@@ -78,7 +78,11 @@ async fn keys_are_listed_without_secrets_and_revoked_at_once() {
     let r = admin("DELETE", &format!("/_engage/keys/{id}"), Value::Null).await;
     assert_eq!((r.status, r.body), (200, json!({"revoked": id})));
     let r = api.post("/users/export/ids", json!({"external_ids": ["x"]})).await;
-    assert_eq!((r.status, r.body), (401, json!({"message": "Invalid API key"})), "revoked at once");
+    assert_eq!(
+        (r.status, r.body),
+        (401, json!({"message": format!("Invalid API key: {}", api.key)})),
+        "revoked at once"
+    );
     let r = admin("DELETE", &format!("/_engage/keys/{id}"), Value::Null).await;
     assert_eq!((r.status, r.body), (404, json!({"message": format!("no API key with id '{id}'")})));
     let r = admin("DELETE", "/_engage/keys/not-an-id", Value::Null).await;

@@ -95,7 +95,7 @@ async fn identity_shapes() {
         .await;
     let alias_bad = api.post("/users/alias/new", json!({"user_aliases": [{}]})).await;
     let delete = api.post("/users/delete", json!({"external_ids": ["s1", "missing"]})).await;
-    let delete_bad = api.post("/users/delete", json!({"external_ids": [1]})).await;
+    let delete_bad = api.post("/users/delete", json!({"external_ids": [""]})).await;
     insta::assert_json_snapshot!(
         "identity",
         json!({

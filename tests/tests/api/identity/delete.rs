@@ -65,7 +65,7 @@ async fn nothing_of_a_deleted_user_can_be_read_back() {
                    "email_address": "u1@example.com", "phone": "+14155550111"}),
         )
         .await;
-    assert_eq!(r.status, 200);
+    assert_eq!(r.status, 201);
     assert_eq!(r.body["users"], json!([]));
     assert_eq!(r.body["invalid_user_ids"].as_array().map(Vec::len), Some(5));
 }

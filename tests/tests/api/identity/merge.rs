@@ -114,7 +114,7 @@ async fn merge_errors_are_the_spec_messages_word_for_word() {
         (json!({"merge_updates": "a"}), MERGE_NOT_ARRAY),
         (json!({"merge_updates": [good.clone(), 5]}), MERGE_NOT_ARRAY),
         (json!({"merge_updates": vec![good.clone(); 51]}), MERGE_TOO_MANY),
-        (json!({"merge_updates": [good.clone(), upd(json!({"external_id": 7}), ext("b"))]}), MERGE_BAD_IDENTIFIER),
+        (json!({"merge_updates": [good.clone(), upd(json!({"external_id": true}), ext("b"))]}), MERGE_BAD_IDENTIFIER),
         (json!({"merge_updates": [upd(json!({"user_alias": "name"}), ext("b"))]}), MERGE_BAD_IDENTIFIER),
         (
             json!({"merge_updates": [upd(json!({"email": ["a@example.com"], "prioritization": ["identified"]}), ext("b"))]}),

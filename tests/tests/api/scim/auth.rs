@@ -45,7 +45,10 @@ pub(crate) async fn run() {
         None,
     );
     let as_key = send("POST", "/users/track", &[("Authorization", &bearer)], Some(b"{}".to_vec())).await;
-    assert_eq!((as_key.status, as_key.body["message"].clone()), (401, json!("Invalid API key")));
+    assert_eq!(
+        (as_key.status, as_key.body["message"].clone()),
+        (401, json!(format!("Invalid API key: {}", scim.token)))
+    );
 
     // Tokens are made for an origin.
     for bad in [json!({}), json!({"origin": ""}), json!({"origin": "has space"}), json!({"origin": 5})] {

@@ -139,7 +139,7 @@ async fn v2_bounds_and_shapes_are_checked_before_anything_is_written() {
         json!([ok(&news), {"subscription_group_id": promo, "subscription_state": "subscribed", "external_ids": ids(52)[2..].to_vec()}]),
         json!([ok(&news), {"subscription_group_id": promo, "subscription_state": "subscribed", "external_ids": ids(51)}]),
         json!([ok(&news), {"subscription_group_id": promo, "subscription_state": "maybe", "external_ids": ["u1"]}]),
-        json!([ok(&news), {"subscription_group_id": promo, "subscription_state": "subscribed", "external_ids": "u1"}]),
+        json!([ok(&news), {"subscription_group_id": promo, "subscription_state": "subscribed", "external_ids": {"id": "u1"}}]),
         json!([ok(&news), {"subscription_group_id": promo, "subscription_state": "subscribed"}]),
         json!([ok(&news), {"subscription_group_id": promo, "subscription_state": "subscribed", "external_ids": ["u1"], "emails": ["a@example.com"]}]),
         json!([ok(&news), "not an object"]),
