@@ -42,6 +42,8 @@ permissions! {
     UsersAliasNew => "users.alias.new",
     UsersAliasUpdate => "users.alias.update",
     UsersExportIds => "users.export.ids",
+    UsersExternalIdsRename => "users.external_ids.rename",
+    UsersExternalIdsRemove => "users.external_ids.remove",
     SubscriptionStatusSet => "subscription.status.set",
     SubscriptionGroupsGet => "subscription.groups.get",
     SubscriptionStatusGet => "subscription.status.get",

@@ -20,6 +20,8 @@ pub enum Bucket {
     Identity,
     /// `/users/export/ids`: 2,500 per minute.
     Export,
+    /// `/users/external_ids/rename` and `/remove`: 1,000 per minute, shared.
+    ExternalIds,
     /// v1 and v2 subscription set: 5,000 per minute, shared.
     SubscriptionSet,
     /// subscription and email status reads and email writes: 250,000 per hour.
@@ -50,6 +52,7 @@ impl Bucket {
             Bucket::TrackSync => (500, 60),
             Bucket::Identity => (20_000, 60),
             Bucket::Export => (2_500, 60),
+            Bucket::ExternalIds => (1_000, 60),
             Bucket::SubscriptionSet => (5_000, 60),
             Bucket::EmailAndStatus => (250_000, 3_600),
             Bucket::PreferenceWrite => (10, 60),

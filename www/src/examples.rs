@@ -116,6 +116,12 @@ fn specific(method: &str, pattern: &str, group_id: &str) -> Option<(&'static str
                 "alias_updates": [{"alias_label": "crm_id", "old_alias_name": "ada-crm", "new_alias_name": "ada-crm-2"}]
             })),
         ),
+        ("POST", "/users/external_ids/rename") => (
+            "",
+            String::new(),
+            Some(json!({"external_id_renames": [{"current_external_id": "user-1", "new_external_id": "customer-1"}]})),
+        ),
+        ("POST", "/users/external_ids/remove") => ("", String::new(), Some(json!({"external_ids": ["user-1"]}))),
         ("POST", "/subscription/status/set") => (
             "",
             String::new(),

@@ -136,6 +136,13 @@ pub fn normalize(api: &Api, body: &[u8], dialect: Dialect) -> Result<Option<Vec<
             }
         }
         Api::SubscriptionSetV1 => r.ids_in(&mut obj, "external_id", "", true)?,
+        Api::ExternalIdsRename => {
+            for (at, entry) in each(&mut obj, "external_id_renames") {
+                r.id_in(entry, "current_external_id", &at)?;
+                r.id_in(entry, "new_external_id", &at)?;
+            }
+        }
+        Api::ExternalIdsRemove => r.ids_in(&mut obj, "external_ids", "", false)?,
         Api::SubscriptionSetV2 => {
             for (at, entry) in each(&mut obj, "subscription_groups") {
                 r.rename(entry, "external_id", "external_ids", &at)?;
@@ -161,6 +168,8 @@ fn has_lenient_forms(api: &Api) -> bool {
             | Api::AliasNew
             | Api::SubscriptionSetV1
             | Api::SubscriptionSetV2
+            | Api::ExternalIdsRename
+            | Api::ExternalIdsRemove
     )
 }
 

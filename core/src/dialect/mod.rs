@@ -43,7 +43,7 @@ pub enum Form {
     /// offset `+hhmm`, `+hh` or `+h:mm`, a space before the offset, any number of
     /// fractional digits, the platform's `:SSS` milliseconds, no zone (UTC), or a
     /// date alone (midnight UTC).
-    TimeForm,
+    TimeText,
     /// `/users/alias/new` entries shaped `{"user_alias": {"alias_name", "alias_label"}}`.
     NestedUserAlias,
     /// A single string where the reference has an array (`external_id` in v1's
@@ -59,7 +59,7 @@ impl Form {
     pub fn expected(self) -> &'static str {
         match self {
             Form::NumberAsId => "a string (the platform reads a number as its decimal text; --strict refuses it)",
-            Form::TimeForm => {
+            Form::TimeText => {
                 "an ISO 8601 time with 'T', seconds and an offset or Z, e.g. 2026-01-01T10:00:00Z \
                  (the platform reads other forms; --strict refuses them)"
             }

@@ -25,7 +25,7 @@ pub fn time(text: &str, field: &str, dialect: Dialect) -> Result<Timestamp, Stri
         return Ok(t);
     }
     match lenient(text.trim()) {
-        Some(_) if dialect == Dialect::Strict => Err(refusal(field, Form::TimeForm)),
+        Some(_) if dialect == Dialect::Strict => Err(refusal(field, Form::TimeText)),
         Some(t) => Ok(t),
         None => Err(format!("'{field}' must be an ISO 8601 time with an offset or Z")),
     }

@@ -445,6 +445,8 @@ impl<S: Store> Engine<S> {
             Api::Delete => identity::delete::delete(store, ws, body, ctx).await,
             Api::AliasNew => identity::alias::alias_new(store, ws, body, ctx).await,
             Api::AliasUpdate => identity::alias::alias_update(store, ws, body, ctx).await,
+            Api::ExternalIdsRename => identity::external_ids::rename_ids(store, ws, body, ctx).await,
+            Api::ExternalIdsRemove => identity::external_ids::remove_ids(store, ws, body, ctx).await,
             Api::SubscriptionSetV1 => subscriptions::set::set_v1(store, ws, body, ctx).await,
             Api::SubscriptionSetV2 => subscriptions::set::set_v2(store, ws, body, ctx).await,
             Api::SubscriptionUserStatus => subscriptions::read::user_status(store, ws, req).await,

@@ -5,8 +5,8 @@ use serde_json::json;
 use crate::export::{FIELDS, MAX_IDS};
 use crate::openapi::op::Op;
 use crate::openapi::schema::{
-    any, array, boolean, closed, email, external_id, free_object, nullable, number, object, phone, refer, string,
-    success_body, time, values, with,
+    any, array, boolean, closed, email, external_id, free_object, lenient_id, nullable, number, object, phone, refer,
+    string, success_body, time, values, with,
 };
 
 /// POST /users/export/ids.
@@ -16,7 +16,7 @@ pub fn export_ids() -> Op {
     let body = object(
         &format!("At least one identifier; at most {MAX_IDS} external IDs and aliases together (and {MAX_IDS} identifiers in all)."),
         &[
-            ("external_ids", ids(external_id("An external ID."), "Users by external ID.")),
+            ("external_ids", ids(lenient_id("An external ID."), "Users by external ID.")),
             ("user_aliases", ids(refer("UserAlias"), "Users by alias.")),
             ("service_id", nullable(external_id("One user by internal ID."))),
             ("braze_id", nullable(external_id("The same as `service_id`."))),

@@ -128,6 +128,11 @@ pub(super) fn example(route: &Route) -> Option<Example> {
         (Method::Post, "/users/alias/update") => {
             json(json!({"alias_updates": [{"alias_label": "crm", "old_alias_name": "n1", "new_alias_name": "n4"}]}))
         }
+        // Ids of their own: the world's users keep theirs for the other routes.
+        (Method::Post, "/users/external_ids/rename") => {
+            json(json!({"external_id_renames": [{"current_external_id": "r1", "new_external_id": "r2"}]}))
+        }
+        (Method::Post, "/users/external_ids/remove") => json(json!({"external_ids": ["r1"]})),
         (Method::Post, "/subscription/status/set") => json(json!({
             "subscription_group_id": "§email_group", "subscription_state": "unsubscribed",
             "external_id": "u1", "email": ["a@x.test"], "use_double_opt_in_logic": false

@@ -4,6 +4,7 @@
 
 pub mod alias;
 pub mod delete;
+pub mod external_ids;
 pub mod identify;
 pub mod merge;
 pub mod schema;

@@ -4,10 +4,10 @@
 use serde_json::{json, Value};
 
 use super::merge::{messages, MAX_UPDATES};
-use super::{alias, delete as del, identify as ident};
+use super::{alias, delete as del, external_ids, identify as ident};
 use crate::openapi::op::Op;
 use crate::openapi::schema::{
-    array, closed, email, external_id, integer, nullable, object, one_of, phone, refer, success_body, with,
+    array, closed, email, external_id, integer, lenient_id, nullable, object, one_of, phone, refer, success_body, with,
 };
 
 fn bounded(items: Value, max: usize, description: &str) -> Value {
@@ -35,7 +35,7 @@ fn shared_entry(key: &'static str, description: &str) -> Value {
 /// refuses (`undefined`, `null`, ... in any case).
 fn identified() -> Value {
     with(
-        external_id(
+        lenient_id(
             "The external ID to give; not a placeholder such as `undefined`, `null`, `0` or `-1` (in any case).",
         ),
         "not",
@@ -71,7 +71,7 @@ pub fn identify() -> Op {
 fn merge_identifier() -> Value {
     one_of(
         vec![
-            closed(object("", &[("external_id", external_id("External ID."))], &["external_id"])),
+            closed(object("", &[("external_id", lenient_id("External ID."))], &["external_id"])),
             closed(object("", &[("user_alias", refer("UserAlias"))], &["user_alias"])),
             closed(shared_entry("email", "By email.")),
             closed(shared_entry("phone", "By phone (E.164).")),
@@ -106,7 +106,7 @@ pub fn delete() -> Op {
     let list = |item: Value, what: &str| optional(item, max, what);
     Op::new(format!("Deletes whole profiles (identifiers, attributes, events, purchases, subscription states): nothing of them can be read back, and a later track with one of their identifiers creates a fresh profile. The arrays may be combined, at most {max} entries in all. An email or phone entry that still matches several users after prioritization deletes nobody."))
         .body(object("At least one entry.", &[
-            ("external_ids", list(external_id("External ID."), "By external ID.")),
+            ("external_ids", list(lenient_id("External ID."), "By external ID.")),
             ("user_aliases", list(refer("UserAlias"), "By alias.")),
             ("service_ids", list(external_id("Internal ID."), "By internal ID (`braze_ids` is accepted too).")),
             ("email_addresses", list(shared_entry("email", "By email."), "By email.")),
@@ -128,7 +128,7 @@ pub fn alias_new() -> Op {
             ("alias_label", external_id("Its label.")),
             (
                 "external_id",
-                nullable(external_id(
+                nullable(lenient_id(
                     "The user to add it to; without one (or `null`), a new alias-only profile is made.",
                 )),
             ),
@@ -162,4 +162,62 @@ pub fn alias_update() -> Op {
         .example(json!({"alias_updates": [{"alias_label": "crm", "old_alias_name": "crm-123", "new_alias_name": "crm-0123"}]}))
         .reply(201, "Renamed.", success_body("", &[], &[]))
         .with_example("renamed", json!({"message": "success"}))
+}
+
+/// `[index, message]`: an entry that was not applied, and why.
+fn entry_errors(description: &str) -> Value {
+    array(
+        with(
+            with(
+                array(one_of(vec![integer("The entry's index."), crate::openapi::schema::string("Why.")], ""), ""),
+                "minItems",
+                json!(2),
+            ),
+            "maxItems",
+            json!(2),
+        ),
+        description,
+    )
+}
+
+/// POST /users/external_ids/rename.
+pub fn external_ids_rename() -> Op {
+    let max = external_ids::MAX_ENTRIES;
+    let entry = object(
+        "",
+        &[
+            ("current_external_id", lenient_id("The user's primary external ID now.")),
+            ("new_external_id", lenient_id("Its new primary external ID.")),
+        ],
+        &["current_external_id", "new_external_id"],
+    );
+    let renamed = object(
+        "A rename done.",
+        &[
+            ("current_external_id", external_id("The ID now deprecated.")),
+            ("new_external_id", external_id("The new primary ID.")),
+        ],
+        &["current_external_id", "new_external_id"],
+    );
+    Op::new(format!("Gives users new (primary) external IDs and keeps each current one as deprecated: either names the user (in every endpoint) until `/users/external_ids/remove` removes the deprecated one. The current ID must be a user's primary ID, the new one must name nobody (as a primary or deprecated ID), and the two must differ; an entry that breaks a rule is listed in `rename_errors` with its index, and the others apply. 1 to {max} entries, applied in order in one unit of work."))
+        .body(object("", &[("external_id_renames", with(bounded(entry, max, "The renames."), "minItems", json!(1)))], &["external_id_renames"]))
+        .example(json!({"external_id_renames": [{"current_external_id": "user-123", "new_external_id": "customer-123"}]}))
+        .reply(201, "Done, entry by entry.", success_body("", &[
+            ("external_ids", array(renamed, "The renames done.")),
+            ("rename_errors", entry_errors("The entries not applied: `[index, message]`.")),
+        ], &["external_ids", "rename_errors"]))
+        .with_example("renamed", json!({"external_ids": [{"current_external_id": "user-123", "new_external_id": "customer-123"}], "rename_errors": [[1, external_ids::NEW_TAKEN]], "message": "success"}))
+}
+
+/// POST /users/external_ids/remove.
+pub fn external_ids_remove() -> Op {
+    let max = external_ids::MAX_ENTRIES;
+    Op::new(format!("Removes deprecated external IDs (left by renames): the ID names nobody afterwards. A primary ID, or one naming nobody, is listed in `removal_errors` with its index; the others are removed. 1 to {max} IDs, in one unit of work."))
+        .body(object("", &[("external_ids", with(bounded(lenient_id("A deprecated external ID."), max, "The IDs to remove."), "minItems", json!(1)))], &["external_ids"]))
+        .example(json!({"external_ids": ["user-123"]}))
+        .reply(201, "Done, ID by ID.", success_body("", &[
+            ("removed_ids", array(external_id("An ID removed."), "The IDs removed.")),
+            ("removal_errors", entry_errors("The IDs not removed: `[index, message]`.")),
+        ], &["removed_ids", "removal_errors"]))
+        .with_example("removed", json!({"removed_ids": ["user-123"], "removal_errors": [[1, external_ids::PRIMARY]], "message": "success"}))
 }

@@ -120,6 +120,8 @@ pub fn describe(endpoint: &Endpoint) -> Op {
             Api::Delete => identity::schema::delete(),
             Api::AliasNew => identity::schema::alias_new(),
             Api::AliasUpdate => identity::schema::alias_update(),
+            Api::ExternalIdsRename => identity::schema::external_ids_rename(),
+            Api::ExternalIdsRemove => identity::schema::external_ids_remove(),
             Api::SubscriptionSetV1 => subscriptions::schema::set_v1(),
             Api::SubscriptionSetV2 => subscriptions::schema::set_v2(),
             Api::SubscriptionUserStatus => subscriptions::schema::user_status(),

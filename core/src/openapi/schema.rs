@@ -47,6 +47,20 @@ pub fn external_id(description: &str) -> Value {
     )
 }
 
+/// An identifier as the platform reads it: a string ([`external_id`]), or a whole
+/// number of at most 2^53 in magnitude, read as its decimal text (refused with
+/// `--strict`).
+pub fn lenient_id(description: &str) -> Value {
+    let max = crate::dialect::MAX_ID_NUMBER;
+    described(
+        json!({"anyOf": [external_id(""), {"type": "integer", "minimum": -(max as i64), "maximum": max}]}),
+        &format!(
+            "{description} A string of at most {} bytes without control characters; or a whole number, read as its decimal text (the platform's reading; refused with `--strict`).",
+            crate::ids::MAX_IDENTIFIER_LEN
+        ),
+    )
+}
+
 /// An email address: the rules of `ids::Email` (one `@`, a dotted domain that
 /// neither starts nor ends with a dot, no spaces).
 pub fn email(description: &str) -> Value {

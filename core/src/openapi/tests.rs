@@ -127,7 +127,7 @@ fn the_documented_rate_limit_headers_are_the_ones_answers_carry() {
         .header("Authorization", &format!("Bearer {key}"))
         .body(r#"{"external_ids": ["nobody"]}"#);
     let resp = pollster::block_on(engine.handle(req, ctx));
-    assert_eq!(resp.status, 200);
+    assert_eq!(resp.status, 201);
     let sent: BTreeSet<String> = resp
         .headers
         .iter()

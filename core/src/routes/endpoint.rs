@@ -21,6 +21,10 @@ pub enum Api {
     AliasNew,
     /// POST /users/alias/update
     AliasUpdate,
+    /// POST /users/external_ids/rename
+    ExternalIdsRename,
+    /// POST /users/external_ids/remove
+    ExternalIdsRemove,
     /// POST /subscription/status/set
     SubscriptionSetV1,
     /// POST /v2/subscription/status/set

@@ -189,6 +189,8 @@ pub static ROUTES: &[Route] = &[
     api!(Post "/users/delete", UsersDelete, Identity, Identity, "Delete profiles", |_| Api::Delete),
     api!(Post "/users/alias/new", UsersAliasNew, Identity, Identity, "Add user aliases", |_| Api::AliasNew),
     api!(Post "/users/alias/update", UsersAliasUpdate, Identity, Identity, "Rename user aliases", |_| Api::AliasUpdate),
+    api!(Post "/users/external_ids/rename", UsersExternalIdsRename, ExternalIds, Identity, "Give users new external ids, keeping the old ones as deprecated", |_| Api::ExternalIdsRename),
+    api!(Post "/users/external_ids/remove", UsersExternalIdsRemove, ExternalIds, Identity, "Remove deprecated external ids", |_| Api::ExternalIdsRemove),
     api!(Post "/subscription/status/set", SubscriptionStatusSet, SubscriptionSet, Subscriptions, "Set users' state in one group (v1)", |_| Api::SubscriptionSetV1),
     api!(Post "/v2/subscription/status/set", SubscriptionStatusSet, SubscriptionSet, Subscriptions, "Set users' states in several groups (v2)", |_| Api::SubscriptionSetV2),
     api!(Get "/subscription/user/status", SubscriptionGroupsGet, EmailAndStatus, Subscriptions, "List the groups in users' histories", |_| Api::SubscriptionUserStatus),

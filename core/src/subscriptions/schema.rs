@@ -7,8 +7,8 @@ use super::read::MAX_LIMIT;
 use super::set::MAX_GROUP_ENTRIES;
 use crate::openapi::op::Op;
 use crate::openapi::schema::{
-    array, boolean, email, external_id, integer, nullable, object, one_or_many, phone, string, success_body, values,
-    with,
+    array, boolean, email, external_id, integer, lenient_id, nullable, object, one_or_many, phone, string,
+    success_body, values, with,
 };
 use crate::subscriptions::email::BAD_EMAIL_STATE;
 use crate::subscriptions::{BAD_GROUP_ID, BAD_GROUP_STATE, EMAIL_AND_PHONE, MAX_IDS, TOO_MANY_IDS, UNKNOWN_GROUP};
@@ -62,7 +62,7 @@ pub fn set_v1() -> Op {
     let body = object(&format!("One group; users by `external_id`, `email` or `phone` (external IDs may come with emails or phones; emails and phones not together); at most {MAX_IDS} identifiers."), &[
         ("subscription_group_id", string("The group.")),
         ("subscription_state", group_state()),
-        ("external_id", ids(external_id, "External IDs")),
+        ("external_id", ids(lenient_id, "External IDs")),
         ("email", ids(email, "Emails")),
         ("phone", ids(phone, "Phones (E.164)")),
         ("use_double_opt_in_logic", double_opt_in()),
@@ -97,7 +97,7 @@ pub fn set_v2() -> Op {
         &[
             ("subscription_group_id", string("The group.")),
             ("subscription_state", group_state()),
-            ("external_ids", ids(external_id, "External IDs", false)),
+            ("external_ids", ids(lenient_id, "External IDs", true)),
             ("emails", ids(email, "Emails", true)),
             ("phones", ids(phone, "Phones (E.164)", true)),
             ("use_double_opt_in_logic", double_opt_in()),

@@ -199,6 +199,8 @@ impl Backlog {
                 if let Some(p) = tx.profile(&id).await? {
                     todo.push(Identifier::Service(p.id.clone()));
                     todo.extend(p.external_id.clone().map(Identifier::External));
+                    // Queued writes by a deprecated external id land on this profile too.
+                    todo.extend(p.deprecated_external_ids.iter().cloned().map(Identifier::External));
                     todo.extend(p.alias_list().into_iter().map(Identifier::Alias));
                     todo.extend(p.email.clone().map(Identifier::Email));
                     todo.extend(p.phone.clone().map(Identifier::Phone));

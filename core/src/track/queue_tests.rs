@@ -182,7 +182,7 @@ fn a_read_that_catches_up_over_a_job_it_cannot_decode_still_answers() {
     let kit = Kit::new();
     pollster::block_on(kit.engine().store().enqueue(b"garbage".to_vec())).unwrap();
     let resp = kit.send(crate::http::Method::Post, "/users/export/ids", json!({"external_ids": ["x"]}));
-    assert_eq!(resp.status, 200);
+    assert_eq!(resp.status, 201);
     assert!(
         resp.internal.as_deref().is_some_and(|n| n.contains("1 queued job(s) could not be decoded: kept aside")),
         "{:?}",

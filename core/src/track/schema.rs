@@ -6,7 +6,8 @@ use serde_json::{json, Value};
 use super::parse::{MAX_OBJECTS, MAX_PROPERTIES_BYTES};
 use crate::openapi::op::Op;
 use crate::openapi::schema::{
-    array, boolean, external_id, free_object, integer, number, object, refer, string, success_body, time, values, with,
+    array, boolean, free_object, integer, lenient_id, number, object, one_of, refer, string, success_body, time,
+    values, with,
 };
 use crate::users::standard::STANDARD_KEYS;
 
@@ -18,7 +19,7 @@ fn identifiers(events: bool) -> Vec<(&'static str, Value)> {
         "Identifies the user when no `external_id`, `user_alias` or `service_id` is given; otherwise sets the profile's email (`null` removes it)."
     };
     vec![
-        ("external_id", external_id("The user's external ID.")),
+        ("external_id", lenient_id("The user's external ID.")),
         ("user_alias", refer("UserAlias")),
         ("service_id", string("The service's internal user ID (`braze_id` is accepted too).")),
         ("email", string(email)),
@@ -62,7 +63,13 @@ pub fn components() -> Vec<(&'static str, Value)> {
     let event = object("An event object: one occurrence of a custom event (two identical objects are two events). Exactly one kind of identifier.", &ev, &["name", "time"]);
     let mut pu = identifiers(true);
     pu.extend([
-        ("product_id", string("Product name or identifier (1 to 255 characters).")),
+        (
+            "product_id",
+            one_of(
+                vec![string("A name."), integer("A whole number, read as its decimal text (refused with `--strict`).")],
+                "Product name or identifier (1 to 255 characters).",
+            ),
+        ),
         ("currency", string("ISO 4217 three-letter code.")),
         ("price", number("Unit price (at most 1e15 in magnitude).")),
         ("quantity", with(integer("1 to 100; default 1."), "maximum", json!(100))),

@@ -1,7 +1,7 @@
 //! The user profile document: everything the service knows about one user, stored
 //! as one document so that an update touches one record.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -80,6 +80,10 @@ pub struct Profile {
     /// External id, once identified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_id: Option<ExternalId>,
+    /// External ids this user had before a rename (`/users/external_ids/rename`):
+    /// they still name the user until `/users/external_ids/remove` removes them.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub deprecated_external_ids: BTreeSet<ExternalId>,
     /// Aliases, label → name (one alias per label).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub aliases: BTreeMap<String, String>,
@@ -131,6 +135,7 @@ impl Profile {
         Profile {
             id,
             external_id: None,
+            deprecated_external_ids: BTreeSet::new(),
             aliases: BTreeMap::new(),
             email: None,
             phone: None,

@@ -5,6 +5,7 @@
 
 mod aliases;
 mod delete;
+mod external_ids;
 mod identify;
 mod merge;
 mod prioritization;
