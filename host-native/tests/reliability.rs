@@ -223,7 +223,7 @@ impl Backlog {
                         let r = conn.post("/users/export/ids", key, &body).unwrap();
                         let took = started.elapsed();
                         if during_load { loaded } else { draining }.lock().unwrap().push(took);
-                        if r.status != 200 {
+                        if r.status != 201 {
                             failed.fetch_add(1, Ordering::Relaxed);
                             continue;
                         }

@@ -213,7 +213,7 @@ mod tests {
 
     fn favorite_color(s: &Session, n: u8) -> Value {
         let resp = post(s, "/users/export/ids", json!({"external_ids": ["user-1"]}), n);
-        assert_eq!(resp.status, 200);
+        assert_eq!(resp.status, 201);
         resp.json_body()["users"][0]["custom_attributes"]["favorite_color"].clone()
     }
 

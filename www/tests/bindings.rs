@@ -49,7 +49,7 @@ fn track_blue(pg: &Playground) {
 
 fn favorite_color(pg: &Playground) -> Value {
     let r = send(pg, "POST", "/users/export/ids", json!({"external_ids": ["user-1"]}));
-    assert_eq!(r.status, 200);
+    assert_eq!(r.status, 201);
     r.body["users"][0]["custom_attributes"]["favorite_color"].clone()
 }
 
@@ -67,7 +67,7 @@ fn a_new_playground_has_an_all_permissions_key_that_tracks_and_exports() {
 fn responses_carry_the_cores_status_headers_and_body() {
     let pg = Playground::new(None).map_err(JsValue::from).unwrap();
     let r = send(&pg, "POST", "/users/export/ids", json!({"external_ids": ["nobody"]}));
-    assert_eq!(r.status, 200);
+    assert_eq!(r.status, 201);
     assert!(r.headers.iter().any(|(k, v)| k == "Content-Type" && v == "application/json"));
     assert!(r.headers.iter().any(|(k, _)| k == "X-RateLimit-Limit"));
     // No key: the core's 401, not a JS error.

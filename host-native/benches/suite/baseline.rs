@@ -187,7 +187,7 @@ thread_local! {
 /// the server's readers) and written back as a JSON array of the documents.
 pub fn bare_export_server(rt: &tokio::runtime::Runtime, profiles: u64) -> String {
     let db = bare_copy(profiles, "export");
-    bare_with(rt, 200, move |body| {
+    bare_with(rt, 201, move |body| {
         let v: Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
         let ids = v["external_ids"].as_array().ok_or("no external_ids")?;
         READER.with(|cell| {

@@ -216,7 +216,7 @@ fn main() {
             ),
             (
                 "POST /users/export/ids (50 users)",
-                200,
+                201,
                 Arc::new(move |n| Req::post("/users/export/ids", bodies::export_50(n, p))),
             ),
             ("GET /subscription/user/status", 200, Arc::new(move |n| Req::get(bodies::user_status(n, p)))),
@@ -262,7 +262,7 @@ fn main() {
             (
                 "POST /users/export/ids (50 users)",
                 "bare hyper + rusqlite, 50 documents read by key and written as JSON",
-                200,
+                201,
                 baseline::bare_export_server(&rt, p),
                 Arc::new(move |n| Req::post("/users/export/ids", bodies::export_50(n, p))),
             ),
