@@ -95,6 +95,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             rate_limits: !args.no_rate_limits,
             apply_batch: args.apply_batch,
             admin_token: args.admin_token.clone(),
+            admin_failures_per_minute: args.admin_failures_per_minute,
             public_url: Some(args.public_url.clone().unwrap_or_else(|| format!("http://{bound}"))),
             link_ttl_secs: args.link_ttl_secs,
             runs_syncs: true,

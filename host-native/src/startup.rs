@@ -46,6 +46,10 @@ pub struct ServeArgs {
     /// At least 32 characters.
     #[arg(long, env = "ENGAGE_ADMIN_TOKEN", hide_env_values = true, value_parser = parse_admin_token)]
     pub admin_token: Option<String>,
+    /// Wrong admin tokens one client address may present in a minute before every
+    /// attempt from it waits out the minute (429 with Retry-After).
+    #[arg(long, env = "ENGAGE_ADMIN_FAILURES_PER_MINUTE", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub admin_failures_per_minute: u32,
     /// Stop when standard input closes (lets a test harness own the server's lifetime).
     #[arg(long, hide = true)]
     pub exit_on_stdin_eof: bool,

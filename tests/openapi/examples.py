@@ -62,6 +62,9 @@ ORDER = [
     ("patch", "/scim/v2/Users/{id}"),
     ("post", "/scim/v2/Users/.search"),
     ("post", "/scim/v2/.search"),
+    # Last: the rename leaves the examples' user-123 a deprecated id, then removes it.
+    ("post", "/users/external_ids/rename"),
+    ("post", "/users/external_ids/remove"),
 ]
 
 

@@ -96,11 +96,7 @@ pub fn normalize(api: &Api, body: &[u8], dialect: Dialect) -> Result<Option<Vec<
     let mut r = Rewrite { dialect, changed: false };
     match api {
         Api::ExportIds => r.ids_in(&mut obj, "external_ids", "", false)?,
-        Api::Delete => {
-            for key in ["external_ids", "service_ids", "braze_ids"] {
-                r.ids_in(&mut obj, key, "", false)?;
-            }
-        }
+        Api::Delete => r.ids_in(&mut obj, "external_ids", "", false)?,
         Api::Identify => {
             for key in ["aliases_to_identify", "emails_to_identify", "phone_numbers_to_identify"] {
                 for (at, entry) in each(&mut obj, key) {

@@ -75,9 +75,10 @@ impl Form {
     }
 }
 
-/// The largest integer read as an identifier: past 2^53 a JSON number may not be
-/// the one the client meant (JavaScript and many parsers round it).
-pub const MAX_ID_NUMBER: u64 = 1 << 53;
+/// The largest integer read as an identifier (JavaScript's largest safe integer,
+/// 2^53 - 1): past it a JSON number may not be the one the client meant
+/// (JavaScript and many parsers round it).
+pub const MAX_ID_NUMBER: u64 = (1 << 53) - 1;
 
 /// A refusal of a form under `--strict`: `field` and what the reference expects.
 pub fn refusal(field: &str, form: Form) -> String {
@@ -85,7 +86,7 @@ pub fn refusal(field: &str, form: Form) -> String {
 }
 
 /// The decimal text of a number given as an identifier, when the platform reads
-/// it as one: an integer of at most 2^53 in magnitude.
+/// it as one: an integer of at most 2^53 - 1 in magnitude.
 pub fn number_text(n: &Number) -> Result<String, String> {
     let fits = |m: u64| m <= MAX_ID_NUMBER;
     if let Some(u) = n.as_u64() {
@@ -96,10 +97,13 @@ pub fn number_text(n: &Number) -> Result<String, String> {
         if fits(i.unsigned_abs()) {
             return Ok(i.to_string());
         }
+    } else if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= MAX_ID_NUMBER as f64) {
+        // JSON Schema's integers include `97.0`: the same whole number.
+        return Ok(format!("{f:.0}"));
     } else {
         return Err(format!("must be a string or a whole number, not {n}"));
     }
-    Err(format!("must be a string, or a whole number of at most 2^53 in magnitude (not {n})"))
+    Err(format!("must be a string, or a whole number of at most 2^53 - 1 in magnitude (not {n})"))
 }
 
 /// An identifier's text from a [`crate::json::Json`] value: a string, or (the
@@ -123,10 +127,12 @@ mod tests {
         let n = |text: &str| serde_json::from_str::<Number>(text).unwrap();
         assert_eq!(number_text(&n("1")), Ok("1".into()));
         assert_eq!(number_text(&n("-42")), Ok("-42".into()));
-        assert_eq!(number_text(&n("9007199254740992")), Ok("9007199254740992".into()));
-        assert!(number_text(&n("9007199254740993")).unwrap_err().contains("2^53"));
+        assert_eq!(number_text(&n("9007199254740991")), Ok("9007199254740991".into()));
+        assert!(number_text(&n("9007199254740992")).unwrap_err().contains("2^53"));
         assert!(number_text(&n("1.5")).unwrap_err().contains("whole number"));
-        assert!(number_text(&n("1e3")).unwrap_err().contains("whole number"));
-        assert!(number_text(&n("-9007199254740993")).is_err());
+        assert_eq!(number_text(&n("1e3")), Ok("1000".into()));
+        assert_eq!(number_text(&n("-97.0")), Ok("-97".into()));
+        assert!(number_text(&n("1e300")).is_err());
+        assert!(number_text(&n("-9007199254740992")).is_err());
     }
 }

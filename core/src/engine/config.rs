@@ -14,6 +14,9 @@ pub struct Config {
     pub apply_batch: usize,
     /// Operator token enabling the `/_engage/` routes; `None` hides them.
     pub admin_token: Option<String>,
+    /// Wrong admin tokens one client address may present in a minute before every
+    /// attempt from it waits out the minute (429).
+    pub admin_failures_per_minute: u32,
     /// The server's public address, the base of preference-center links; `None`:
     /// the origin the request arrived at.
     pub public_url: Option<String>,
@@ -37,8 +40,9 @@ pub struct Config {
     /// request that needs read-your-writes applies everything queued before it, in
     /// order, as appliers do (two of them racing simply retry).
     pub shared_store: bool,
-    /// Refuse what the hosted platform refuses where Engage is lenient: a body
-    /// whose `Content-Type` is not JSON (415).
+    /// Read requests as the reference writes them: a body whose `Content-Type` is
+    /// not JSON is a 415, and every form the hosted platform accepts beyond the
+    /// reference a 400 (`crate::dialect`).
     pub strict: bool,
     /// Offer `POST /_engage/clock` (the host keeps a settable clock).
     pub test_clock: bool,
@@ -60,6 +64,7 @@ impl std::fmt::Debug for Config {
             .field("rate_limits", &self.rate_limits)
             .field("apply_batch", &self.apply_batch)
             .field("admin_token", &self.admin_token.as_ref().map(|_| "<set>"))
+            .field("admin_failures_per_minute", &self.admin_failures_per_minute)
             .field("public_url", &self.public_url)
             .field("link_ttl_secs", &self.link_ttl_secs)
             .field("runs_syncs", &self.runs_syncs)
@@ -82,6 +87,7 @@ impl Default for Config {
             rate_limits: true,
             apply_batch: track::queue::DEFAULT_BATCH,
             admin_token: None,
+            admin_failures_per_minute: crate::kit::session::MAX_FAILURES,
             public_url: None,
             link_ttl_secs: preference_center::link::DEFAULT_LINK_TTL_SECS,
             runs_syncs: false,

@@ -148,7 +148,7 @@ impl<S: Store> Engine<S> {
         let playground = AtomicU8::new(config.playground.to_u8());
         let gate = Gate::new();
         let templates = Default::default();
-        let guard = Default::default();
+        let guard = crate::kit::session::Guard::new(config.admin_failures_per_minute);
         Engine {
             store,
             config,

@@ -71,43 +71,42 @@ fn entries<'a>(body: &'a Map<String, Value>, key: &str) -> Result<&'a Vec<Value>
     Ok(items)
 }
 
-fn external_id(v: Option<&Value>, key: &str) -> Result<ExternalId, String> {
-    v.and_then(Value::as_str)
-        .and_then(ExternalId::parse)
-        .ok_or_else(|| format!("'{key}' must be a non-empty string of at most 987 bytes"))
+fn external_id(v: Option<&Value>, at: &str) -> Result<ExternalId, ApiError> {
+    v.and_then(Value::as_str).and_then(ExternalId::parse).ok_or_else(|| {
+        ApiError::bad(format!("'{at}' must be a non-empty string of at most 987 bytes without control characters"))
+    })
 }
 
-/// Parses a rename body: the renames, and the entries refused as they are.
+/// Parses a rename body. An entry out of shape refuses the request (400); two
+/// equal ids are an error of their entry.
 pub fn parse_renames(body: &[u8]) -> Result<Entries<Rename>, ApiError> {
     let body = input::object(body).map_err(ApiError::bad)?;
-    let (mut ok, mut bad) = (Vec::new(), Vec::new());
+    let (mut ok, mut refused) = (Vec::new(), Vec::new());
     for (i, item) in entries(&body, "external_id_renames")?.iter().enumerate() {
-        let Some(obj) = item.as_object() else {
-            bad.push((i, "each rename must be an object with 'current_external_id' and 'new_external_id'".into()));
-            continue;
-        };
-        let read = external_id(obj.get("current_external_id"), "current_external_id")
-            .and_then(|current| Ok((current, external_id(obj.get("new_external_id"), "new_external_id")?)));
-        match read {
-            Ok((current, new)) if current == new => bad.push((i, SAME.into())),
-            Ok((current, new)) => ok.push((i, Rename { current, new })),
-            Err(why) => bad.push((i, why)),
+        let at = format!("external_id_renames[{i}]");
+        let obj = item.as_object().ok_or_else(|| {
+            ApiError::bad(format!("'{at}' must be an object with 'current_external_id' and 'new_external_id'"))
+        })?;
+        let current = external_id(obj.get("current_external_id"), &format!("{at}.current_external_id"))?;
+        let new = external_id(obj.get("new_external_id"), &format!("{at}.new_external_id"))?;
+        if current == new {
+            refused.push((i, SAME.to_string()));
+        } else {
+            ok.push((i, Rename { current, new }));
         }
     }
-    Ok(Entries { ok, refused: bad })
+    Ok(Entries { ok, refused })
 }
 
-/// Parses a remove body: the ids, and the entries refused as they are.
+/// Parses a remove body; an id out of shape refuses the request (400).
 pub fn parse_removals(body: &[u8]) -> Result<Entries<ExternalId>, ApiError> {
     let body = input::object(body).map_err(ApiError::bad)?;
-    let (mut ok, mut bad) = (Vec::new(), Vec::new());
-    for (i, item) in entries(&body, "external_ids")?.iter().enumerate() {
-        match external_id(Some(item), "external_ids") {
-            Ok(x) => ok.push((i, x)),
-            Err(why) => bad.push((i, why)),
-        }
-    }
-    Ok(Entries { ok, refused: bad })
+    let ok = entries(&body, "external_ids")?
+        .iter()
+        .enumerate()
+        .map(|(i, item)| Ok((i, external_id(Some(item), &format!("external_ids[{i}]"))?)))
+        .collect::<Result<_, ApiError>>()?;
+    Ok(Entries { ok, refused: Vec::new() })
 }
 
 /// Applies one rename; `Err` is the entry's error.
@@ -246,8 +245,11 @@ mod tests {
         }
         let many: Vec<Value> = (0..51).map(|i| json!(format!("u{i}"))).collect();
         assert_eq!(kit.post("/users/external_ids/remove", json!({"external_ids": many})).0, 400);
-        let (status, body) = kit.post("/users/external_ids/remove", json!({"external_ids": ["", 5, true]}));
-        assert_eq!(status, 201, "{body}");
-        assert_eq!(body["removal_errors"].as_array().map(Vec::len), Some(3));
+        for ids in [json!([""]), json!([true]), json!(["a\u{1}b"])] {
+            let (status, body) = kit.post("/users/external_ids/remove", json!({"external_ids": ids}));
+            assert_eq!(status, 400, "{ids}: {body}");
+        }
+        let (status, body) = kit.post("/users/external_ids/remove", json!({"external_ids": [5]}));
+        assert_eq!((status, &body["removal_errors"]), (201, &json!([[0, UNKNOWN]])), "a number names the user \"5\"");
     }
 }

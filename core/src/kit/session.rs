@@ -43,7 +43,8 @@ pub const LIFETIME_MS: i64 = 12 * 3_600_000;
 pub const CSRF_HEADER: &str = "X-Engage-Inspector";
 /// The shortest admin token accepted, as for API keys.
 pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
-/// Failed admin-token attempts one client may make in a window.
+/// Failed admin-token attempts one client may make in a window, by default
+/// ([`crate::Config::admin_failures_per_minute`]).
 pub const MAX_FAILURES: u32 = 20;
 /// The window failed attempts are counted in: one minute.
 pub const FAILURE_WINDOW_MS: i64 = 60_000;
@@ -152,12 +153,25 @@ pub fn is_admin_token(given: &str, admin_hash: &str) -> bool {
 
 /// Failed admin-token attempts per client address, in fixed windows (in memory:
 /// per process, per isolate at the edge).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Guard {
     failures: Mutex<HashMap<String, (i64, u32)>>,
+    /// Failures allowed in a window.
+    allowed: u32,
+}
+
+impl Default for Guard {
+    fn default() -> Guard {
+        Guard::new(MAX_FAILURES)
+    }
 }
 
 impl Guard {
+    /// A guard allowing `allowed` failures per client and window (at least one).
+    pub fn new(allowed: u32) -> Guard {
+        Guard { failures: Mutex::new(HashMap::new()), allowed: allowed.max(1) }
+    }
+
     fn client(req: &Request) -> String {
         req.client.clone().unwrap_or_default()
     }
@@ -167,7 +181,7 @@ impl Guard {
         let start = wall.0.div_euclid(FAILURE_WINDOW_MS) * FAILURE_WINDOW_MS;
         let failures = self.failures.lock().unwrap_or_else(|e| e.into_inner());
         match failures.get(&Self::client(req)) {
-            Some(&(window, n)) if window == start && n >= MAX_FAILURES => {
+            Some(&(window, n)) if window == start && n >= self.allowed => {
                 let retry_after = ((start + FAILURE_WINDOW_MS - wall.0 + 999) / 1000).max(1) as u64;
                 Err(ApiError::RateLimited { retry_after })
             }
@@ -231,8 +245,9 @@ pub async fn authorize<S: Store>(
         }
         return Ok(());
     }
-    guard.check(req, wall)?;
+    // No credential is no guess: only a token presented counts (and waits).
     let token = bearer_token(req)?;
+    guard.check(req, wall)?;
     if is_admin_token(token, admin_hash) {
         Ok(())
     } else {

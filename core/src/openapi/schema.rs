@@ -48,7 +48,7 @@ pub fn external_id(description: &str) -> Value {
 }
 
 /// An identifier as the platform reads it: a string ([`external_id`]), or a whole
-/// number of at most 2^53 in magnitude, read as its decimal text (refused with
+/// number of at most 2^53 - 1 in magnitude, read as its decimal text (refused with
 /// `--strict`).
 pub fn lenient_id(description: &str) -> Value {
     let max = crate::dialect::MAX_ID_NUMBER;
@@ -77,9 +77,9 @@ pub fn phone(description: &str) -> Value {
     described(json!({"type": "string", "pattern": format!("^\\+[1-9][0-9]{{1,14}}{END}")}), description)
 }
 
-/// A workspace name: the rules of `ids::WorkspaceName`.
+/// A workspace name: the rules of `ids::WorkspaceName` (not dots alone).
 pub fn workspace_name(description: &str) -> Value {
-    described(json!({"type": "string", "pattern": format!("^[A-Za-z0-9._-]{{1,64}}{END}")}), description)
+    described(json!({"type": "string", "pattern": format!("^(?![.]+{END})[A-Za-z0-9._-]{{1,64}}{END}")}), description)
 }
 
 /// A boolean.
