@@ -154,6 +154,24 @@ fn not_ready(why: &str) -> Response {
     Response::json(503, &json!({"status": "not ready", "message": why})).with_header("Retry-After", "5")
 }
 
+/// `/playground`: relative asset URLs in the page need the trailing slash.
+pub fn playground_root() -> Response {
+    Response::empty(301).with_header("Location", "/playground/")
+}
+
+/// A playground file: the host serves it, the core checks the path. While the
+/// playground is being built, its page is a "being built" page instead of a 404.
+pub fn playground_file(raw: &str, playground: Playground) -> Response {
+    let not_found = match playground {
+        Playground::Building if raw.is_empty() || raw == "index.html" => playground_building(),
+        _ => crate::error::ApiError::RouteNotFound.into_response(),
+    };
+    match crate::http::AssetPath::parse(raw) {
+        Some(path) => not_found.then(crate::http::Then::ServeAsset(path)),
+        None => not_found,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -343,8 +343,8 @@ impl<S: Store> Engine<S> {
         match public {
             Public::PreferencePage(token) => self.page(&token, PageOp::Show, req, ctx).await,
             Public::PreferenceSubmit(token) => self.page(&token, PageOp::Submit, req, ctx).await,
-            Public::PlaygroundRoot => playground_root(),
-            Public::PlaygroundFile(raw) => playground_file(&raw, self.playground()),
+            Public::PlaygroundRoot => service::playground_root(),
+            Public::PlaygroundFile(raw) => service::playground_file(&raw, self.playground()),
             Public::Landing => service::landing(self.playground(), &self.config.build),
             Public::Health => service::health(&self.config.build),
             Public::Ready => service::ready(&self.store, self.gate.progress_at.load(Ordering::SeqCst), ctx).await,
@@ -556,23 +556,5 @@ fn shaped(scim_path: bool, e: ApiError) -> Response {
         scim::error_response(e)
     } else {
         e.into_response()
-    }
-}
-
-/// `/playground`: relative asset URLs in the page need the trailing slash.
-fn playground_root() -> Response {
-    Response::empty(301).with_header("Location", "/playground/")
-}
-
-/// A playground file: the host serves it, the core checks the path. While the
-/// playground is being built, its page is a "being built" page instead of a 404.
-fn playground_file(raw: &str, playground: service::Playground) -> Response {
-    let not_found = match playground {
-        service::Playground::Building if raw.is_empty() || raw == "index.html" => service::playground_building(),
-        _ => ApiError::RouteNotFound.into_response(),
-    };
-    match crate::http::AssetPath::parse(raw) {
-        Some(path) => not_found.then(Then::ServeAsset(path)),
-        None => not_found,
     }
 }
