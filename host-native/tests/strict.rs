@@ -1,7 +1,8 @@
 //! `--strict`: every form the hosted platform accepts beyond the reference (the
 //! black-box suite's `fidelity` tests show each accepted by default) is refused
 //! with a 400 that says what the reference expects, and the reference's own forms
-//! still pass.
+//! still pass: fidelity-number-ids, fidelity-time-forms, fidelity-nested-alias,
+//! fidelity-singular-fields.
 
 mod support;
 

@@ -12,6 +12,7 @@ fn alias(name: &str, label: &str) -> Value {
 
 /// braze_ruby's factories and edx-braze-client send ids as JSON numbers; the
 /// platform read them as their decimal text (recorded answers: 201).
+/// fidelity-number-ids
 #[tokio::test]
 async fn numbers_as_identifiers_name_the_user_of_their_decimal_text() {
     let api = Api::new().await;
@@ -61,7 +62,7 @@ async fn numbers_as_identifiers_name_the_user_of_their_decimal_text() {
 }
 
 /// Event and purchase times as Ruby's `Time#to_s`, PHP, .NET and the platform's
-/// own examples write them.
+/// own examples write them. fidelity-time-forms
 #[tokio::test]
 async fn event_times_in_the_forms_clients_send_are_read_as_the_platform_reads_them() {
     let api = Api::new().await;
@@ -85,6 +86,7 @@ async fn event_times_in_the_forms_clients_send_are_read_as_the_platform_reads_th
 }
 
 /// braze_ruby's README and client send aliases nested in `user_alias`.
+/// fidelity-nested-alias
 #[tokio::test]
 async fn a_nested_user_alias_in_alias_new_makes_the_alias() {
     let api = Api::new().await;
@@ -94,7 +96,7 @@ async fn a_nested_user_alias_in_alias_new_makes_the_alias() {
 }
 
 /// braze_ruby sends v2 entries with v1's singular `external_id`; the platform's
-/// Postman collection names `email` and `external_id` too.
+/// Postman collection names `email` and `external_id` too. fidelity-singular-fields
 #[tokio::test]
 async fn v2_entries_naming_users_with_singular_fields_set_their_states() {
     let api = Api::new().await;
@@ -117,6 +119,7 @@ async fn v2_entries_naming_users_with_singular_fields_set_their_states() {
 }
 
 /// The platform's own status codes and words, as recorded by public clients.
+/// fidelity-status-codes
 #[tokio::test]
 async fn status_codes_and_messages_are_the_platform_s() {
     let api = Api::new().await;
@@ -130,4 +133,14 @@ async fn status_codes_and_messages_are_the_platform_s() {
         .post("/subscription/status/set", json!({"subscription_group_id": "0a0a0a0a-0000-4000-8000-000000000000", "subscription_state": "subscribed", "external_id": "u1"}))
         .await;
     assert_eq!((r.status, r.body), (400, json!({"message": "Invalid subscription group ID"})));
+}
+
+/// What the platform still takes but Engage does not: a key in the body is no
+/// credential here (it would be kept by logs and journals). fidelity-not-taken
+#[tokio::test]
+async fn a_key_in_the_body_is_no_credential() {
+    let api = Api::new().await;
+    let body = json!({"api_key": api.key, "attributes": [{"external_id": "u1"}]}).to_string().into_bytes();
+    let r = send("POST", "/users/track", &[("Content-Type", "application/json")], Some(body)).await;
+    assert_eq!(r.status, 401, "{}", r.body);
 }
