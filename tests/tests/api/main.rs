@@ -9,6 +9,7 @@ mod identity;
 mod kit;
 mod matrix;
 mod preference_center;
+mod replay;
 mod scim;
 mod security;
 mod service;
