@@ -54,6 +54,9 @@ bash tests/openapi/check.sh
 step "schemathesis: every operation of /openapi.json, every check, schema-valid requests accepted and others refused"
 bash tests/openapi/fuzz.sh
 
+step "public clients from their registries (PyPI braze-client, edx-braze-client, npm braze-api) against the native host"
+bash tests/clients/run.sh
+
 step "reliability: the release server killed under load, read through a backlog, on a full disk"
 # The same release build as serve.sh's, the README walk-through's and the newcomer
 # test's (engage has no dev-dependencies, so only the test itself is compiled again).
