@@ -6,7 +6,8 @@
 # (from PyPI) against the same server: every
 # operation, every check (5xx, status codes, content types, headers and bodies as
 # described, schema-valid requests accepted and schema-violating ones refused,
-# authentication, use after delete), bounded in examples and time. Each kind of
+# authentication, use after delete) in every phase (examples, coverage, fuzzing,
+# stateful), bounded in examples and time. Each kind of
 # credential is a run of its own: the API key's routes, SCIM's, the operator's (and
 # last the operator's routes that replace data).
 # tests/openapi/schemathesis.toml holds the documented rules JSON Schema cannot say.
@@ -75,8 +76,7 @@ fuzz "SCIM" --include-path-regex '^/scim/' -H "Authorization: Bearer $SCIM" -H "
 # others' stateful checks.
 export SCHEMATHESIS_HOOKS=hooks PYTHONPATH="$PWD/tests/openapi${PYTHONPATH:+:$PYTHONPATH}"
 fuzz "operator routes" --include-path-regex '^/_engage/' -H "Authorization: Bearer $ADMIN" \
-    --phases examples,coverage,fuzzing \
     --exclude-path-regex '^/_engage/(reset|seed|conformance)$'
 fuzz "operator routes that replace data" --include-path-regex '^/_engage/(reset|seed|conformance)$' \
-    -H "Authorization: Bearer $ADMIN" --phases examples,coverage,fuzzing
+    -H "Authorization: Bearer $ADMIN"
 exit "$failed"

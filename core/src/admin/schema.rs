@@ -117,9 +117,12 @@ pub fn describe(endpoint: &Operator) -> Op {
             .query("workspace", false, "The workspace (default `default`).", workspace_name(""))
             .reply(200, "The groups.", object("", &[("groups", array(group(), ""))], &["groups"]))
             .with_example("groups", json!({"groups": [{"id": "6c2bdb0e-3e57-4a8b-9d0a-0c4d1f5e8a21", "name": "Weekly newsletter", "channel": "email"}]})),
-        Operator::CreateScimToken => Op::new("Creates a SCIM token for the deployment, valid with `X-Request-Origin: <origin>` (as `engage scim-tokens create`). The token is shown once.")
-            .body(object("", &[("origin", with(string("The identity provider's origin (`https://idp.example.com`): 1 to 255 characters, no spaces or control characters; spaces around it and slashes at its end are dropped."), "pattern", json!(format!("^\\s*[^\\s\\x00-\\x1f\\x7f-\\x9f]{{0,254}}[^\\s\\x00-\\x1f\\x7f-\\x9f/]/*\\s*{}", crate::openapi::schema::END))))], &["origin"]))
-            .example(json!({"origin": "https://idp.example.com"}))
+        Operator::CreateScimToken => Op::new("Creates a SCIM token for the deployment, valid with `X-Request-Origin: <origin>` (as `engage scim-tokens create`). The token is shown once. With `default_department`, the users it creates without a department get that one.")
+            .body(object("", &[
+                ("origin", with(string("The identity provider's origin (`https://idp.example.com`): 1 to 255 characters, no spaces or control characters; spaces around it and slashes at its end are dropped."), "pattern", json!(format!("^\\s*[^\\s\\x00-\\x1f\\x7f-\\x9f]{{0,254}}[^\\s\\x00-\\x1f\\x7f-\\x9f/]/*\\s*{}", crate::openapi::schema::END)))),
+                ("default_department", nullable(values(&crate::scim::values::Department::ALL.iter().map(|d| d.as_str()).collect::<Vec<_>>(), "The department the users this token creates get when they name none (`null` or absent: none; such creates must name one)."))),
+            ], &["origin"]))
+            .example(json!({"origin": "https://idp.example.com", "default_department": "engineering"}))
             .reply(201, "Created.", object("", &[("token", string("")), ("origin", string("Normalised.")), ("default_department", nullable(string("The department SCIM users it makes get when they name none.")))], &["token", "origin"]))
             .with_example("created", json!({"token": "scim_8c66c79a487aa3c965585575ef9cf393", "origin": "https://idp.example.com", "default_department": null})),
         Operator::CreateIntegration => Op::new("Creates a warehouse integration (as `engage cdi create`). The source URL is never returned or logged.")

@@ -81,6 +81,8 @@ pub fn describe(endpoint: &Kit) -> Op {
             .empty(303, "Signed in: to the inspector.")
             .reply_in(401, "Not the admin token: the form again.", "text/html", string("HTML."))
             .reply_in(429, "Too many wrong tokens from this address in the last minute: the form again; retry after `Retry-After` seconds.", "text/html", string("HTML.")),
-        Kit::Logout => Op::new("Signs out of the inspector: the session ends on the server and its cookie is cleared.").empty(303, "Signed out: to the login form."),
+        Kit::Logout => Op::new("Signs out of the inspector: the session ends on the server and its cookie is cleared. Needs the inspector's `X-Engage-Inspector` header (or the admin token), which a form on another site cannot send.")
+            .empty(303, "Signed out: to the login form.")
+            .reply(400, "Without the `X-Engage-Inspector` header or credentials.", refer("Error")),
     }
 }
