@@ -53,6 +53,8 @@ ORDER = [
     ("post", "/email/status"),
     ("post", "/email/blocklist"),
     ("post", "/email/blacklist"),
+    ("post", "/email/bounce/remove"),
+    ("post", "/email/spam/remove"),
     ("post", "/users/export/ids"),
     ("post", "/preference_center/v1"),
     ("put", "/preference_center/v1/{preferenceCenterExternalID}"),

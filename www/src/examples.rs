@@ -147,6 +147,13 @@ fn specific(method: &str, pattern: &str, group_id: &str) -> Option<(&'static str
                 "email": EMAIL, "subscription_state": "opted_in"
             })),
         ),
+        ("GET", "/email/hard_bounces") => ("", "start_date=2026-01-01&end_date=2026-12-31".to_string(), None),
+        ("GET", "/email/unsubscribes") => {
+            ("", "start_date=2026-01-01&end_date=2026-12-31&sort_direction=desc".to_string(), None)
+        }
+        ("POST", "/email/bounce/remove") | ("POST", "/email/spam/remove") => {
+            ("", String::new(), Some(json!({"email": ["bounced@example.com"]})))
+        }
         ("POST", "/email/blacklist") | ("POST", "/email/blocklist") => (
             "",
             String::new(),

@@ -129,7 +129,7 @@ impl<S: Store> Engine<S> {
     }
 
     /// Applies everything queued, in the queue's turn.
-    async fn apply_all(&self, ctx: Ctx) -> Result<(), ApiError> {
+    pub(super) async fn apply_all(&self, ctx: Ctx) -> Result<(), ApiError> {
         let mut backlog = self.queue_turn().await;
         track::queue::catch_up(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await?;
         Ok(())

@@ -16,6 +16,7 @@ use crate::preference_center::page::{PageOp, Visit};
 use crate::ratelimit::{Decision, RateLimiter};
 use crate::routes::{self, Api, Auth, Endpoint, Public};
 use crate::store::Store;
+use crate::subscriptions::lists::{List, Removal};
 use crate::time::Timestamp;
 use crate::track::backlog::Backlog;
 use crate::track::ledger::Ledger;
@@ -413,7 +414,10 @@ impl<S: Store> Engine<S> {
         caught_up: bool,
     ) -> Result<Response, ApiError> {
         let mut applied = QueueRun::default();
-        if Endpoint::Api(api.clone()).catches_up() {
+        if matches!(api, Api::EmailHardBounces | Api::EmailUnsubscribes) {
+            // A list reads every user's state: all that is queued is applied first.
+            self.apply_all(ctx).await?;
+        } else if Endpoint::Api(api.clone()).catches_up() {
             // Read-your-writes: everything acknowledged before this request is applied first.
             applied = self.catch_up(ws, track::backlog::seeds(req), ctx).await?;
         }
@@ -453,6 +457,10 @@ impl<S: Store> Engine<S> {
             Api::SubscriptionStatusGet => subscriptions::read::status_get(store, ws, req).await,
             Api::EmailStatus => subscriptions::email::status(store, ws, body, ctx).await,
             Api::EmailBlocklist => subscriptions::email::blocklist(store, ws, body, ctx).await,
+            Api::EmailHardBounces => subscriptions::lists::read(store, ws, req, List::HardBounces).await,
+            Api::EmailUnsubscribes => subscriptions::lists::read(store, ws, req, List::Unsubscribes).await,
+            Api::EmailBounceRemove => subscriptions::lists::remove(store, ws, body, Removal::Bounce, ctx).await,
+            Api::EmailSpamRemove => subscriptions::lists::remove(store, ws, body, Removal::Spam, ctx).await,
             Api::PreferenceCenter(endpoint) => {
                 preference_center::handle(store, endpoint, ws, req, &self.links(req), ctx).await
             }

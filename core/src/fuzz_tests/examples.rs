@@ -150,6 +150,11 @@ pub(super) fn example(route: &Route) -> Option<Example> {
         }
         (Method::Post, "/email/status") => json(json!({"email": "a@x.test", "subscription_state": "opted_in"})),
         (Method::Post, "/email/blacklist" | "/email/blocklist") => json(json!({"email": ["a@x.test", "B@x.test"]})),
+        (Method::Get, "/email/hard_bounces") => {
+            query(&[("start_date", "2020-01-01"), ("end_date", "2099-12-31"), ("limit", "10")])
+        }
+        (Method::Get, "/email/unsubscribes") => query(&[("email", "a@x.test"), ("sort_direction", "asc")]),
+        (Method::Post, "/email/bounce/remove" | "/email/spam/remove") => json(json!({"email": "B@x.test"})),
         (Method::Post, "/preference_center/v1") => json(center_body(Some("second"))),
         (Method::Put, "/preference_center/v1/{}") => json(center_body(None)),
         (Method::Get, "/preference_center/v1/{}/url/{}") => query(&[("expires_in", "60")]),

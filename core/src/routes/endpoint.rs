@@ -37,6 +37,14 @@ pub enum Api {
     EmailStatus,
     /// POST /email/blacklist and /email/blocklist
     EmailBlocklist,
+    /// GET /email/hard_bounces
+    EmailHardBounces,
+    /// GET /email/unsubscribes
+    EmailUnsubscribes,
+    /// POST /email/bounce/remove
+    EmailBounceRemove,
+    /// POST /email/spam/remove
+    EmailSpamRemove,
     /// The preference-center family.
     PreferenceCenter(PreferenceCenter),
     /// The warehouse-sync family.

@@ -76,6 +76,10 @@ pub enum Table {
     /// SHA-256 of an inspector session's cookie → when it ends (real time). Deleted
     /// at sign-out: a session lives only while this database says so.
     InspectorSession = 22,
+    /// `workspace/email` → what the email lists know of the address: when it
+    /// unsubscribed, when it was marked a hard bounce (`/email/unsubscribes`,
+    /// `/email/hard_bounces`).
+    EmailList = 23,
 }
 
 impl Table {
@@ -94,7 +98,7 @@ impl Table {
     }
 
     /// Every table, for backends that enumerate them.
-    pub const ALL: [Table; 22] = [
+    pub const ALL: [Table; 23] = [
         Table::Workspace,
         Table::ApiKey,
         Table::Profile,
@@ -117,6 +121,7 @@ impl Table {
         Table::Seed,
         Table::CdiBatches,
         Table::InspectorSession,
+        Table::EmailList,
     ];
 }
 

@@ -23,7 +23,7 @@ pub const BAD_EMAIL_STATE: &str = "'subscription_state' must be 'subscribed', 'u
 
 /// The `email` field: an address or an array of 1 to 50, each valid; duplicates
 /// (after normalisation) count once.
-fn addresses(b: &Map<String, Value>) -> Result<Vec<Email>, ApiError> {
+pub(crate) fn addresses(b: &Map<String, Value>) -> Result<Vec<Email>, ApiError> {
     let v =
         field(b, "email").ok_or_else(|| ApiError::bad("'email' is required: an address or an array of up to 50"))?;
     let mut seen = BTreeSet::new();

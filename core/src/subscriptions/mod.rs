@@ -11,6 +11,7 @@
 pub mod address;
 pub mod email;
 pub mod groups;
+pub mod lists;
 pub mod read;
 pub mod schema;
 pub mod set;

@@ -246,3 +246,47 @@ pub fn email_blocklist() -> Op {
         .reply(201, "Blocklisted.", success_body("", &[], &[]))
         .with_example("blocklisted", json!({"message": "success"}))
 }
+
+/// GET /email/hard_bounces and GET /email/unsubscribes.
+pub fn email_list(list: super::lists::List) -> Op {
+    use super::lists::{List, DEFAULT_LIMIT, MAX_LIMIT};
+    let (what, field) = match list {
+        List::HardBounces => ("hard-bounced (here: were blocklisted)", "hard_bounced_at"),
+        List::Unsubscribes => ("unsubscribed from email globally", "unsubscribed_at"),
+    };
+    let day = |d: &str| {
+        json!({"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}], "description": d})
+    };
+    let entry = object("", &[("email", email("The address.")), (field, string("When (RFC 3339)."))], &["email", field]);
+    let mut op = Op::new(format!("The addresses that {what}, with when, newest first: by `email`, or from `start_date` to `end_date` (both days in, UTC). What Engage's own state knows: each global email state change and each blocklisting notes the address; subscribing again, or `/email/bounce/remove`, takes it off."))
+        .query("email", false, "One address (the dates are then not used).", email(""))
+        .query("start_date", false, "First day, `YYYY-MM-DD` (needed without `email`).", day(""))
+        .query("end_date", false, "Last day, `YYYY-MM-DD` (needed without `email`).", day(""))
+        .query("limit", false, &format!("At most this many (default {DEFAULT_LIMIT})."), with(with(integer(""), "minimum", json!(1)), "maximum", json!(MAX_LIMIT)))
+        .query("offset", false, "Skip this many.", with(integer(""), "minimum", json!(0)));
+    if list == List::Unsubscribes {
+        op = op.query(
+            "sort_direction",
+            false,
+            "`desc` (newest first, the default) or `asc`.",
+            values(&["asc", "desc"], ""),
+        );
+    }
+    op.reply(200, "The addresses.", success_body("", &[("emails", array(entry, "The entries, newest first."))], &["emails"]))
+        .with_example("listed", json!({"emails": [{"email": "ada@example.com", field: "2026-11-01T10:00:00.000Z"}], "message": "success"}))
+        .bad_request("Neither `email` nor both dates, a date out of form, `start_date` after `end_date`, or `limit` out of 1 to 500.", &[("no_range", "give 'email', or 'start_date' and 'end_date'")])
+}
+
+/// POST /email/bounce/remove and POST /email/spam/remove.
+pub fn email_removal(removal: super::lists::Removal) -> Op {
+    use super::lists::Removal;
+    let what = match removal {
+        Removal::Bounce => "Takes addresses off the hard bounces: every profile with the address, and any that gets it later, is no longer marked hard-bounced.",
+        Removal::Spam => "Takes addresses off the spam list. Engage sends no email, so no spam report ever puts one there: the request is checked and changes nothing.",
+    };
+    Op::new(what)
+        .body(object("", &[("email", emails(&format!("One address, or 1 to {MAX_IDS}.")))], &["email"]))
+        .example(json!({"email": ["bounced@example.com"]}))
+        .reply(201, "Done.", success_body("", &[], &[]))
+        .with_example("removed", json!({"message": "success"}))
+}

@@ -149,6 +149,7 @@ pub async fn set_global_for<S: Store>(
     for_sharing(tx, id, false, at, |p| change_profile(p, change)).await?;
     let email = tx.profile(id).await?.and_then(|p| p.email.clone());
     if let Some(email) = email {
+        super::lists::note_global(tx, &email, state, at).await?;
         let key = address_key(tx.workspace(), &email);
         if let Some(mut a) = tx.doc::<AddressState>(Table::Address, &key).await? {
             email_transition(&mut a.global, &mut a.hard_bounced, change);
@@ -171,6 +172,10 @@ pub async fn change_address<S: Store>(
     let mut a = tx.doc::<AddressState>(Table::Address, &key).await?.unwrap_or_default();
     email_transition(&mut a.global, &mut a.hard_bounced, change);
     tx.put_doc(Table::Address, &key, &a)?;
+    match change {
+        EmailChange::Set(state) => super::lists::note_global(tx, email, state, at).await?,
+        EmailChange::Blocklist => super::lists::note_blocklisted(tx, email, at).await?,
+    }
     for id in tx.resolve(&Identifier::Email(email.clone())).await? {
         if let Some(p) = tx.profile_mut(&id).await? {
             change_profile(p, change);

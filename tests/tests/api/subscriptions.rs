@@ -5,6 +5,7 @@
 //! endpoints and `/users/export/ids`.
 
 mod email_state;
+mod lists;
 mod reads;
 mod set_v1;
 mod set_v2;
