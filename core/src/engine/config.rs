@@ -80,6 +80,17 @@ impl std::fmt::Debug for Config {
     }
 }
 
+impl Config {
+    /// How requests are read: as the platform reads them, or (`--strict`) as the
+    /// reference writes them.
+    pub(crate) fn dialect(&self) -> crate::dialect::Dialect {
+        match self.strict {
+            true => crate::dialect::Dialect::Strict,
+            false => crate::dialect::Dialect::Platform,
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {

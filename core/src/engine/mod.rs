@@ -468,13 +468,8 @@ impl<S: Store> Engine<S> {
         }
     }
 
-    /// How requests are read: as the platform reads them, or (`--strict`) as the
-    /// reference writes them.
     fn dialect(&self) -> crate::dialect::Dialect {
-        match self.config.strict {
-            true => crate::dialect::Dialect::Strict,
-            false => crate::dialect::Dialect::Platform,
-        }
+        self.config.dialect()
     }
 
     /// Read-your-writes: applies the queued jobs acknowledged before this request

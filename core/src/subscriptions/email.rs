@@ -3,9 +3,7 @@
 //! address record, so a profile that gets the address later (track, identify,
 //! merge) inherits it, and applied now to every profile that has the address.
 
-use std::collections::BTreeSet;
-
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::ctx::Ctx;
 use crate::error::ApiError;
@@ -16,27 +14,10 @@ use crate::repo::transact::transact;
 use crate::store::Store;
 use crate::subscriptions::state::{self, EmailChange};
 use crate::subscriptions::values::GlobalState;
-use crate::subscriptions::{body_object, field, json_strings};
+use crate::subscriptions::{body_object, email_addresses, field};
 
 /// The platform's message for a global email state outside the three values.
 pub const BAD_EMAIL_STATE: &str = "'subscription_state' must be 'subscribed', 'unsubscribed', or 'opted_in'";
-
-/// The `email` field: an address or an array of 1 to 50, each valid; duplicates
-/// (after normalisation) count once.
-pub(crate) fn addresses(b: &Map<String, Value>) -> Result<Vec<Email>, ApiError> {
-    let v =
-        field(b, "email").ok_or_else(|| ApiError::bad("'email' is required: an address or an array of up to 50"))?;
-    let mut seen = BTreeSet::new();
-    let mut out = Vec::new();
-    for raw in json_strings(v, "email", true)? {
-        let e = Email::parse(&raw)
-            .ok_or_else(|| ApiError::bad("The value provided for the 'email' field is not a valid email."))?;
-        if seen.insert(e.clone()) {
-            out.push(e);
-        }
-    }
-    Ok(out)
-}
 
 /// Applies one change to every address in one unit of work; answers 201.
 async fn apply<S: Store>(
@@ -60,7 +41,7 @@ async fn apply<S: Store>(
 /// `unsubscribed` or `opted_in`).
 pub async fn status<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let b = body_object(body)?;
-    let emails = addresses(&b)?;
+    let emails = email_addresses(&b)?;
     let state = field(&b, "subscription_state")
         .and_then(Value::as_str)
         .and_then(GlobalState::parse)
@@ -72,6 +53,6 @@ pub async fn status<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: C
 /// hard bounce.
 pub async fn blocklist<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ctx) -> Result<Response, ApiError> {
     let b = body_object(body)?;
-    let emails = addresses(&b)?;
+    let emails = email_addresses(&b)?;
     apply(store, ws, &emails, EmailChange::Blocklist, ctx).await
 }

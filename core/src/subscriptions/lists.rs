@@ -223,7 +223,7 @@ pub async fn remove<S: Store>(
     ctx: Ctx,
 ) -> Result<Response, ApiError> {
     let b = super::body_object(body)?;
-    let emails = super::email::addresses(&b)?;
+    let emails = super::email_addresses(&b)?;
     if removal == Removal::Bounce {
         transact(store, ws, ctx.seed, async |tx, _| {
             for email in &emails {

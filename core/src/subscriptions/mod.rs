@@ -46,6 +46,23 @@ pub const BAD_GROUP_STATE: &str =
 /// The platform's message for more than 50 identifiers.
 pub const TOO_MANY_IDS: &str = "The max number of ids per request was exceeded";
 
+/// The `email` field: an address or an array of 1 to 50, each valid; duplicates
+/// (after normalisation) count once.
+pub(crate) fn email_addresses(b: &Map<String, Value>) -> Result<Vec<Email>, ApiError> {
+    let v =
+        field(b, "email").ok_or_else(|| ApiError::bad("'email' is required: an address or an array of up to 50"))?;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for raw in json_strings(v, "email", true)? {
+        let e = Email::parse(&raw)
+            .ok_or_else(|| ApiError::bad("The value provided for the 'email' field is not a valid email."))?;
+        if seen.insert(e.clone()) {
+            out.push(e);
+        }
+    }
+    Ok(out)
+}
+
 /// Parses a JSON object body.
 pub(crate) fn body_object(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     input::object(body).map_err(ApiError::bad)

@@ -254,9 +254,7 @@ pub fn email_list(list: super::lists::List) -> Op {
         List::HardBounces => ("hard-bounced (here: were blocklisted)", "hard_bounced_at"),
         List::Unsubscribes => ("unsubscribed from email globally", "unsubscribed_at"),
     };
-    let day = |d: &str| {
-        json!({"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}], "description": d})
-    };
+    let day = |d: &str| json!({"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}], "description": d});
     let entry = object("", &[("email", email("The address.")), (field, string("When (RFC 3339)."))], &["email", field]);
     let mut op = Op::new(format!("The addresses that {what}, with when, newest first: by `email`, or from `start_date` to `end_date` (both days in, UTC). What Engage's own state knows: each global email state change and each blocklisting notes the address; subscribing again, or `/email/bounce/remove`, takes it off."))
         .query("email", false, "One address (the dates are then not used).", email(""))
