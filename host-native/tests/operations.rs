@@ -60,7 +60,7 @@ fn configured_by_environment_alone_it_logs_json_lines_without_secrets() {
     let body = json!({"attributes": [{"external_id": "private-id-77", "email": email}]});
     assert_eq!(conn.post("/users/track", &key, &body).unwrap().status, 201);
     let r = conn.post("/users/export/ids", &key, &json!({"email_address": email})).unwrap();
-    assert_eq!(r.status, 200);
+    assert_eq!(r.status, 201);
     let id = r.header("x-request-id").unwrap().to_string();
     assert_eq!(conn.post("/users/track", "wrong-key", &body).unwrap().status, 401);
     let listed = conn.send("GET", "/_engage/keys", admin, None).unwrap();

@@ -232,7 +232,7 @@ pub fn read_counts(server: &Server, key: &str, users: &[String]) -> HashMap<Stri
         let body =
             json!({"external_ids": chunk, "fields_to_export": ["external_id", "custom_attributes", "custom_events"]});
         let reply = conn.post("/users/export/ids", key, &body).unwrap();
-        assert_eq!(reply.status, 200, "{}", String::from_utf8_lossy(&reply.body));
+        assert_eq!(reply.status, 201, "{}", String::from_utf8_lossy(&reply.body));
         for u in reply.json()["users"].as_array().unwrap() {
             let attrs = &u["custom_attributes"];
             let hits = u["custom_events"]
