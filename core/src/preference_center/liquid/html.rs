@@ -316,12 +316,11 @@ impl Scanner {
 pub fn escape_in_tag(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
+        if let Some(entity) = super::html_entity(c) {
+            out.push_str(entity);
+            continue;
+        }
         match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
             '=' => out.push_str("&#61;"),
             '`' => out.push_str("&#96;"),
             '/' => out.push_str("&#47;"),
