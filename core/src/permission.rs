@@ -53,6 +53,8 @@ permissions! {
     EmailUnsubscribe => "email.unsubscribe",
     EmailBounceRemove => "email.bounce.remove",
     EmailSpamRemove => "email.spam.remove",
+    SmsInvalidPhoneNumbers => "sms.invalid_phone_numbers",
+    SmsInvalidPhoneNumbersRemove => "sms.invalid_phone_numbers.remove",
     PreferenceCenterUpdate => "preference_center.update",
     PreferenceCenterList => "preference_center.list",
     PreferenceCenterGet => "preference_center.get",

@@ -55,6 +55,7 @@ ORDER = [
     ("post", "/email/blacklist"),
     ("post", "/email/bounce/remove"),
     ("post", "/email/spam/remove"),
+    ("post", "/sms/invalid_phone_numbers/remove"),
     ("post", "/users/export/ids"),
     ("post", "/preference_center/v1"),
     ("put", "/preference_center/v1/{preferenceCenterExternalID}"),

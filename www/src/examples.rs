@@ -154,6 +154,10 @@ fn specific(method: &str, pattern: &str, group_id: &str) -> Option<(&'static str
         ("POST", "/email/bounce/remove") | ("POST", "/email/spam/remove") => {
             ("", String::new(), Some(json!({"email": ["bounced@example.com"]})))
         }
+        ("GET", "/sms/invalid_phone_numbers") => ("", "start_date=2026-01-01&end_date=2026-12-31".to_string(), None),
+        ("POST", "/sms/invalid_phone_numbers/remove") => {
+            ("", String::new(), Some(json!({"phone_numbers": ["12183095514"]})))
+        }
         ("POST", "/email/blacklist") | ("POST", "/email/blocklist") => (
             "",
             String::new(),

@@ -16,7 +16,8 @@ use crate::repo::codec::encode;
 use crate::routes::{Api, Kit};
 use crate::store::memory::MemoryStore;
 use crate::store::{ChangeSet, Expect, Op, Store, Table};
-use crate::{preference_center, scim, track};
+use crate::subscriptions::fixtures::Listed;
+use crate::{preference_center, scim, subscriptions, track};
 
 /// What is remembered of a part of a fixtures file: when, and whether it is
 /// loaded or being loaded.
@@ -226,7 +227,7 @@ impl<S: Store> Engine<S> {
             n += 1;
         }
         for (i, g) in w.groups.iter().enumerate() {
-            crate::subscriptions::groups::create_with_id(&self.store, &w.name, &g.id, &g.name, g.channel, ctx.now)
+            subscriptions::groups::create_with_id(&self.store, &w.name, &g.id, &g.name, g.channel, ctx.now)
                 .await
                 .map_err(|e| at(&format!("workspaces.{ws}.groups[{i}]"), &e))?;
             n += 1;
@@ -245,6 +246,17 @@ impl<S: Store> Engine<S> {
             let c = next_ctx();
             let set = self.dispatch(Api::SubscriptionSetV2, &request(r), &w.name, c, false).await;
             n += accept(set, r, |_| false)?;
+        }
+        if !w.lists.is_empty() {
+            let c = next_ctx();
+            let entries: Vec<Listed> = w
+                .lists
+                .iter()
+                .map(|e| Listed { list: e.list, subject: e.subject.clone(), at: e.at.unwrap_or(c.now) })
+                .collect();
+            let path = format!("workspaces.{ws}");
+            subscriptions::fixtures::seed(&self.store, &w.name, &entries, c).await.map_err(|e| at(&path, &e))?;
+            n += entries.len();
         }
         Ok(n)
     }

@@ -14,17 +14,17 @@ use crate::ids::{Identifier, WorkspaceName};
 use crate::preference_center::link::LinkConfig;
 use crate::preference_center::page::{PageOp, Visit};
 use crate::ratelimit::{Decision, RateLimiter};
-use crate::routes::{self, Api, Auth, Endpoint, Public};
+use crate::routes::{self, Api, Auth, CatchUp, Endpoint, Public};
 use crate::store::Store;
-use crate::subscriptions::lists::{List, Removal};
 use crate::time::Timestamp;
 use crate::track::backlog::Backlog;
 use crate::track::ledger::Ledger;
 use crate::track::pressure::{Pressure, UNMEASURED_ROUNDS};
 use crate::track::queue::QueueRun;
-use crate::{cdi, export, identity, input, preference_center, scim, service, subscriptions, track};
+use crate::{input, preference_center, scim, service, track};
 
 mod config;
+mod dispatch;
 pub(crate) mod kit;
 mod track_ack;
 
@@ -227,7 +227,7 @@ impl<S: Store> Engine<S> {
     /// `/users/track`): hosts that serialize such requests (the edge) ask before
     /// handling it.
     pub fn catches_up(&self, req: &Request) -> bool {
-        routes::find(req.method, &req.path).is_ok_and(|(_, endpoint)| endpoint.catches_up())
+        routes::find(req.method, &req.path).is_ok_and(|(_, endpoint)| endpoint.catch_up() != CatchUp::Nothing)
     }
 
     /// Handles one request. Never panics on input; failures are responses.
@@ -403,73 +403,6 @@ impl<S: Store> Engine<S> {
             let _ = auth::note_use(&self.store, &hash, record.clone(), version, now).await;
         }
         Ok(record)
-    }
-
-    async fn api(
-        &self,
-        api: Api,
-        req: &Request,
-        ws: &WorkspaceName,
-        ctx: Ctx,
-        caught_up: bool,
-    ) -> Result<Response, ApiError> {
-        let mut applied = QueueRun::default();
-        if matches!(api, Api::EmailHardBounces | Api::EmailUnsubscribes) {
-            // A list reads every user's state: all that is queued is applied first.
-            self.apply_all(ctx).await?;
-        } else if Endpoint::Api(api.clone()).catches_up() {
-            // Read-your-writes: everything acknowledged before this request is applied first.
-            applied = self.catch_up(ws, track::backlog::seeds(req), ctx).await?;
-        }
-        let mut resp = self.dispatch(api, req, ws, ctx, caught_up).await?;
-        if resp.internal.is_none() {
-            resp.internal = applied.set_aside_note();
-        }
-        Ok(resp)
-    }
-
-    async fn dispatch(
-        &self,
-        api: Api,
-        req: &Request,
-        ws: &WorkspaceName,
-        ctx: Ctx,
-        caught_up: bool,
-    ) -> Result<Response, ApiError> {
-        let store = &self.store;
-        // The platform's lenient forms read as the reference's (refused under --strict).
-        let normalized = crate::dialect::normalize(&api, &req.body, self.dialect())?;
-        let body = normalized.as_deref().unwrap_or(&req.body);
-        match api {
-            Api::Track => self.track(ws, body, ctx, caught_up).await,
-            Api::TrackSync => track::track_sync(store, ws, body, ctx, self.dialect()).await,
-            Api::ExportIds => export::export_ids(store, ws, body).await,
-            Api::Identify => identity::identify::identify(store, ws, body, ctx).await,
-            Api::Merge => identity::merge::merge(store, ws, body, ctx).await,
-            Api::Delete => identity::delete::delete(store, ws, body, ctx).await,
-            Api::AliasNew => identity::alias::alias_new(store, ws, body, ctx).await,
-            Api::AliasUpdate => identity::alias::alias_update(store, ws, body, ctx).await,
-            Api::ExternalIdsRename => identity::external_ids::rename_ids(store, ws, body, ctx).await,
-            Api::ExternalIdsRemove => identity::external_ids::remove_ids(store, ws, body, ctx).await,
-            Api::SubscriptionSetV1 => subscriptions::set::set_v1(store, ws, body, ctx).await,
-            Api::SubscriptionSetV2 => subscriptions::set::set_v2(store, ws, body, ctx).await,
-            Api::SubscriptionUserStatus => subscriptions::read::user_status(store, ws, req).await,
-            Api::SubscriptionStatusGet => subscriptions::read::status_get(store, ws, req).await,
-            Api::EmailStatus => subscriptions::email::status(store, ws, body, ctx).await,
-            Api::EmailBlocklist => subscriptions::email::blocklist(store, ws, body, ctx).await,
-            Api::EmailHardBounces => subscriptions::lists::read(store, ws, req, List::HardBounces).await,
-            Api::EmailUnsubscribes => subscriptions::lists::read(store, ws, req, List::Unsubscribes).await,
-            Api::EmailBounceRemove => subscriptions::lists::remove(store, ws, body, Removal::Bounce, ctx).await,
-            Api::EmailSpamRemove => subscriptions::lists::remove(store, ws, body, Removal::Spam, ctx).await,
-            Api::PreferenceCenter(endpoint) => {
-                preference_center::handle(store, endpoint, ws, req, &self.links(req), ctx).await
-            }
-            Api::Cdi(endpoint) => cdi::handle(store, endpoint, ws, req).await,
-        }
-    }
-
-    fn dialect(&self) -> crate::dialect::Dialect {
-        self.config.dialect()
     }
 
     /// Read-your-writes: applies the queued jobs acknowledged before this request

@@ -26,7 +26,8 @@ impl<S: Store> Engine<S> {
         if let Some(max_secs) = self.config.max_backlog_secs {
             self.refuse_past_backlog_bound(max_secs).await?;
         }
-        let seeds = match track::track(&self.store, &self.gate.ledger, ws, body, ctx, caught_up, self.dialect()).await?
+        let seeds = match track::track(&self.store, &self.gate.ledger, ws, body, ctx, caught_up, self.config.dialect())
+            .await?
         {
             track::Tracked::Done(response) => return Ok(response),
             // Caught up by the host, and still a request for these users came between.
@@ -46,7 +47,7 @@ impl<S: Store> Engine<S> {
         let mut seeds = seeds;
         for _ in 0..4 {
             self.catch_up(ws, seeds, ctx).await?;
-            match track::track(&self.store, &self.gate.ledger, ws, body, ctx, true, self.dialect()).await? {
+            match track::track(&self.store, &self.gate.ledger, ws, body, ctx, true, self.config.dialect()).await? {
                 track::Tracked::Done(response) => return Ok(response),
                 track::Tracked::CatchUp(more) => seeds = more,
             }

@@ -155,6 +155,12 @@ pub(super) fn example(route: &Route) -> Option<Example> {
         }
         (Method::Get, "/email/unsubscribes") => query(&[("email", "a@x.test"), ("sort_direction", "asc")]),
         (Method::Post, "/email/bounce/remove" | "/email/spam/remove") => json(json!({"email": "B@x.test"})),
+        (Method::Get, "/sms/invalid_phone_numbers") => {
+            query(&[("phone_numbers[]", "12183095514"), ("phone_numbers[]", "+14255551212")])
+        }
+        (Method::Post, "/sms/invalid_phone_numbers/remove") => {
+            json(json!({"phone_numbers": ["12183095514", "+14255551212"]}))
+        }
         (Method::Post, "/preference_center/v1") => json(center_body(Some("second"))),
         (Method::Put, "/preference_center/v1/{}") => json(center_body(None)),
         (Method::Get, "/preference_center/v1/{}/url/{}") => query(&[("expires_in", "60")]),

@@ -1,8 +1,8 @@
 //! Fixtures: one JSON file of workspaces (with their API keys, subscription groups
 //! with fixed ids, users as `/users/track` bodies, subscription states as
 //! `/v2/subscription/status/set` bodies, preference centers as
-//! `POST /preference_center/v1` bodies) and SCIM users (as `POST /scim/v2/Users`
-//! bodies):
+//! `POST /preference_center/v1` bodies, list entries as the list reads answer them)
+//! and SCIM users (as `POST /scim/v2/Users` bodies):
 //!
 //! ```json
 //! {"workspaces": {"shop": {
@@ -10,7 +10,10 @@
 //!     "groups": [{"id": "newsletter", "name": "Newsletter", "channel": "email"}],
 //!     "users": [{"attributes": [{"external_id": "u1", "email": "u1@example.com"}]}],
 //!     "subscriptions": [{"subscription_groups": [...]}],
-//!     "preference_centers": [{"name": "prefs", ...}]}},
+//!     "preference_centers": [{"name": "prefs", ...}],
+//!     "hard_bounces": [{"email": "b@example.com", "hard_bounced_at": "2026-01-02T03:04:05Z"}],
+//!     "unsubscribes": [{"email": "u@example.com"}],
+//!     "invalid_phone_numbers": [{"phone": "+12183095514"}]}},
 //!  "scim_users": [{"schemas": [...], "userName": "ada@example.com", ...}]}
 //! ```
 //!
@@ -20,7 +23,8 @@
 //! stored, then for real. Loading the same file again changes nothing: its
 //! SHA-256 is remembered (until a reset); a changed file is loaded again, and what
 //! it names that exists (a key, a group id, a center's name, a SCIM user name) is
-//! left as it is.
+//! left as it is. A list entry's time is optional (the time of loading); list
+//! entries are put in place after the users, so the users they name have them.
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -28,6 +32,8 @@ use sha2::{Digest, Sha256};
 use crate::ids::WorkspaceName;
 use crate::permission::{parse_permission_value, Permission};
 use crate::subscriptions::groups::Channel;
+use crate::subscriptions::lists::List;
+use crate::time::Timestamp;
 
 /// A seed file bigger than this is refused (it is loaded in memory, twice).
 pub const MAX_SEED_BYTES: usize = 16 * 1024 * 1024;
@@ -84,6 +90,45 @@ pub struct SeedRequest {
     pub body: Vec<u8>,
 }
 
+/// A list entry of the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeedListed {
+    /// Where in the file.
+    pub path: String,
+    /// Which list.
+    pub list: List,
+    /// The address or number, as the list keys it.
+    pub subject: String,
+    /// Since when (none: when the file is loaded).
+    pub at: Option<Timestamp>,
+}
+
+/// The lists a workspace may name, by their field in the file.
+const LISTS: [(&str, List); 3] = [
+    ("hard_bounces", List::HardBounces),
+    ("unsubscribes", List::Unsubscribes),
+    ("invalid_phone_numbers", List::InvalidPhones),
+];
+
+fn listed(v: &Value, path: &str, list: List) -> Result<SeedListed, SeedError> {
+    let (_, by, when) = list.names();
+    let m = object(v, path, &[by, when])?;
+    let text = text(m, by, path)?;
+    let subject = list.subject(text).ok_or_else(|| {
+        let what = if list == List::InvalidPhones { "a phone number in E.164" } else { "an email address" };
+        bad(path, format!("'{by}' must be {what}, not '{text}'"))
+    })?;
+    let at = match m.get(when) {
+        None => None,
+        Some(t) => Some(
+            t.as_str()
+                .and_then(Timestamp::parse)
+                .ok_or_else(|| bad(path, format!("'{when}' must be an RFC 3339 time with an offset")))?,
+        ),
+    };
+    Ok(SeedListed { path: path.to_string(), list, subject, at })
+}
+
 /// A workspace of the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SeedWorkspace {
@@ -99,6 +144,8 @@ pub struct SeedWorkspace {
     pub subscriptions: Vec<SeedRequest>,
     /// `POST /preference_center/v1` bodies.
     pub preference_centers: Vec<SeedRequest>,
+    /// Entries of the email and SMS lists.
+    pub lists: Vec<SeedListed>,
 }
 
 /// A checked seed file.
@@ -266,8 +313,23 @@ pub fn parse(bytes: &[u8]) -> Result<Seed, SeedError> {
             let path = format!("workspaces.{name}");
             let ws = WorkspaceName::parse(name)
                 .ok_or_else(|| bad(&path, format!("a workspace name is {}", WorkspaceName::RULE)))?;
-            let allowed = ["keys", "groups", "users", "subscriptions", "preference_centers"];
+            let allowed = [
+                "keys",
+                "groups",
+                "users",
+                "subscriptions",
+                "preference_centers",
+                "hard_bounces",
+                "unsubscribes",
+                "invalid_phone_numbers",
+            ];
             let m = object(w, &path, &allowed)?;
+            let mut lists = Vec::new();
+            for (field, list) in LISTS {
+                for (p, v) in self::list(m, field, &path)? {
+                    lists.push(listed(v, &p, list)?);
+                }
+            }
             workspaces.push(SeedWorkspace {
                 name: ws,
                 keys: list(m, "keys", &path)?.into_iter().map(|(p, v)| key(v, &p)).collect::<Result<_, _>>()?,
@@ -275,6 +337,7 @@ pub fn parse(bytes: &[u8]) -> Result<Seed, SeedError> {
                 users: requests(m, "users", &path)?,
                 subscriptions: requests(m, "subscriptions", &path)?,
                 preference_centers: requests(m, "preference_centers", &path)?,
+                lists,
             });
         }
     }
@@ -317,6 +380,28 @@ mod tests {
             .starts_with("workspaces.w.groups[0]: 'channel'"));
         assert!(err(r#"{"workspaces": {"w": {"users": [1]}}}"#).starts_with("workspaces.w.users[0]: must be an object"));
         assert!(err(r#"{"workspaces": {"w": {"events": []}}}"#).starts_with("workspaces.w: unknown field 'events'"));
+    }
+
+    #[test]
+    fn list_entries_are_read_in_the_lists_answer_shape() {
+        let ok = r#"{"workspaces": {"w": {"invalid_phone_numbers": [{"phone": "12183095514"}],
+            "hard_bounces": [{"email": "a@b.co", "hard_bounced_at": "2026-01-01T00:00:00+01:00"}]}}}"#;
+        let lists = &parse(ok.as_bytes()).unwrap().workspaces[0].lists;
+        assert_eq!(lists[0].list, List::HardBounces);
+        assert_eq!(lists[0].at, Timestamp::parse("2025-12-31T23:00:00Z"));
+        assert_eq!((lists[1].subject.as_str(), lists[1].at), ("+12183095514", None));
+        assert_eq!(lists[1].path, "workspaces.w.invalid_phone_numbers[0]");
+        for (file, needle) in [
+            (r#"{"workspaces": {"w": {"hard_bounces": [{"email": "nope"}]}}}"#, "'email' must be an email address"),
+            (r#"{"workspaces": {"w": {"unsubscribes": [{"email": "a@b.co", "at": 1}]}}}"#, "unknown field 'at'"),
+            (r#"{"workspaces": {"w": {"invalid_phone_numbers": [{"phone": "+0"}]}}}"#, "'phone' must be a phone"),
+            (
+                r#"{"workspaces": {"w": {"invalid_phone_numbers": [{"phone": "+12183095514", "invalid_detected_at": "yesterday"}]}}}"#,
+                "invalid_phone_numbers[0]: 'invalid_detected_at' must be an RFC 3339",
+            ),
+        ] {
+            assert!(err(file).contains(needle), "{}", err(file));
+        }
     }
 
     #[test]

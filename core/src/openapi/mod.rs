@@ -131,6 +131,10 @@ pub fn describe(endpoint: &Endpoint) -> Op {
             Api::EmailHardBounces => subscriptions::schema::email_list(subscriptions::lists::List::HardBounces),
             Api::EmailUnsubscribes => subscriptions::schema::email_list(subscriptions::lists::List::Unsubscribes),
             Api::EmailBounceRemove => subscriptions::schema::email_removal(subscriptions::lists::Removal::Bounce),
+            Api::SmsInvalidPhones => subscriptions::schema::email_list(subscriptions::lists::List::InvalidPhones),
+            Api::SmsInvalidPhonesRemove => {
+                subscriptions::schema::email_removal(subscriptions::lists::Removal::InvalidPhones)
+            }
             Api::EmailSpamRemove => subscriptions::schema::email_removal(subscriptions::lists::Removal::Spam),
             Api::PreferenceCenter(e) => preference_center::schema::describe(e),
             Api::Cdi(e) => cdi::schema::describe(e),

@@ -45,6 +45,10 @@ pub enum Api {
     EmailBounceRemove,
     /// POST /email/spam/remove
     EmailSpamRemove,
+    /// GET /sms/invalid_phone_numbers
+    SmsInvalidPhones,
+    /// POST /sms/invalid_phone_numbers/remove
+    SmsInvalidPhonesRemove,
     /// The preference-center family.
     PreferenceCenter(PreferenceCenter),
     /// The warehouse-sync family.
@@ -257,20 +261,33 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// Whether the request first applies everything queued before it (read your
+    /// What the request first applies of the work queued before it (read your
     /// writes). `/users/track` only appends to the queue, so it need not wait; nor
     /// do routes that touch no profile.
-    pub fn catches_up(&self) -> bool {
+    pub fn catch_up(&self) -> CatchUp {
         match self {
-            Endpoint::Api(Api::Track) => false,
-            Endpoint::Api(_) => true,
+            Endpoint::Api(Api::Track | Api::SmsInvalidPhones | Api::SmsInvalidPhonesRemove) => CatchUp::Nothing,
+            // A list reads every user's state.
+            Endpoint::Api(Api::EmailHardBounces | Api::EmailUnsubscribes) => CatchUp::All,
+            Endpoint::Api(_) => CatchUp::Named,
             // The page shows, and its form changes, subscription states.
-            Endpoint::Public(Public::PreferencePage(_) | Public::PreferenceSubmit(_)) => true,
+            Endpoint::Public(Public::PreferencePage(_) | Public::PreferenceSubmit(_)) => CatchUp::Named,
             // The inspector shows profiles as the API would read them; a reset and a
             // fixtures file apply the queue first (a host that serializes the queue's
             // turns, the edge, runs them in that turn).
-            Endpoint::Kit(Kit::FindUsers(_) | Kit::Reset | Kit::Seed) => true,
-            Endpoint::Scim(_) | Endpoint::Operator(_) | Endpoint::Kit(_) | Endpoint::Public(_) => false,
+            Endpoint::Kit(Kit::FindUsers(_) | Kit::Reset | Kit::Seed) => CatchUp::Named,
+            Endpoint::Scim(_) | Endpoint::Operator(_) | Endpoint::Kit(_) | Endpoint::Public(_) => CatchUp::Nothing,
         }
     }
+}
+
+/// What of the queued work a request applies before it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CatchUp {
+    /// Nothing: it reads or writes no profile.
+    Nothing,
+    /// The work of the users it names (all of it where the store cannot tell).
+    Named,
+    /// All of it: it reads every user.
+    All,
 }

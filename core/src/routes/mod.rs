@@ -202,6 +202,8 @@ pub static ROUTES: &[Route] = &[
     api!(Get "/email/unsubscribes", EmailUnsubscribe, EmailAndStatus, Subscriptions, "List the addresses that unsubscribed", |_| Api::EmailUnsubscribes),
     api!(Post "/email/bounce/remove", EmailBounceRemove, EmailAndStatus, Subscriptions, "Remove addresses from the hard bounces", |_| Api::EmailBounceRemove),
     api!(Post "/email/spam/remove", EmailSpamRemove, EmailAndStatus, Subscriptions, "Remove addresses from the spam list", |_| Api::EmailSpamRemove),
+    api!(Get "/sms/invalid_phone_numbers", SmsInvalidPhoneNumbers, EmailAndStatus, Subscriptions, "List the phone numbers found invalid", |_| Api::SmsInvalidPhones),
+    api!(Post "/sms/invalid_phone_numbers/remove", SmsInvalidPhoneNumbersRemove, EmailAndStatus, Subscriptions, "Remove phone numbers from the invalid numbers", |_| Api::SmsInvalidPhonesRemove),
     api!(Post "/preference_center/v1", PreferenceCenterUpdate, PreferenceWrite, PreferenceCenter, "Create a preference center", |_| Api::PreferenceCenter(PreferenceCenter::Create)),
     api!(Get "/preference_center/v1/list", PreferenceCenterList, PreferenceRead, PreferenceCenter, "List preference centers", |_| Api::PreferenceCenter(PreferenceCenter::List)),
     api!(Get "/preference_center/v1/{}" [preferenceCenterExternalID], PreferenceCenterGet, PreferenceRead, PreferenceCenter, "Read a preference center", |v| Api::PreferenceCenter(PreferenceCenter::Get(param(v)))),

@@ -80,6 +80,9 @@ pub enum Table {
     /// unsubscribed, when it was marked a hard bounce (`/email/unsubscribes`,
     /// `/email/hard_bounces`).
     EmailList = 23,
+    /// `workspace/+number` → when the number was found invalid
+    /// (`/sms/invalid_phone_numbers`; only a fixtures file puts one there).
+    PhoneList = 24,
 }
 
 impl Table {
@@ -98,7 +101,7 @@ impl Table {
     }
 
     /// Every table, for backends that enumerate them.
-    pub const ALL: [Table; 23] = [
+    pub const ALL: [Table; 24] = [
         Table::Workspace,
         Table::ApiKey,
         Table::Profile,
@@ -122,6 +125,7 @@ impl Table {
         Table::CdiBatches,
         Table::InspectorSession,
         Table::EmailList,
+        Table::PhoneList,
     ];
 }
 

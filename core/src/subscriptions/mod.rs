@@ -10,6 +10,7 @@
 
 pub mod address;
 pub mod email;
+pub mod fixtures;
 pub mod groups;
 pub mod lists;
 pub mod read;

@@ -247,20 +247,40 @@ pub fn email_blocklist() -> Op {
         .with_example("blocklisted", json!({"message": "success"}))
 }
 
-/// GET /email/hard_bounces and GET /email/unsubscribes.
+/// GET /email/hard_bounces, GET /email/unsubscribes and GET /sms/invalid_phone_numbers.
 pub fn email_list(list: super::lists::List) -> Op {
-    use super::lists::{List, DEFAULT_LIMIT, MAX_LIMIT};
-    let (what, field) = match list {
-        List::HardBounces => ("hard-bounced (here: were blocklisted)", "hard_bounced_at"),
-        List::Unsubscribes => ("unsubscribed from email globally", "unsubscribed_at"),
+    use super::lists::{List, DEFAULT_LIMIT, MAX_LIMIT, MAX_PHONES};
+    let (listed, by, field) = list.names();
+    let what = match list {
+        List::HardBounces => "The addresses that hard-bounced (here: were blocklisted, or a fixtures file says so)",
+        List::Unsubscribes => "The addresses that unsubscribed from email globally",
+        List::InvalidPhones => "The phone numbers found invalid (Engage sends no SMS: those a fixtures file names)",
     };
     let day = |d: &str| json!({"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}], "description": d});
-    let entry = object("", &[("email", email("The address.")), (field, string("When (RFC 3339)."))], &["email", field]);
-    let mut op = Op::new(format!("The addresses that {what}, with when, newest first: by `email`, or from `start_date` to `end_date` (both days in, UTC). What Engage's own state knows: each global email state change and each blocklisting notes the address; subscribing again, or `/email/bounce/remove`, takes it off."))
-        .query("email", false, "One address (the dates are then not used).", email(""))
-        .query("start_date", false, "First day, `YYYY-MM-DD` (needed without `email`).", day(""))
-        .query("end_date", false, "Last day, `YYYY-MM-DD` (needed without `email`).", day(""))
-        .query("limit", false, &format!("At most this many (default {DEFAULT_LIMIT})."), with(with(integer(""), "minimum", json!(1)), "maximum", json!(MAX_LIMIT)))
+    let (subject, example) = match list {
+        List::InvalidPhones => (string("The number, E.164 without its `+` (as the platform answers)."), "12183095514"),
+        _ => (email("The address."), "ada@example.com"),
+    };
+    let entry = object("", &[(by, subject), (field, string("When (RFC 3339)."))], &[by, field]);
+    let mut op = Op::new(format!("{what}, with when, newest first: by `{by}`, or from `start_date` to `end_date` (both days in, UTC). What Engage's own state knows: each global email state change and each blocklisting notes the address; subscribing again, or the matching removal, takes it off."));
+    op = match list {
+        List::InvalidPhones => op.query(
+            "phone_numbers",
+            false,
+            &format!("Up to {MAX_PHONES} numbers in E.164 (the `+` optional; the dates are then not used). Repeat the parameter for several."),
+            json!({"type": "array", "items": {"type": "string", "pattern": "^\\+?[1-9][0-9]{1,14}$"}, "minItems": 1, "maxItems": MAX_PHONES}),
+        ),
+        _ => op.query("email", false, "One address (the dates are then not used).", email("")),
+    };
+    op = op
+        .query("start_date", false, "First day, `YYYY-MM-DD` (needed without a subject).", day(""))
+        .query("end_date", false, "Last day, `YYYY-MM-DD` (needed without a subject).", day(""))
+        .query(
+            "limit",
+            false,
+            &format!("At most this many (default {DEFAULT_LIMIT})."),
+            with(with(integer(""), "minimum", json!(1)), "maximum", json!(MAX_LIMIT)),
+        )
         .query("offset", false, "Skip this many.", with(integer(""), "minimum", json!(0)));
     if list == List::Unsubscribes {
         op = op.query(
@@ -270,21 +290,27 @@ pub fn email_list(list: super::lists::List) -> Op {
             values(&["asc", "desc"], ""),
         );
     }
-    op.reply(200, "The addresses.", success_body("", &[("emails", array(entry, "The entries, newest first."))], &["emails"]))
-        .with_example("listed", json!({"emails": [{"email": "ada@example.com", field: "2026-11-01T10:00:00.000Z"}], "message": "success"}))
-        .bad_request("Neither `email` nor both dates, a date out of form, `start_date` after `end_date`, or `limit` out of 1 to 500.", &[("no_range", "give 'email', or 'start_date' and 'end_date'")])
+    op.reply(200, "The entries.", success_body("", &[(listed, array(entry, "The entries, newest first."))], &[listed]))
+        .with_example("listed", json!({listed: [{by: example, field: "2026-11-01T10:00:00.000Z"}], "message": "success"}))
+        .bad_request(&format!("Neither `{by}` nor both dates, a date out of form, `start_date` after `end_date`, or `limit` out of 1 to 500."), &[("no_range", &format!("give '{}', or 'start_date' and 'end_date'", if list == List::InvalidPhones { "phone_numbers" } else { by }))])
 }
 
-/// POST /email/bounce/remove and POST /email/spam/remove.
+/// POST /email/bounce/remove, POST /email/spam/remove and POST /sms/invalid_phone_numbers/remove.
 pub fn email_removal(removal: super::lists::Removal) -> Op {
-    use super::lists::Removal;
+    use super::lists::{Removal, MAX_PHONES};
     let what = match removal {
         Removal::Bounce => "Takes addresses off the hard bounces: every profile with the address, and any that gets it later, is no longer marked hard-bounced.",
         Removal::Spam => "Takes addresses off the spam list. Engage sends no email, so no spam report ever puts one there: the request is checked and changes nothing.",
+        Removal::InvalidPhones => "Takes phone numbers off the invalid numbers.",
     };
-    Op::new(what)
-        .body(object("", &[("email", emails(&format!("One address, or 1 to {MAX_IDS}.")))], &["email"]))
-        .example(json!({"email": ["bounced@example.com"]}))
-        .reply(201, "Done.", success_body("", &[], &[]))
-        .with_example("removed", json!({"message": "success"}))
+    let op = Op::new(what);
+    let op = match removal {
+        Removal::InvalidPhones => op
+            .body(object("", &[("phone_numbers", json!({"type": "array", "items": {"type": "string", "pattern": "^\\+?[1-9][0-9]{1,14}$"}, "minItems": 1, "maxItems": MAX_PHONES, "description": "1 to 50 numbers in E.164, the `+` optional."}))], &["phone_numbers"]))
+            .example(json!({"phone_numbers": ["12183095514", "+14255551212"]})),
+        _ => op
+            .body(object("", &[("email", emails(&format!("One address, or 1 to {MAX_IDS}.")))], &["email"]))
+            .example(json!({"email": ["bounced@example.com"]})),
+    };
+    op.reply(201, "Done.", success_body("", &[], &[])).with_example("removed", json!({"message": "success"}))
 }

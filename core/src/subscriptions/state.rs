@@ -83,6 +83,8 @@ pub enum EmailChange {
     Set(GlobalState),
     /// `/email/blocklist`: unsubscribed, and the address marked as a hard bounce.
     Blocklist,
+    /// A hard bounce alone (a fixtures file's): the state stays as it is.
+    HardBounce,
 }
 
 /// The one transition of the global email state machine, applied alike to a
@@ -95,6 +97,7 @@ pub fn email_transition(global: &mut Option<GlobalState>, hard_bounced: &mut boo
             *global = Some(GlobalState::Unsubscribed);
             *hard_bounced = true;
         }
+        EmailChange::HardBounce => *hard_bounced = true,
     }
 }
 
@@ -174,7 +177,8 @@ pub async fn change_address<S: Store>(
     tx.put_doc(Table::Address, &key, &a)?;
     match change {
         EmailChange::Set(state) => super::lists::note_global(tx, email, state, at).await?,
-        EmailChange::Blocklist => super::lists::note_blocklisted(tx, email, at).await?,
+        EmailChange::Blocklist => super::lists::note_hard_bounce(tx, email, true, at).await?,
+        EmailChange::HardBounce => super::lists::note_hard_bounce(tx, email, false, at).await?,
     }
     for id in tx.resolve(&Identifier::Email(email.clone())).await? {
         if let Some(p) = tx.profile_mut(&id).await? {

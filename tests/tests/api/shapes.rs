@@ -146,6 +146,31 @@ async fn subscription_shapes() {
     insta::assert_json_snapshot!("subscriptions", without(all, &g));
 }
 
+/// The email and SMS lists and their removals, as the platform's clients read them.
+#[tokio::test]
+async fn list_shapes() {
+    let api = Api::new().await;
+    let file = json!({"workspaces": {&api.workspace: {
+        "invalid_phone_numbers": [{"phone": "+12183095514", "invalid_detected_at": "2026-03-01T10:00:00Z"}],
+        "hard_bounces": [{"email": "l1@example.com", "hard_bounced_at": "2026-02-01T00:00:00Z"}],
+        "unsubscribes": [{"email": "l1@example.com", "unsubscribed_at": "2026-02-01T00:00:00Z"}]}}});
+    assert_eq!(engage_tests::admin("POST", "/_engage/seed", file).await.status, 200);
+    let hard_bounces = api.get("/email/hard_bounces?email=l1@example.com").await;
+    let unsubscribes = api.get("/email/unsubscribes?email=l1@example.com&sort_direction=asc").await;
+    let list_error = api.get("/email/unsubscribes?start_date=2026-01-01").await;
+    let sms = api.get("/sms/invalid_phone_numbers?start_date=2026-03-01&end_date=2026-03-01").await;
+    let sms_error = api.get("/sms/invalid_phone_numbers").await;
+    let bounce_remove = api.post("/email/bounce/remove", json!({"email": "l1@example.com"})).await;
+    let sms_remove = api.post("/sms/invalid_phone_numbers/remove", json!({"phone_numbers": ["12183095514"]})).await;
+    let sms_remove_error = api.post("/sms/invalid_phone_numbers/remove", json!({"phone_numbers": ["nope"]})).await;
+    let all = json!({
+        "hard_bounces": shape(&hard_bounces), "unsubscribes": shape(&unsubscribes), "list_error": shape(&list_error),
+        "sms": shape(&sms), "sms_error": shape(&sms_error), "bounce_remove": shape(&bounce_remove),
+        "sms_remove": shape(&sms_remove), "sms_remove_error": shape(&sms_remove_error)
+    });
+    insta::assert_json_snapshot!("lists", all);
+}
+
 #[tokio::test]
 async fn preference_center_shapes() {
     let api = Api::new().await;

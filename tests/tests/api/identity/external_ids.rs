@@ -8,6 +8,7 @@ fn renames(pairs: &[(&str, &str)]) -> Value {
     json!({ "external_id_renames": items })
 }
 
+/// fidelity-external-ids
 #[tokio::test]
 async fn a_renamed_user_answers_to_both_ids_until_the_deprecated_one_is_removed() {
     let api = Api::new().await;

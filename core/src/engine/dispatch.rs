@@ -1,0 +1,83 @@
+//! One API request's way through once its key, permission and rate limit are
+//! checked: the queued work it must see applied first (the route's
+//! [`CatchUp`]), the platform's lenient forms read as the reference's, then its
+//! family's endpoint.
+
+use super::Engine;
+use crate::ctx::Ctx;
+use crate::error::ApiError;
+use crate::http::{Request, Response};
+use crate::ids::WorkspaceName;
+use crate::routes::{Api, CatchUp, Endpoint};
+use crate::store::Store;
+use crate::subscriptions::lists::{List, Removal};
+use crate::track::queue::QueueRun;
+use crate::{cdi, export, identity, preference_center, subscriptions, track};
+
+impl<S: Store> Engine<S> {
+    pub(super) async fn api(
+        &self,
+        api: Api,
+        req: &Request,
+        ws: &WorkspaceName,
+        ctx: Ctx,
+        caught_up: bool,
+    ) -> Result<Response, ApiError> {
+        let mut applied = QueueRun::default();
+        match Endpoint::Api(api.clone()).catch_up() {
+            CatchUp::All => self.apply_all(ctx).await?,
+            // Read-your-writes: everything acknowledged before this request is applied first.
+            CatchUp::Named => applied = self.catch_up(ws, track::backlog::seeds(req), ctx).await?,
+            CatchUp::Nothing => {}
+        }
+        let mut resp = self.dispatch(api, req, ws, ctx, caught_up).await?;
+        if resp.internal.is_none() {
+            resp.internal = applied.set_aside_note();
+        }
+        Ok(resp)
+    }
+
+    pub(super) async fn dispatch(
+        &self,
+        api: Api,
+        req: &Request,
+        ws: &WorkspaceName,
+        ctx: Ctx,
+        caught_up: bool,
+    ) -> Result<Response, ApiError> {
+        let store = &self.store;
+        // The platform's lenient forms read as the reference's (refused under --strict).
+        let normalized = crate::dialect::normalize(&api, &req.body, self.config.dialect())?;
+        let body = normalized.as_deref().unwrap_or(&req.body);
+        match api {
+            Api::Track => self.track(ws, body, ctx, caught_up).await,
+            Api::TrackSync => track::track_sync(store, ws, body, ctx, self.config.dialect()).await,
+            Api::ExportIds => export::export_ids(store, ws, body).await,
+            Api::Identify => identity::identify::identify(store, ws, body, ctx).await,
+            Api::Merge => identity::merge::merge(store, ws, body, ctx).await,
+            Api::Delete => identity::delete::delete(store, ws, body, ctx).await,
+            Api::AliasNew => identity::alias::alias_new(store, ws, body, ctx).await,
+            Api::AliasUpdate => identity::alias::alias_update(store, ws, body, ctx).await,
+            Api::ExternalIdsRename => identity::external_ids::rename_ids(store, ws, body, ctx).await,
+            Api::ExternalIdsRemove => identity::external_ids::remove_ids(store, ws, body, ctx).await,
+            Api::SubscriptionSetV1 => subscriptions::set::set_v1(store, ws, body, ctx).await,
+            Api::SubscriptionSetV2 => subscriptions::set::set_v2(store, ws, body, ctx).await,
+            Api::SubscriptionUserStatus => subscriptions::read::user_status(store, ws, req).await,
+            Api::SubscriptionStatusGet => subscriptions::read::status_get(store, ws, req).await,
+            Api::EmailStatus => subscriptions::email::status(store, ws, body, ctx).await,
+            Api::EmailBlocklist => subscriptions::email::blocklist(store, ws, body, ctx).await,
+            Api::EmailHardBounces => subscriptions::lists::read(store, ws, req, List::HardBounces).await,
+            Api::EmailUnsubscribes => subscriptions::lists::read(store, ws, req, List::Unsubscribes).await,
+            Api::EmailBounceRemove => subscriptions::lists::remove(store, ws, body, Removal::Bounce, ctx).await,
+            Api::EmailSpamRemove => subscriptions::lists::remove(store, ws, body, Removal::Spam, ctx).await,
+            Api::SmsInvalidPhones => subscriptions::lists::read(store, ws, req, List::InvalidPhones).await,
+            Api::SmsInvalidPhonesRemove => {
+                subscriptions::lists::remove(store, ws, body, Removal::InvalidPhones, ctx).await
+            }
+            Api::PreferenceCenter(endpoint) => {
+                preference_center::handle(store, endpoint, ws, req, &self.links(req), ctx).await
+            }
+            Api::Cdi(endpoint) => cdi::handle(store, endpoint, ws, req).await,
+        }
+    }
+}
