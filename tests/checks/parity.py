@@ -17,6 +17,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(__file__))
+from rules import RULES  # noqa: E402
+
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUT = os.path.join(ROOT, "docs", "parity.md")
 
@@ -76,6 +79,25 @@ def route_regex(pattern):
     argument, or a value spliced in."""
     parts = [re.escape(p) for p in pattern.split("{}")]
     return re.compile(r'"' + r"[^\"/]*".join(parts) + r'(?:[?"])')
+
+
+def blocks():
+    """(file, function, text, hosts) of every function of the suites' files, tests or
+    not (the SCIM suite's checks are functions one test runs in order)."""
+    out = []
+    for folder, files, _, hosts in SUITES:
+        for dirpath, _, names in sorted(os.walk(os.path.join(ROOT, folder))):
+            for name in sorted(names):
+                if not re.search(files, name):
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, name), ROOT)
+                text = read(rel)
+                starts = [(comments_before(text, m.start()), m.group(1) or m.group(2))
+                          for m in re.finditer(r"\bfn (\w+)|\btest\(\s*\"([^\"]+)\"", text)]
+                for i, (at, fn) in enumerate(starts):
+                    end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
+                    out.append((rel, fn, text[at:end], hosts))
+    return out
 
 
 def calls(body, pattern):
@@ -142,6 +164,18 @@ def render():
     for ident, title in fidelity_forms():
         found = sorted({f"`{os.path.basename(rel)}::{name}`" for _, rel, name, body, _ in all_tests if ident in body})
         lines.append(f"| [{title}](decisions/fidelity.md#{ident}) | {', '.join(found) or '(none)'} |")
+    lines += ["", "## Rules the reference states", "",
+              "From tests/checks/rules.py: each rule of the API reference, the section it is stated in,",
+              "and the tests that check it.", "",
+              "| rule | section | tests | hosts |", "|---|---|---|---|"]
+    all_blocks = blocks()
+    for ident, section, rule, pattern in RULES:
+        found = [(rel, fn, hosts) for rel, fn, text, hosts in all_blocks if re.search(pattern, fn + "\n" + text)]
+        names = sorted({f"`{os.path.basename(rel)}::{fn}`" for rel, fn, _ in found})
+        hosts = sorted({h for _, _, h in found})
+        more = f" and {len(names) - 4} more" if len(names) > 4 else ""
+        shown = f"{', '.join(names[:4])}{more}" if names else "(none)"
+        lines.append(f"| {rule} <a id=\"rule-{ident}\"></a> | {section} | {shown} | {'; '.join(hosts)} |")
     lines += ["", "## Known differences from the hosted platform", ""]
     lines += [f"- {d}" for d in differences()]
     lines += ["", f"Routes no test names: {', '.join(untested) if untested else 'none'}.", ""]
@@ -151,6 +185,9 @@ def render():
 def main():
     text = render()
     if "--check" in sys.argv:
+        untested = [r[0] for r in RULES if f"<a id=\"rule-{r[0]}\"></a> | {r[1]} | (none)" in text]
+        if untested:
+            sys.exit(f"rules of the reference no test checks: {', '.join(untested)} (tests/checks/rules.py)")
         current = open(OUT, encoding="utf-8").read() if os.path.exists(OUT) else ""
         if current != text:
             sys.exit("docs/parity.md is stale: run python3 tests/checks/parity.py and commit it")

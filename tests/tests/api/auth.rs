@@ -64,6 +64,55 @@ async fn responses_carry_rate_limit_headers() {
     assert!(r.header("x-ratelimit-reset").unwrap().parse::<u64>().unwrap() >= 1);
 }
 
+/// Each endpoint's rate limit as the reference's Limits table gives it (or, where the
+/// reference is silent, the platform's documented default), in its answer's
+/// `X-RateLimit-Limit`; endpoints the reference says share a limit count against one
+/// another (reference-rule rate-limit-values).
+#[tokio::test]
+async fn every_endpoint_answers_its_documented_rate_limit() {
+    let api = Api::new().await;
+    let post = |path: &'static str| ("POST", path);
+    let get = |path: &'static str| ("GET", path);
+    for ((method, path), limit, window) in [
+        (post("/users/track"), 3_000, 3),
+        (post("/users/track/sync"), 500, 60),
+        (post("/users/identify"), 20_000, 60),
+        (post("/users/merge"), 20_000, 60),
+        (post("/users/delete"), 20_000, 60),
+        (post("/users/alias/new"), 20_000, 60),
+        (post("/users/alias/update"), 20_000, 60),
+        (post("/subscription/status/set"), 5_000, 60),
+        (post("/v2/subscription/status/set"), 5_000, 60),
+        (get("/subscription/user/status?external_id=a"), 250_000, 3_600),
+        (get("/subscription/status/get?external_id=a"), 250_000, 3_600),
+        (post("/email/status"), 250_000, 3_600),
+        (post("/email/blacklist"), 250_000, 3_600),
+        (get("/sms/invalid_phone_numbers?phone_numbers=12183095514"), 250_000, 3_600),
+        (post("/preference_center/v1"), 10, 60),
+        (get("/preference_center/v1/list"), 1_000, 60),
+        (get("/cdi/integrations"), 50, 60),
+    ] {
+        let r = match method {
+            "GET" => api.get(path).await,
+            _ => api.post(path, json!({})).await,
+        };
+        assert_ne!(r.status, 429, "{method} {path}");
+        assert_eq!(r.header("x-ratelimit-limit"), Some(limit.to_string().as_str()), "{method} {path}: {}", r.body);
+        let reset: u64 = r.header("x-ratelimit-reset").and_then(|v| v.parse().ok()).expect("reset");
+        assert!((1..=window).contains(&reset), "{method} {path}: reset {reset} in a {window} s window");
+    }
+    // Shared: identify, merge, delete and the alias endpoints count as one; v1 and v2
+    // of the subscription update as one; the other buckets apart.
+    let remaining = |r: &engage_tests::Reply| -> u64 {
+        r.header("x-ratelimit-remaining").and_then(|v| v.parse().ok()).expect("remaining")
+    };
+    let first = remaining(&api.post("/users/identify", json!({})).await);
+    assert_eq!(remaining(&api.post("/users/alias/update", json!({})).await), first - 1);
+    let set = remaining(&api.post("/subscription/status/set", json!({})).await);
+    assert_eq!(remaining(&api.post("/v2/subscription/status/set", json!({})).await), set - 1);
+    assert_eq!(remaining(&api.post("/users/merge", json!({})).await), first - 2, "not counted by the other bucket");
+}
+
 #[tokio::test]
 async fn operator_routes_need_the_admin_token() {
     let r = send("POST", "/_engage/keys", &[("Authorization", "Bearer wrong")], Some(b"{}".to_vec())).await;
