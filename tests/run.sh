@@ -11,11 +11,12 @@ step "toolchain: wasm32 target, rustfmt, clippy"
 rustup target add wasm32-unknown-unknown >/dev/null
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
-step "style and structure: rustfmt, file sizes, core import graph, the parity report up to date"
+step "style and structure: rustfmt, file sizes, import graphs (modules and folders), docs without work periods, the parity report up to date"
 cargo fmt --all --check
 bash tests/checks/sizes.sh
 python3 tests/checks/imports.py
 python3 tests/checks/imports.py host-native/src
+python3 tests/checks/docs.py
 python3 tests/checks/parity.py --check
 
 step "clippy (native and wasm32), warnings are errors"

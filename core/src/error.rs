@@ -11,6 +11,32 @@ use crate::store::{CommitError, StoreError};
 /// key as sent (recorded by public clients' test suites).
 pub const UNKNOWN_KEY: &str = "Invalid API key: ";
 
+/// SCIM's error message URN.
+pub const SCIM_ERROR_URN: &str = "urn:ietf:params:scim:api:messages:2.0:Error";
+/// SCIM's media type, on every SCIM body.
+pub const SCIM_CONTENT_TYPE: &str = "application/scim+json";
+
+/// Whose shape an error answer takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// The platform's: `{"message": ...}`.
+    Platform,
+    /// SCIM's: `{"schemas", "detail", "status"}`, on the SCIM family's paths (even
+    /// one no route has).
+    Scim,
+}
+
+impl Shape {
+    /// SCIM's for a path of the SCIM family, the platform's otherwise.
+    pub fn of(scim_path: bool) -> Shape {
+        if scim_path {
+            Shape::Scim
+        } else {
+            Shape::Platform
+        }
+    }
+}
+
 /// Everything that ends a request without success.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -138,6 +164,20 @@ impl ApiError {
     /// The message the response carries (for a caller that reports it elsewhere).
     pub fn message(&self) -> String {
         self.clone().into_response().json_body()["message"].as_str().unwrap_or("error").to_string()
+    }
+
+    /// The error in the shape its clients expect: the platform's, or SCIM's (RFC
+    /// 7644 §3.12: the platform's status and headers, the message as `detail`).
+    pub fn into_shaped(self, shape: Shape) -> Response {
+        let mut resp = self.into_response();
+        if shape == Shape::Scim {
+            let detail = resp.json_body()["message"].as_str().unwrap_or("error").to_string();
+            let body = json!({"schemas": [SCIM_ERROR_URN], "detail": detail, "status": resp.status});
+            resp.body = serde_json::to_vec(&body).unwrap_or_default();
+            resp.headers.retain(|(k, _)| !k.eq_ignore_ascii_case("content-type"));
+            resp = resp.with_header("Content-Type", SCIM_CONTENT_TYPE);
+        }
+        resp
     }
 
     /// The one mapping from an error to a response in the platform's shape.

@@ -169,6 +169,17 @@ pub struct Response {
     pub internal: Option<String>,
     /// For the host only, never sent: what to do besides writing this response.
     pub then: Then,
+    /// For the host's log only, never sent: something the operator should hear of.
+    pub notice: Option<Notice>,
+}
+
+/// What the core asks the host to log besides the request line: facts an operator
+/// acts on, which hosts log without knowing which route produced them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// An API key or SCIM token was missing or unknown. A key made for another
+    /// database is the usual cause, so the host names the one it serves.
+    CredentialRefused,
 }
 
 /// What the core asks of the host besides writing a response. Hosts act on these
@@ -299,6 +310,7 @@ impl Response {
             body,
             internal: None,
             then: Then::Nothing,
+            notice: None,
         }
     }
 
@@ -311,7 +323,7 @@ impl Response {
 
     /// A response without a body.
     pub fn empty(status: u16) -> Response {
-        Response { status, headers: Vec::new(), body: Vec::new(), internal: None, then: Then::Nothing }
+        Response { status, headers: Vec::new(), body: Vec::new(), internal: None, then: Then::Nothing, notice: None }
     }
 
     /// A playground file the host read for [`Then::ServeAsset`]. For `HEAD` the body
@@ -329,6 +341,7 @@ impl Response {
             body: if head { Vec::new() } else { content },
             internal: None,
             then: Then::Nothing,
+            notice: None,
         }
     }
 

@@ -23,6 +23,7 @@ mod admin;
 mod auth;
 mod cdi;
 mod ctx;
+mod describe;
 mod dialect;
 mod engine;
 mod error;
@@ -37,6 +38,7 @@ mod kit;
 mod openapi;
 mod permission;
 mod preference_center;
+mod profile;
 mod ratelimit;
 mod repo;
 mod routes;
@@ -56,7 +58,7 @@ mod testkit;
 pub use ctx::Ctx;
 pub use engine::{BodyError, BodyPlan, Config, Engine};
 pub use error::ApiError;
-pub use http::{request_id, AssetPath, Method, Request, Response, Then};
+pub use http::{request_id, AssetPath, Method, Notice, Request, Response, Then};
 pub use preference_center::link::DEFAULT_LINK_TTL_SECS;
 pub use service::{Build, Playground};
 pub use store::Store;
@@ -97,6 +99,7 @@ pub mod api {
 /// steps (begin, commit a batch of rows, finish). The host reads the rows; every
 /// rule (row parsing, what a row does, counts, cursors, statuses) is here.
 pub mod warehouse {
+    pub use crate::cdi::columns::{Columns, COLUMNS};
     pub use crate::cdi::integration::{all, get as integration};
     pub use crate::cdi::integration::{Cursor, DataKind, Integration, JobStatus, Spec, Warehouse};
     pub use crate::cdi::job::{Job, RowError};

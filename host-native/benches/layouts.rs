@@ -1,11 +1,10 @@
 //! Storage layouts of the profile table compared with SQLite alone, no server: the
-//! question every performance issue since session 23 has asked of the `docs` table
-//! (`WITHOUT ROWID`, a larger page), answered by measuring the three kinds of work
-//! that would change:
+//! question the performance issues keep asking of the `docs` table (`WITHOUT ROWID`,
+//! a larger page), answered by measuring the three kinds of work that would change:
 //!
 //! 1. a warehouse sync's writes: new users, each a profile and an identifier entry
 //!    naming it, 1,000 a transaction (the suite's `Store::write_users`, shared; a sync
-//!    commits 2,000, kept at 1,000 here so the figures compare with earlier sessions');
+//!    commits 2,000, kept at 1,000 here so the figures compare with earlier runs');
 //! 2. the applier's: 200,000 profiles read and rewritten at random, each one event
 //!    longer, 225 a transaction (a full track batch);
 //! 3. an export's reads: 20,000 requests of 50 random users, each an identifier entry
@@ -21,7 +20,8 @@
 //!
 //! `cargo bench -p engage --bench layouts`; `BENCH_USERS` (default 3000000) users,
 //! `BENCH_LAYOUTS` (default `1024:rowid,4096:rowid,2048:without,4096:without`).
-//! Results are in docs/performance.md (sessions 34, 37, 40 and 41).
+//! The latest results are in docs/performance.md (its current figures, and the
+//! layouts tried and not kept).
 
 use std::time::Instant;
 

@@ -389,7 +389,7 @@ async fn handle(
         request_body: &request_body,
         response_body: &response.body,
     });
-    if response.status == 401 && !path.starts_with("/_engage") {
+    if response.notice == Some(engage_core::Notice::CredentialRefused) {
         // A key made for another database is the usual cause: say which one this is.
         let db = DATABASE.get().map(String::as_str).unwrap_or("?");
         tracing::info!(route, request_id = id, "refused a request's credentials; this server serves {db}");

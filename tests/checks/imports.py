@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """The import graph of a crate's src (core/src by default; host-native/src too),
-module by module (a module is a file), without
-test code. Fails when a module imports one that imports it back (a cycle), and
+module by module (a module is a file), without test code. Every module path a file
+uses counts: `crate::`, `super::` and `self::` paths, names brought in by `use`, and
+a child module named bare (`errors::schemas()` in `openapi/mod.rs`).
+
+Fails when a module imports one that imports it back (a cycle), or when a folder
+(a top-level module with its children: one layer) imports one that imports it back;
 prints the graph by level: a module's level is one more than the highest level of
 the modules it imports, so the ground (modules importing nothing) is level 0.
 
@@ -35,9 +39,11 @@ def strip_tests(text):
     return re.sub(r"//[^\n]*", "", text)
 
 
-def paths_in(text, me, is_dir):
-    """Every `crate::a::b`, `super::x`, `self::x` path mentioned, made absolute."""
+def paths_in(text, me, is_dir, children=()):
+    """Every `crate::a::b`, `super::x`, `self::x` path mentioned, and every path that
+    starts with the bare name of a child module, made absolute."""
     out = set()
+    bare = [c for c in children if re.search(r"(?<![\w:])" + c + r"::", text)]
     # Expand `use x::{a, b::{c}}` one level deep: enough for this code base.
     for m in re.finditer(r"\buse\s+((?:crate|super|self)(?:::\w+)*)::\{([^;]*)\};", text, re.S):
         base = m.group(1)
@@ -68,6 +74,8 @@ def paths_in(text, me, is_dir):
         elif parts[0] == "self":
             parts = (here if is_dir else parent) + parts[1:]
         resolved.add(tuple(parts))
+    for c in bare:
+        resolved.add(tuple(me.split("::") if me else []) + (c,))
     return resolved
 
 
@@ -96,7 +104,9 @@ def main():
         text = strip_tests(open(path, encoding="utf-8").read())
         is_dir = path.endswith("mod.rs") or path.endswith("lib.rs")
         deps = set()
-        for parts in paths_in(text, m, is_dir):
+        prefix = m + "::" if m else ""
+        children = [c[len(prefix):] for c in modules if c.startswith(prefix) and "::" not in c[len(prefix):] and c != m]
+        for parts in paths_in(text, m, is_dir, children):
             if len(parts) >= 1 and parts[0] in reexports:
                 parts = tuple(reexports[parts[0]].split("::")) + tuple(parts)
             # The longest prefix that names a module.
@@ -111,7 +121,54 @@ def main():
     edges.pop("", None)
     for deps in edges.values():
         deps.discard("")
-    # Cycles: Tarjan's strongly connected components.
+    # A folder's root naming its own children is how the folder is assembled (its
+    # children use the types it declares): within a module and its descendants, only
+    # the children's edges count; across folders, every edge counts (below).
+    inner = {m: {d for d in deps if not (m == "" or d.startswith(m + "::"))} for m, deps in edges.items()}
+    sccs = cycles(inner)
+    # Folders: a top-level module and its children are one layer.
+    folders = {}
+    for m, deps in edges.items():
+        top = m.split("::")[0]
+        folders.setdefault(top, set()).update(d.split("::")[0] for d in deps if d.split("::")[0] != top)
+    folder_sccs = cycles(folders)
+    if "--dot" in sys.argv:
+        print("digraph core {")
+        for m in sorted(edges):
+            for d in sorted(edges[m]):
+                print(f'  "{m}" -> "{d}";')
+        print("}")
+        return 0 if not sccs else 1
+    if sccs or folder_sccs:
+        for what, graph, found in [("module", inner, sccs), ("folder", folders, folder_sccs)]:
+            if not found:
+                continue
+            print(f"import cycles in {NAME} (a {what} imports one that imports it back):")
+            for c in found:
+                print("  " + " <-> ".join(c))
+                for m in c:
+                    via = sorted(d for d in graph[m] if d in c)
+                    if what == "folder":
+                        via = [f"{d} ({', '.join(sorted(x for x in edges if x.split('::')[0] == m and any(y.split('::')[0] == d for y in edges[x])))})" for d in via]
+                    print(f"    {m} imports {', '.join(via)}")
+        return 1
+    level = {}
+
+    def lvl(v):
+        if v not in level:
+            level[v] = 1 + max((lvl(d) for d in inner[v]), default=-1)
+        return level[v]
+
+    for v in inner:
+        lvl(v)
+    print(f"{NAME}: {len(edges)} modules, {sum(len(d) for d in edges.values())} imports, no cycles, {max(level.values()) + 1} levels")
+    for n in range(max(level.values()), -1, -1):
+        print(f"  level {n}: {', '.join(sorted(m for m in level if level[m] == n))}")
+    return 0
+
+
+def cycles(edges):
+    """The strongly connected components of more than one node (Tarjan)."""
     index, low, stack, on, sccs, counter = {}, {}, [], set(), [], [0]
 
     def visit(v):
@@ -140,33 +197,7 @@ def main():
     for v in sorted(edges):
         if v not in index:
             visit(v)
-    if "--dot" in sys.argv:
-        print("digraph core {")
-        for m in sorted(edges):
-            for d in sorted(edges[m]):
-                print(f'  "{m}" -> "{d}";')
-        print("}")
-        return 0 if not sccs else 1
-    if sccs:
-        print(f"import cycles in {NAME} (a module imports one that imports it back):")
-        for c in sccs:
-            print("  " + " <-> ".join(c))
-            for m in c:
-                print(f"    {m} imports {', '.join(sorted(d for d in edges[m] if d in c))}")
-        return 1
-    level = {}
-
-    def lvl(v):
-        if v not in level:
-            level[v] = 1 + max((lvl(d) for d in edges[v]), default=-1)
-        return level[v]
-
-    for v in edges:
-        lvl(v)
-    print(f"{NAME}: {len(edges)} modules, {sum(len(d) for d in edges.values())} imports, no cycles, {max(level.values()) + 1} levels")
-    for n in range(max(level.values()), -1, -1):
-        print(f"  level {n}: {', '.join(sorted(m for m in level if level[m] == n))}")
-    return 0
+    return sccs
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 
-use crate::openapi::op::Op;
-use crate::openapi::schema::{
+use crate::describe::op::Op;
+use crate::describe::schema::{
     array, boolean, free_object, integer, nullable, number, object, one_of, refer, string, values, with, workspace_name,
 };
 use crate::permission::Permission;
@@ -47,7 +47,7 @@ fn integration_source() -> Value {
 /// An integration's table: a name, or schema.name, put into SQL as a quoted identifier.
 fn integration_table() -> Value {
     let max = crate::cdi::integration::MAX_NAME_CHARS;
-    let pattern = format!("^[A-Za-z0-9_$]+(\\.[A-Za-z0-9_$]+)?{}", crate::openapi::schema::END);
+    let pattern = format!("^[A-Za-z0-9_$]+(\\.[A-Za-z0-9_$]+)?{}", crate::describe::schema::END);
     with(
         with(
             string("The table to read: letters, digits, `_` and `$`, with one `.` for a schema."),
@@ -68,7 +68,7 @@ fn schedule(none: &str) -> Value {
 
 /// Who hears about failed jobs.
 fn contacts() -> Value {
-    array(crate::openapi::schema::email("An email address."), "Email addresses.")
+    array(crate::describe::schema::email("An email address."), "Email addresses.")
 }
 
 /// An operator route.
@@ -99,7 +99,7 @@ pub fn describe(endpoint: &Operator) -> Op {
                     "hint": "ebfe6044", "created_at": "2026-11-26T10:00:00.000Z", "last_used_at": "2026-11-26T10:00:00.000Z"}]}))
         }
         Operator::RevokeKey(_) => not_found(Op::new("Revokes an API key: requests with it are refused from now on.")
-            .path_with("id", "The key's `id` (from the listing).", json!({"type": "string", "pattern": format!("^[0-9a-fA-F]{{{}}}{}", crate::admin::keys::ID_LEN, crate::openapi::schema::END)}))
+            .path_with("id", "The key's `id` (from the listing).", json!({"type": "string", "pattern": format!("^[0-9a-fA-F]{{{}}}{}", crate::admin::keys::ID_LEN, crate::describe::schema::END)}))
             .reply(200, "Revoked.", object("", &[("revoked", string("The id."))], &["revoked"]))
             .with_example("revoked", json!({"revoked": "3f9a2c4e1b7d8a60"}))
             .reply(400, "Not a key id (16 hex digits).", refer("Error")), "No key with this id."),
@@ -119,7 +119,7 @@ pub fn describe(endpoint: &Operator) -> Op {
             .with_example("groups", json!({"groups": [{"id": "6c2bdb0e-3e57-4a8b-9d0a-0c4d1f5e8a21", "name": "Weekly newsletter", "channel": "email"}]})),
         Operator::CreateScimToken => Op::new("Creates a SCIM token for the deployment, valid with `X-Request-Origin: <origin>` (as `engage scim-tokens create`). The token is shown once. With `default_department`, the users it creates without a department get that one.")
             .body(object("", &[
-                ("origin", with(string("The identity provider's origin (`https://idp.example.com`): 1 to 255 characters, no spaces or control characters; spaces around it and slashes at its end are dropped."), "pattern", json!(format!("^\\s*[^\\s\\x00-\\x1f\\x7f-\\x9f]{{0,254}}[^\\s\\x00-\\x1f\\x7f-\\x9f/]/*\\s*{}", crate::openapi::schema::END)))),
+                ("origin", with(string("The identity provider's origin (`https://idp.example.com`): 1 to 255 characters, no spaces or control characters; spaces around it and slashes at its end are dropped."), "pattern", json!(format!("^\\s*[^\\s\\x00-\\x1f\\x7f-\\x9f]{{0,254}}[^\\s\\x00-\\x1f\\x7f-\\x9f/]/*\\s*{}", crate::describe::schema::END)))),
                 ("default_department", nullable(values(&crate::scim::values::Department::ALL.iter().map(|d| d.as_str()).collect::<Vec<_>>(), "The department the users this token creates get when they name none (`null` or absent: none; such creates must name one)."))),
             ], &["origin"]))
             .example(json!({"origin": "https://idp.example.com", "default_department": "engineering"}))
@@ -151,7 +151,7 @@ pub fn describe(endpoint: &Operator) -> Op {
             .with_example("state", json!({"integration_id": "b2c8e6f0-1a2b-4c3d-9e8f-0123456789ab", "jobs": 3, "last_job_status": "success"})), "No such integration."),
         Operator::UpdateIntegration(_) => not_found(Op::new("Changes an integration (as `engage cdi update`, `pause`, `resume`): each field optional; a changed schedule is due at once. The cursor is kept (rewind to read a new source from its start).")
             .path("id", "The integration.")
-            .body(crate::openapi::schema::closed(object("Unknown fields are refused.", &[
+            .body(crate::describe::schema::closed(object("Unknown fields are refused.", &[
                 ("name", integration_name()),
                 ("source", integration_source()),
                 ("table", integration_table()),
@@ -169,7 +169,7 @@ pub fn describe(endpoint: &Operator) -> Op {
             .with_example("deleted", json!({"deleted": "b2c8e6f0-1a2b-4c3d-9e8f-0123456789ab"})), "No such integration."),
         Operator::RewindIntegration(_) => not_found(Op::new("Moves an integration's cursor: its next job reads the rows after `to` (null: the whole table). Refused while a job runs.")
             .path("id", "The integration.")
-            .body(object("", &[("to", nullable(crate::openapi::schema::time("An ISO 8601 time, or null.")))], &["to"]))
+            .body(object("", &[("to", nullable(crate::describe::schema::time("An ISO 8601 time, or null.")))], &["to"]))
             .example(json!({"to": "2026-11-01T00:00:00Z"}))
             .reply(200, "Its state.", free_object("The integration."))
             .with_example("integration", json!({"integration_id": "b2c8e6f0-1a2b-4c3d-9e8f-0123456789ab", "app_group_id": "default", "integration_name": "Users from the warehouse", "integration_type": "user_attributes", "integration_status": "active", "contact_emails": "data@example.com", "last_updated_at": null, "warehouse_type": "sqlite", "last_job_start_time": "2026-11-26T10:00:00.000Z", "last_job_status": "success", "next_scheduled_run": "2026-11-26T11:00:00.000Z", "table": "USERS", "schedule_secs": 3600}))

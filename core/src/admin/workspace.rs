@@ -10,11 +10,11 @@ use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::ids::{ExternalId, IdGen, WorkspaceName};
 use crate::permission::Permission;
+use crate::profile::Profile;
 use crate::repo::codec::encode;
 use crate::repo::Tx;
 use crate::store::{ChangeSet, Expect, Op, Store, Table};
 use crate::subscriptions::groups::{self, Channel, Group};
-use crate::users::profile::Profile;
 
 /// What is stored for a workspace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

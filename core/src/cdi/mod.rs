@@ -17,6 +17,7 @@
 //!
 //! Integrations are made by the operator (`engage cdi create`), not by the API.
 
+pub mod columns;
 pub mod cursor;
 pub mod integration;
 pub mod job;

@@ -6,8 +6,8 @@ use super::cursor::PAGE;
 use super::integration::{DataKind, JobStatus, Warehouse};
 use super::read::{INVALID_CURSOR, INVALID_INTEGRATION};
 use super::sync::MAX_JOBS;
-use crate::openapi::op::Op;
-use crate::openapi::schema::{array, integer, nullable, object, string, success_body, time, values};
+use crate::describe::op::Op;
+use crate::describe::schema::{array, integer, nullable, object, string, success_body, time, values};
 use crate::routes::Cdi;
 
 fn statuses() -> Vec<&'static str> {

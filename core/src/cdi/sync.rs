@@ -162,7 +162,7 @@ async fn prepare<S: Store>(
 }
 
 /// Applies the batch's rows in order. A row that would take a profile over a bound
-/// on its size ([`crate::users::profile::Profile::size_error`]) stops the unit of
+/// on its size ([`crate::profile::Profile::size_error`]) stops the unit of
 /// work and is named in `oversized`, so the batch is applied again without it: it
 /// fails alone, and the rows around it go on.
 async fn apply_rows<S: Store>(

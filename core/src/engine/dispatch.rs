@@ -81,3 +81,23 @@ impl<S: Store> Engine<S> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::http::{Method, Notice, Request};
+    use crate::testkit::Kit;
+
+    /// A refused API key or SCIM token asks the host to say which database it serves;
+    /// a refused admin token, or a request that was let in, does not.
+    #[test]
+    fn a_refused_credential_is_a_notice_for_the_host() {
+        let kit = Kit::new();
+        let notice = |req: Request| kit.handle(req).notice;
+        let wrong = |path: &str| Request::new(Method::Get, path).header("Authorization", "Bearer wrong");
+        assert_eq!(notice(wrong("/cdi/integrations")), Some(Notice::CredentialRefused));
+        assert_eq!(notice(Request::new(Method::Get, "/cdi/integrations")), Some(Notice::CredentialRefused));
+        assert_eq!(notice(wrong("/scim/v2/Users")), Some(Notice::CredentialRefused));
+        assert_eq!(notice(wrong("/_engage/keys")), None);
+        assert_eq!(kit.send(Method::Get, "/cdi/integrations", serde_json::Value::Null).notice, None);
+    }
+}

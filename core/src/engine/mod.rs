@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicI64, AtomicU8, AtomicUsize, Ordering};
 use crate::admin;
 use crate::auth::{self, KeyRecord};
 use crate::ctx::Ctx;
-use crate::error::ApiError;
-use crate::http::{Method, Request, Response, Then};
+use crate::error::{ApiError, Shape};
+use crate::http::{Method, Notice, Request, Response, Then};
 use crate::ids::{Identifier, WorkspaceName};
 use crate::preference_center::link::LinkConfig;
 use crate::preference_center::page::{PageOp, Visit};
@@ -196,7 +196,9 @@ impl<S: Store> Engine<S> {
         match input::check_declared_length(headers, self.config.max_body_bytes) {
             Ok(()) => BodyPlan::Read { limit: self.config.max_body_bytes },
             // The connection's framing is not trusted after a refusal: close it.
-            Err(e) => BodyPlan::Refuse(error_response(path, e).with_header("Connection", "close")),
+            Err(e) => BodyPlan::Refuse(
+                e.into_shaped(Shape::of(scim::protocol::owns(path))).with_header("Connection", "close"),
+            ),
         }
     }
 
@@ -209,7 +211,7 @@ impl<S: Store> Engine<S> {
             BodyError::Malformed => ApiError::bad("Bad Request: malformed body framing (chunked encoding)"),
             BodyError::TimedOut { secs } => ApiError::RequestTimeout { secs },
         };
-        error_response(path, e).with_header("Connection", "close")
+        e.into_shaped(Shape::of(scim::protocol::owns(path))).with_header("Connection", "close")
     }
 
     /// The response to a connection beyond the host's limit.
@@ -220,7 +222,8 @@ impl<S: Store> Engine<S> {
     /// The response for a body over [`Config::max_body_bytes`] (or one that could not
     /// be read), for hosts that stop reading early.
     pub fn payload_too_large(&self, path: &str) -> Response {
-        error_response(path, ApiError::PayloadTooLarge { limit: self.config.max_body_bytes })
+        ApiError::PayloadTooLarge { limit: self.config.max_body_bytes }
+            .into_shaped(Shape::of(scim::protocol::owns(path)))
     }
 
     /// Whether the request first applies the queue (every endpoint but
@@ -257,15 +260,18 @@ impl<S: Store> Engine<S> {
     }
 
     async fn handle_as(&self, req: Request, ctx: Ctx, caught_up: bool) -> Response {
-        let scim_path = scim::owns(&req.path);
+        let scim_path = scim::protocol::owns(&req.path);
         let operator_path = req.path == "/_engage" || req.path.starts_with("/_engage/");
         let id = crate::http::request_id(&req.headers, ctx.seed);
         let head = req.method == Method::Head;
         let resp = match self.route(req, ctx, caught_up).await {
             Ok(resp) => resp,
-            Err(e) => shaped(scim_path, e),
+            Err(e) => e.into_shaped(Shape::of(scim_path)),
         };
-        let resp = if head { resp.without_body() } else { resp };
+        let mut resp = if head { resp.without_body() } else { resp };
+        if resp.status == 401 && !operator_path {
+            resp.notice = Some(Notice::CredentialRefused);
+        }
         // The operator's and test kit's answers carry personal data and secrets: no
         // cache keeps them, and no browser reads them as anything but what they say.
         let resp = match operator_path {
@@ -478,19 +484,5 @@ impl<S: Store> Engine<S> {
     /// applier lets them go first before it takes its next turn.
     pub fn requests_waiting(&self) -> bool {
         self.gate.waiting.load(Ordering::SeqCst) > 0
-    }
-}
-
-/// An error before any family's code in the shape its path's clients expect: SCIM's
-/// on a `/scim/v2` path (even one that no route has), the platform's elsewhere.
-pub(crate) fn error_response(path: &str, e: ApiError) -> Response {
-    shaped(scim::owns(path), e)
-}
-
-fn shaped(scim_path: bool, e: ApiError) -> Response {
-    if scim_path {
-        scim::error_response(e)
-    } else {
-        e.into_response()
     }
 }

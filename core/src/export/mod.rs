@@ -15,9 +15,9 @@ use crate::http::Response;
 use crate::ids::WorkspaceName;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
 use crate::input;
+use crate::profile::Profile;
 use crate::repo::Tx;
 use crate::store::Store;
-use crate::users::profile::Profile;
 
 /// Most `external_ids` plus `user_aliases` in one request.
 pub const MAX_IDS: usize = 50;

@@ -2,12 +2,12 @@
 
 use serde_json::json;
 
-use crate::export::{FIELDS, MAX_IDS};
-use crate::openapi::op::Op;
-use crate::openapi::schema::{
+use crate::describe::op::Op;
+use crate::describe::schema::{
     any, array, boolean, closed, email, external_id, free_object, lenient_id, nullable, number, object, phone, refer,
     string, success_body, time, values, with,
 };
+use crate::export::{FIELDS, MAX_IDS};
 
 /// POST /users/export/ids.
 pub fn export_ids() -> Op {

@@ -12,8 +12,8 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::profile::{Profile, Summary};
 use crate::time::Timestamp;
-use crate::users::profile::{Profile, Summary};
 
 /// A user as `/users/export/ids` answers it; `only` restricts the fields, and
 /// `groups` are the subscription-group entries when they are exported.

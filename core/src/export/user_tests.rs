@@ -6,9 +6,9 @@ use serde_json::{json, Value};
 
 use super::user::ExportUser;
 use crate::ids::{Email, ExternalId, Phone, ServiceId};
-use crate::subscriptions::values::GlobalState;
+use crate::profile::states::GlobalState;
+use crate::profile::{Profile, Summary};
 use crate::time::Timestamp;
-use crate::users::profile::{Profile, Summary};
 
 fn at(ms: i64) -> Timestamp {
     Timestamp(1_767_225_600_000 + ms)

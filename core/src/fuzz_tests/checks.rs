@@ -62,7 +62,7 @@ pub(super) fn check(method: Method, path: &str, resp: &Response) -> Result<(), S
     }
     let body: Value = serde_json::from_slice(&resp.body)
         .map_err(|e| format!("a {} answer whose body is not JSON ({e})", resp.status))?;
-    if crate::scim::owns(path) {
+    if crate::scim::protocol::owns(path) {
         let schemas = body["schemas"].as_array().is_some_and(|s| s.iter().any(|u| u == ERROR_URN));
         if !schemas || body["status"] != json!(resp.status) || !body["detail"].is_string() {
             return Err(format!("a {} answer not in SCIM's error shape: {body}", resp.status));

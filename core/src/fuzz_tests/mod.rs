@@ -161,7 +161,7 @@ proptest! {
                 }
                 PathGen::Raw(raw) => world.resolve(&raw),
             };
-            let auth = if crate::scim::owns(&path) {
+            let auth = if crate::scim::protocol::owns(&path) {
                 Auth::Scim
             } else if path.starts_with("/_engage") {
                 Auth::Admin

@@ -20,11 +20,11 @@ use crate::http::Response;
 use crate::ids::WorkspaceName;
 use crate::ids::{ExternalId, IdGen, Identifier, UserAlias};
 use crate::input;
+use crate::profile::Profile;
 use crate::repo::transact::transact;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
-use crate::users::profile::Profile;
 
 /// Most entries per request.
 pub const MAX_ENTRIES: usize = 50;

@@ -18,13 +18,13 @@ use crate::http::Response;
 use crate::ids::WorkspaceName;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias};
 use crate::input;
+use crate::profile::Profile;
 use crate::repo::transact::transact;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::subscriptions::address::link_email;
 use crate::time::Timestamp;
 use crate::users::prioritization::{pick, Prioritization, Purpose};
-use crate::users::profile::Profile;
 
 /// Most merge updates in one request.
 pub const MAX_UPDATES: usize = 50;
@@ -98,7 +98,7 @@ pub fn absorb(target: &mut Profile, source: &Profile) -> Option<Email> {
     for (name, s) in &source.purchases {
         target.purchases.entry(name.clone()).and_modify(|t| t.absorb(s)).or_insert(*s);
     }
-    target.total_revenue = crate::users::profile::add_revenue(target.total_revenue, source.total_revenue);
+    target.total_revenue = crate::profile::add_revenue(target.total_revenue, source.total_revenue);
     if target.email_subscribe.is_none() {
         target.email_subscribe = source.email_subscribe;
     }
@@ -238,9 +238,9 @@ pub async fn merge<S: Store>(store: &S, ws: &WorkspaceName, body: &[u8], ctx: Ct
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::subscriptions::values::{GlobalState, GroupState};
+    use crate::profile::states::{GlobalState, GroupState};
+    use crate::profile::Summary;
     use crate::testkit::Kit;
-    use crate::users::profile::Summary;
     use serde_json::json;
 
     fn profile(id: &str, at: i64) -> Profile {

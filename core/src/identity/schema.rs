@@ -5,8 +5,8 @@ use serde_json::{json, Value};
 
 use super::merge::{messages, MAX_UPDATES};
 use super::{alias, delete as del, external_ids, identify as ident};
-use crate::openapi::op::Op;
-use crate::openapi::schema::{
+use crate::describe::op::Op;
+use crate::describe::schema::{
     array, closed, email, external_id, integer, lenient_id, nullable, object, one_of, phone, refer, success_body, with,
 };
 
@@ -169,7 +169,7 @@ fn entry_errors(description: &str) -> Value {
     array(
         with(
             with(
-                array(one_of(vec![integer("The entry's index."), crate::openapi::schema::string("Why.")], ""), ""),
+                array(one_of(vec![integer("The entry's index."), crate::describe::schema::string("Why.")], ""), ""),
                 "minItems",
                 json!(2),
             ),

@@ -4,8 +4,8 @@ use serde_json::{json, Value};
 
 use super::journal::CAPACITY;
 use super::reset::CHUNK;
-use crate::openapi::op::Op;
-use crate::openapi::schema::{array, free_object, integer, nullable, object, refer, string};
+use crate::describe::op::Op;
+use crate::describe::schema::{array, free_object, integer, nullable, object, refer, string};
 use crate::routes::Kit;
 
 fn user_found() -> Value {
@@ -18,8 +18,8 @@ pub fn describe(endpoint: &Kit) -> Op {
         Kit::Reset => Op::new(format!(
             "Removes the deployment's data, or a workspace's (`?workspace=`): profiles, events, purchases, aliases, subscription and email states, preference centers, sync jobs, set-aside queued jobs and (deployment-wide) SCIM users. Workspaces, API keys, groups, SCIM tokens and integrations stay unless `?keep=none`. Everything queued is applied first. Up to {CHUNK} documents go in one unit of work."
         ))
-        .query("workspace", false, "Only this workspace.", crate::openapi::schema::workspace_name(""))
-        .query("keep", false, "`keys` (default): keep the set-up; `none`: remove it too.", crate::openapi::schema::values(&["keys", "none"], ""))
+        .query("workspace", false, "Only this workspace.", crate::describe::schema::workspace_name(""))
+        .query("keep", false, "`keys` (default): keep the set-up; `none`: remove it too.", crate::describe::schema::values(&["keys", "none"], ""))
         .reply(200, "Reset.", object("", &[("removed", integer("Documents removed.")), ("integrations_reset", integer("Integrations set back to never run."))], &["removed"]))
         .with_example("reset", json!({"removed": 42, "integrations_reset": 1}))
         .reply(400, "A bad parameter.", refer("Error")),
@@ -36,19 +36,19 @@ pub fn describe(endpoint: &Kit) -> Op {
                 "users": [{"attributes": [{"external_id": "ada", "email": "ada@example.com", "first_name": "Ada"}]}],
                 "subscriptions": [{"subscription_groups": [{"subscription_group_id": "newsletter", "subscription_state": "subscribed", "external_ids": ["ada"]}]}]
             }}}))
-            .reply(200, "Loaded (or already loaded).", object("", &[("loaded", integer("Entries loaded.")), ("already_loaded", crate::openapi::schema::boolean("True when this file was loaded before."))], &["loaded"]))
+            .reply(200, "Loaded (or already loaded).", object("", &[("loaded", integer("Entries loaded.")), ("already_loaded", crate::describe::schema::boolean("True when this file was loaded before."))], &["loaded"]))
             .with_example("loaded", json!({"loaded": 3, "already_loaded": false}))
             .reply(400, "A bad entry, named by its path.", refer("Error")),
         Kit::Journal => Op::new(format!("The latest {CAPACITY} requests the server answered (not the operator's, health checks, metrics or playground files), newest first: time, method, route, status, latency and request id; bodies only with `--journal-bodies`. Never a key or a token."))
-            .query("limit", false, "At most this many.", crate::openapi::schema::with(
-                    crate::openapi::schema::with(integer(""), "minimum", serde_json::json!(0)),
+            .query("limit", false, "At most this many.", crate::describe::schema::with(
+                    crate::describe::schema::with(integer(""), "minimum", serde_json::json!(0)),
                     "maximum",
                     serde_json::json!(u64::MAX),
                 ))
             .reply(200, "The requests.", object("", &[("requests", array(object("", &[
                 ("at", string("RFC 3339.")), ("method", string("")), ("route", string("The route's pattern.")), ("status", integer("")),
                 ("micros", integer("Latency.")), ("request_id", string("")), ("request_body", nullable(string(""))), ("response_body", nullable(string(""))),
-            ], &["at", "method", "route", "status", "micros", "request_id"]), "Newest first.")), ("bodies", crate::openapi::schema::boolean("Whether bodies are kept (`--journal-bodies`)."))], &["requests"]))
+            ], &["at", "method", "route", "status", "micros", "request_id"]), "Newest first.")), ("bodies", crate::describe::schema::boolean("Whether bodies are kept (`--journal-bodies`)."))], &["requests"]))
             .with_example("requests", json!({"bodies": false, "requests": [{"at": "2026-11-26T10:00:00.123Z", "method": "POST", "route": "/users/track",
                 "status": 201, "micros": 840, "request_id": "5a10bbc1001eb5f8f3d029c29a04e06f"}]})),
         Kit::FindUsers(_) => Op::new("Profiles a workspace has for an identifier: `q` (tried as external id, email, phone, braze id and `label:name` alias) or one of `external_id`, `email`, `phone`, `braze_id`, `alias_name` with `alias_label`. Everything queued is applied first.")

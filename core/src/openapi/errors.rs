@@ -6,8 +6,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::op::JSON;
-use super::schema::{array, integer, object, string, values};
+use crate::describe::op::JSON;
+use crate::describe::schema::{array, integer, object, string, values};
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::input::DEFAULT_MAX_BODY_BYTES;

@@ -10,16 +10,16 @@
 //! error model ([`errors`]).
 
 mod errors;
-pub mod op;
+
 mod public;
-pub mod schema;
 
 #[cfg(test)]
 mod tests;
 
 use serde_json::{json, Map, Value};
 
-use self::op::{In, Op, JSON};
+use crate::describe::op::{In, Op, JSON};
+use crate::describe::schema;
 use crate::ratelimit::Bucket;
 use crate::routes::{Api, Auth, Endpoint, Family, Route, ROUTES};
 use crate::scim::protocol::CONTENT_TYPE as SCIM_JSON;

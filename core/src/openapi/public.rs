@@ -4,8 +4,8 @@
 
 use serde_json::json;
 
-use super::op::Op;
-use super::schema::{free_object, object, refer, string, values};
+use crate::describe::op::Op;
+use crate::describe::schema::{free_object, object, refer, string, values};
 use crate::preference_center;
 use crate::routes::Public;
 use crate::service::STUCK_AFTER_MS;

@@ -2,10 +2,10 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::op::In;
 use super::{describe, document, endpoint_of, errors, path_of};
 use crate::admin::workspace;
 use crate::ctx::Ctx;
+use crate::describe::op::In;
 use crate::engine::{Config, Engine};
 use crate::http::{Method, Request};
 use crate::ids::WorkspaceName;

@@ -16,15 +16,15 @@ use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{percent_decode, Request, Response};
 use crate::ids::{Identifier, ServiceId};
+use crate::profile::states::{GlobalState, GroupState};
+use crate::profile::Profile;
 use crate::ratelimit::{Bucket, Decision, RateLimiter};
 use crate::repo::transact::transact;
 use crate::repo::Tx;
 use crate::store::Store;
 use crate::subscriptions::groups;
 use crate::subscriptions::state::{self, Status};
-use crate::subscriptions::values::{GlobalState, GroupState};
 use crate::time::Timestamp;
-use crate::users::profile::Profile;
 
 /// Show the page, or submit its form.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 use super::center::{CenterState, IconType, Rel, DEFAULT_TITLE, MAX_NAME_CHARS};
 use super::link::DEFAULT_LINK_TTL_SECS;
 use super::write::{MAX_CENTERS, NOT_FOUND};
-use crate::openapi::op::Op;
-use crate::openapi::schema::{array, integer, nullable, object, refer, string, success_body, time, values, with};
+use crate::describe::op::Op;
+use crate::describe::schema::{array, integer, nullable, object, refer, string, success_body, time, values, with};
 use crate::ratelimit::Bucket;
 use crate::routes::PreferenceCenter;
 
@@ -30,7 +30,7 @@ pub fn components() -> Vec<(&'static str, Value)> {
         names(&[IconType::Png, IconType::Svg, IconType::Gif, IconType::XIcon, IconType::SvgXml, IconType::MaskIcon]);
     let rels: Vec<&str> = rels.iter().map(String::as_str).collect();
     let types: Vec<&str> = types.iter().map(String::as_str).collect();
-    let tag = crate::openapi::schema::closed(object(
+    let tag = crate::describe::schema::closed(object(
         "A link tag added to the page's head (a favicon); unknown fields are refused.",
         &[
             ("rel", values(&rels, "")),
@@ -41,7 +41,7 @@ pub fn components() -> Vec<(&'static str, Value)> {
         ],
         &["rel", "href"],
     ));
-    let options = crate::openapi::schema::closed(object(
+    let options = crate::describe::schema::closed(object(
         "Page options (`options` on write, `preference_center_options` on read).",
         &[
             (
@@ -64,8 +64,8 @@ fn write_body(create: bool) -> Value {
     if create {
         required.insert(0, "name");
     }
-    crate::openapi::schema::closed(object("Unknown fields are refused. The templates are Liquid: `{{subscribed_state.${email_global}}}`, `{{subscribed_state.${<group id>}}}`, `{% form_field_name :email_global_state %}`, `{% form_field_name :subscription_group <group id> %}`, `{{preference_center_submit_url}}`, `{{${email_address}}}` and the user's attributes; they are checked when stored (an unknown tag, variable or subscription group is a 400 with its line and column).", &[
-        ("name", with(string(&name), "pattern", json!(format!("^[A-Za-z0-9_-]{{1,{MAX_NAME_CHARS}}}{}", crate::openapi::schema::END)))),
+    crate::describe::schema::closed(object("Unknown fields are refused. The templates are Liquid: `{{subscribed_state.${email_global}}}`, `{{subscribed_state.${<group id>}}}`, `{% form_field_name :email_global_state %}`, `{% form_field_name :subscription_group <group id> %}`, `{{preference_center_submit_url}}`, `{{${email_address}}}` and the user's attributes; they are checked when stored (an unknown tag, variable or subscription group is a 400 with its line and column).", &[
+        ("name", with(string(&name), "pattern", json!(format!("^[A-Za-z0-9_-]{{1,{MAX_NAME_CHARS}}}{}", crate::describe::schema::END)))),
         ("preference_center_title", string(&format!("The pages' title (default `{DEFAULT_TITLE}`)."))),
         ("preference_center_page_html", string("The preference page's HTML template.")),
         ("confirmation_page_html", string("The confirmation page's HTML template, shown after the form is sent.")),

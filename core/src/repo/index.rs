@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::keys::{alias_key, email_entry, external_key, phone_entry};
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, WorkspaceName};
+use crate::profile::Profile;
 use crate::store::StoreError;
-use crate::users::profile::Profile;
 
 /// The identifying fields of a profile: everything its index entries derive from.
 /// Kept as read, so that a profile whose identity did not change costs no index

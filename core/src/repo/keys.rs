@@ -4,8 +4,7 @@
 
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, WorkspaceName};
 
-/// Separates the parts of a store key; identifiers may not contain control characters.
-pub const SEP: char = '\u{1f}';
+pub use crate::store::SEP;
 
 /// [`SEP`] as a string, for [`join`].
 const S: &str = "\u{1f}";
@@ -21,17 +20,6 @@ fn join(parts: &[&str]) -> String {
 /// The store key of a profile.
 pub fn profile_key(ws: &WorkspaceName, id: &ServiceId) -> String {
     join(&[ws.as_str(), S, id.as_str()])
-}
-
-/// The key of the profile an identifier entry names: the entry's value is the
-/// profile's service id, and every entry's key begins with the workspace, up to the
-/// first [`SEP`], as the profile's does. `None` for what is not such an entry. A
-/// store may keep beside an entry where that profile is (see
-/// [`crate::store::Store::get_named`]).
-pub fn named_profile_key(ident_key: &str, value: &[u8]) -> Option<String> {
-    let ws = &ident_key[..ident_key.find(SEP)?];
-    let id = std::str::from_utf8(value).ok().and_then(ServiceId::parse)?;
-    Some(join(&[ws, S, id.as_str()]))
 }
 
 /// The index key of a unique identifier (external id or alias).
@@ -120,9 +108,13 @@ mod tests {
             phone_entry(&ws, &Phone::parse("+15555550100").unwrap(), &id),
         ];
         for key in entries {
-            assert_eq!(named_profile_key(&key, id.as_str().as_bytes()), Some(profile_key(&ws, &id)), "{key:?}");
+            assert_eq!(
+                crate::store::named_profile_key(&key, id.as_str().as_bytes()),
+                Some(profile_key(&ws, &id)),
+                "{key:?}"
+            );
         }
-        assert_eq!(named_profile_key("no separator", id.as_str().as_bytes()), None);
-        assert_eq!(named_profile_key(&workspace_prefix(&ws), b"\xff"), None);
+        assert_eq!(crate::store::named_profile_key("no separator", id.as_str().as_bytes()), None);
+        assert_eq!(crate::store::named_profile_key(&workspace_prefix(&ws), b"\xff"), None);
     }
 }

@@ -25,8 +25,8 @@ use self::index::{index_entries, index_value, matches, Identity};
 use self::keys::{profile_key, shared_prefix, unique_key};
 use self::slot::Slot;
 use crate::ids::{Identifier, ServiceId, WorkspaceName};
+use crate::profile::Profile;
 use crate::store::{next_version, ChangeSet, Expect, Op, Store, StoreError, Table};
-use crate::users::profile::Profile;
 
 /// Most documents a scan of one shared identifier returns (users sharing an email).
 pub const MAX_SHARED: usize = 1000;

@@ -4,8 +4,8 @@
 use super::codec::decode;
 use super::index::Identity;
 use super::large;
+use crate::profile::Profile;
 use crate::store::{Entry, StoreError};
-use crate::users::profile::Profile;
 
 pub(super) struct Slot {
     /// Version read from the store (None: absent when read).

@@ -9,7 +9,7 @@ use crate::error::ApiError;
 use crate::http::Response;
 
 /// The URN of SCIM's error message.
-pub const ERROR_URN: &str = "urn:ietf:params:scim:api:messages:2.0:Error";
+pub use crate::error::SCIM_ERROR_URN as ERROR_URN;
 
 /// The `scimType` of a 400 or 409 (RFC 7644, table 9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,7 +108,7 @@ impl ScimError {
     }
 
     /// The response, in SCIM's shape. `status` is a number, as the spec's 404 shows
-    /// it (RFC 7644 writes it as a string; see docs/decisions.md).
+    /// it (RFC 7644 writes it as a string; see docs/decisions/scim.md#scim-errors).
     pub fn into_response(self) -> Response {
         let (status, scim_type, detail) = match self {
             ScimError::Bad(t, d) => (400, Some(t), d),
@@ -142,11 +142,7 @@ impl ScimError {
 /// limit's `X-Ratelimit-Retry-After`, a 503's `Retry-After`, the log note), with
 /// the message as `detail`.
 fn from_api(e: ApiError) -> Response {
-    let mut resp = e.into_response();
-    let detail = resp.json_body()["message"].as_str().unwrap_or("error").to_string();
-    resp.body = serde_json::to_vec(&json!({"schemas": [ERROR_URN], "detail": detail, "status": resp.status}))
-        .unwrap_or_default();
-    with_content_type(resp)
+    e.into_shaped(crate::error::Shape::Scim)
 }
 
 /// Sets SCIM's media type on a JSON response.

@@ -85,17 +85,6 @@ async fn admit<S: Store>(
     }
 }
 
-/// A failure before the family's own code (a path under `/scim/v2` that no route
-/// has, a method it lacks, a body over the limit), in SCIM's shape.
-pub fn error_response(e: ApiError) -> Response {
-    ScimError::Api(e).into_response()
-}
-
-/// True for paths of this family (their routing errors answer in SCIM's shape).
-pub fn owns(path: &str) -> bool {
-    path == "/scim/v2" || path.starts_with("/scim/v2/")
-}
-
 async fn operation<S: Store>(
     store: &S,
     endpoint: Scim,

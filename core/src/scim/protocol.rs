@@ -12,7 +12,7 @@ pub const SEARCH_URN: &str = "urn:ietf:params:scim:api:messages:2.0:SearchReques
 /// The PatchOp message's URN.
 pub const PATCH_URN: &str = "urn:ietf:params:scim:api:messages:2.0:PatchOp";
 /// SCIM's media type, returned on every body.
-pub const CONTENT_TYPE: &str = "application/scim+json";
+pub use crate::error::SCIM_CONTENT_TYPE as CONTENT_TYPE;
 /// Where users live, under the public address.
 pub const USERS_PATH: &str = "/scim/v2/Users";
 /// Most dashboard users a deployment keeps (a listing reads them all).
@@ -20,3 +20,8 @@ pub const MAX_USERS: usize = 10_000;
 /// The key, beside the user names' index entries, of the number of dashboard users
 /// (a control character: no user name can be it, as names are email addresses).
 pub const USER_COUNT_KEY: &str = "\u{1f}count";
+
+/// True for paths of this family (their routing errors answer in SCIM's shape).
+pub fn owns(path: &str) -> bool {
+    path == "/scim/v2" || path.starts_with("/scim/v2/")
+}

@@ -10,8 +10,8 @@ use super::error::ScimError;
 use super::protocol::{CONTENT_TYPE, ENTERPRISE_URN, LIST_URN, MAX_USERS, PATCH_URN, SEARCH_URN, USER_URN};
 use super::read::{MAX_PAGE, NOT_FOUND};
 use super::values::{CompanyPermission, Department, TeamPermission, WorkspacePermission};
-use crate::openapi::op::{Op, JSON};
-use crate::openapi::schema::{array, integer, object, refer, string, values, with};
+use crate::describe::op::{Op, JSON};
+use crate::describe::schema::{array, integer, object, refer, string, values, with};
 use crate::ratelimit::Bucket;
 use crate::routes::{NotOffered, Scim};
 
@@ -124,7 +124,7 @@ pub fn components() -> Vec<(&'static str, Value)> {
         "description": format!("`{USER_URN}`, and `{ENTERPRISE_URN}` when the extension is sent (compared without case)."),
     });
     let text = |d: &str| json!({"type": "string", "pattern": "\\S", "maxLength": super::attrs::MAX_TEXT_CHARS, "description": d});
-    write["properties"]["userName"] = crate::openapi::schema::email("The user's email; unique, case-insensitive.");
+    write["properties"]["userName"] = crate::describe::schema::email("The user's email; unique, case-insensitive.");
     write["properties"]["name"] = object(
         "",
         &[("givenName", text("Not blank.")), ("familyName", text("Not blank."))],
@@ -157,17 +157,17 @@ pub fn components() -> Vec<(&'static str, Value)> {
             ),
             (
                 "filter",
-                crate::openapi::schema::nullable(with(
+                crate::describe::schema::nullable(with(
                     string("An RFC 7644 §3.4.2.2 filter, as in `GET /Users` (`null`: none)."),
                     "minLength",
                     json!(1),
                 )),
             ),
             // `null` is read as left out, as for every SCIM attribute.
-            ("startIndex", crate::openapi::schema::nullable(integer(""))),
-            ("count", crate::openapi::schema::nullable(integer(""))),
-            ("attributes", crate::openapi::schema::nullable(strings("Only these attributes."))),
-            ("excludedAttributes", crate::openapi::schema::nullable(strings("All but these."))),
+            ("startIndex", crate::describe::schema::nullable(integer(""))),
+            ("count", crate::describe::schema::nullable(integer(""))),
+            ("attributes", crate::describe::schema::nullable(strings("Only these attributes."))),
+            ("excludedAttributes", crate::describe::schema::nullable(strings("All but these."))),
         ],
         &[],
     );
@@ -220,7 +220,7 @@ fn null_is_absent(schema: &mut Value) {
         for (name, property) in props.iter_mut() {
             null_is_absent(property);
             if !required.contains(name) {
-                *property = crate::openapi::schema::nullable(property.take());
+                *property = crate::describe::schema::nullable(property.take());
             }
         }
     }
@@ -324,7 +324,7 @@ fn listing(op: Op) -> Op {
 /// A discovery answer, its example this server's own answer (under an example base URL).
 fn discovery(op: Op, description: &str, example: crate::http::Response) -> Op {
     let body = example.json_body();
-    op.reply_in(200, description, CONTENT_TYPE, crate::openapi::schema::free_object("A SCIM resource."))
+    op.reply_in(200, description, CONTENT_TYPE, crate::describe::schema::free_object("A SCIM resource."))
         .with_example("resource", body)
 }
 

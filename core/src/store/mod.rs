@@ -154,7 +154,19 @@ impl SqlTable {
     }
 }
 
-pub use crate::repo::keys::{named_profile_key, SEP};
+/// Separates the parts of a store key; identifiers may not contain control characters.
+pub const SEP: char = '\u{1f}';
+
+/// The key of the profile an identifier entry names: the entry's value is the
+/// profile's service id, and every entry's key begins with the workspace, up to the
+/// first [`SEP`], as the profile's does (`crate::repo::keys` spells both). `None` for
+/// what is not such an entry. A store may keep beside an entry where that profile is
+/// (see [`Store::get_named`]).
+pub fn named_profile_key(ident_key: &str, value: &[u8]) -> Option<String> {
+    let ws = &ident_key[..ident_key.find(SEP)?];
+    let id = std::str::from_utf8(value).ok().and_then(crate::ids::ServiceId::parse)?;
+    Some(format!("{ws}{SEP}{}", id.as_str()))
+}
 
 /// The key of the profile entry `e` (of key `key`) names, unless `held` says the
 /// caller has it: the profiles [`Store::get_named`] reads.

@@ -3,12 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::values::GlobalState;
 use crate::ids::{Email, ServiceId};
+use crate::profile::states::GlobalState;
+use crate::profile::Profile;
 use crate::repo::keys::address_key;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError, Table};
-use crate::users::profile::Profile;
 
 /// What is known about one address.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

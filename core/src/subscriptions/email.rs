@@ -10,10 +10,10 @@ use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::Email;
 use crate::ids::WorkspaceName;
+use crate::profile::states::GlobalState;
 use crate::repo::transact::transact;
 use crate::store::Store;
 use crate::subscriptions::state::{self, EmailChange};
-use crate::subscriptions::values::GlobalState;
 use crate::subscriptions::{body_object, email_addresses, field};
 
 /// The platform's message for a global email state outside the three values.

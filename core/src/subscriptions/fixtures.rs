@@ -3,10 +3,10 @@
 
 use super::lists::{self, List};
 use super::state::{self, EmailChange};
-use super::values::GlobalState;
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::ids::{Email, WorkspaceName};
+use crate::profile::states::GlobalState;
 use crate::repo::transact::transact;
 use crate::store::Store;
 use crate::time::Timestamp;

@@ -27,11 +27,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::address::AddressState;
-use super::values::GlobalState;
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Request, Response};
 use crate::ids::{Email, Identifier, Phone, WorkspaceName};
+use crate::profile::states::GlobalState;
 use crate::repo::keys::{address_key, SEP};
 use crate::repo::transact::transact;
 use crate::repo::Tx;

@@ -17,7 +17,6 @@ pub mod read;
 pub mod schema;
 pub mod set;
 pub mod state;
-pub mod values;
 
 #[cfg(test)]
 mod tests;
@@ -28,8 +27,8 @@ use self::groups::{Channel, Group};
 use crate::error::ApiError;
 use crate::ids::{Email, ExternalId, Identifier, Phone, WorkspaceName};
 use crate::input;
+use crate::profile::Profile;
 use crate::store::{Store, StoreError};
-use crate::users::profile::Profile;
 
 /// Most identifiers (external ids, emails, phones) one request may name.
 pub const MAX_IDS: usize = 50;

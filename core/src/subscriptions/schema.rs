@@ -5,8 +5,8 @@ use serde_json::{json, Value};
 
 use super::read::MAX_LIMIT;
 use super::set::MAX_GROUP_ENTRIES;
-use crate::openapi::op::Op;
-use crate::openapi::schema::{
+use crate::describe::op::Op;
+use crate::describe::schema::{
     array, boolean, email, external_id, integer, lenient_id, nullable, object, one_or_many, phone, string,
     success_body, values, with,
 };

@@ -16,11 +16,11 @@ use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::WorkspaceName;
 use crate::ids::{Identifier, ServiceId};
+use crate::profile::states::GroupState;
 use crate::repo::transact::transact;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::subscriptions::groups::Group;
-use crate::subscriptions::values::GroupState;
 
 /// Most `subscription_groups` entries in one v2 request.
 pub const MAX_GROUP_ENTRIES: usize = 50;

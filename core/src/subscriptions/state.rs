@@ -14,15 +14,15 @@
 //! to its stored status.
 
 use crate::ids::{Email, Identifier, ServiceId};
+use crate::profile::states::{GlobalState, GroupState};
+use crate::profile::Profile;
 use crate::repo::keys::address_key;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError, Table};
 use crate::subscriptions::address::AddressState;
 use crate::subscriptions::groups::Channel;
-use crate::subscriptions::values::{GlobalState, GroupState};
 use crate::time::Timestamp;
 use crate::users::locate::for_sharing;
-use crate::users::profile::Profile;
 
 /// A group status as reads report it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,6 +8,8 @@ use serde_json::Value;
 use super::parse::{object_error, AttrUpdate, InputArray, Lookup, NotLookedUp, Parsed, Target, TrackOp};
 use crate::ids::WorkspaceName;
 use crate::ids::{IdGen, Identifier, ServiceId};
+use crate::profile::custom;
+use crate::profile::{add_revenue, Profile, Summary};
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::subscriptions::address::link_email;
@@ -15,9 +17,7 @@ use crate::subscriptions::groups::{self, Channel};
 use crate::subscriptions::state::{set_global_for, set_group_for};
 use crate::subscriptions::BAD_GROUP_ID;
 use crate::time::Timestamp;
-use crate::users::custom;
 use crate::users::locate::find;
-use crate::users::profile::{add_revenue, Profile, Summary};
 
 /// Looks up the subscription groups a parsed request names: an update of a group
 /// that does not exist is dropped and reported as a non-fatal error of its object

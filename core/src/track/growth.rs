@@ -7,7 +7,7 @@ use std::hash::BuildHasher;
 use foldhash::fast::RandomState;
 
 use super::parse::{AttrUpdate, TrackOp};
-use crate::users::custom::encoded_len;
+use crate::profile::custom::encoded_len;
 
 /// Bytes counted for a custom update besides its value: the key's JSON and an
 /// increment's growth of at most 20 digits.

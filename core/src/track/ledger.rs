@@ -1,6 +1,6 @@
 //! What acknowledged jobs will add to each user once applied: the ledger that lets
 //! `/users/track` refuse, at acknowledgement, a request that would take a profile
-//! over a bound on its size ([`crate::users::profile::Profile::size_error`]) counting
+//! over a bound on its size ([`crate::profile::Profile::size_error`]) counting
 //! what is already queued for that user, so that a job acknowledged with `201` is
 //! always applied whole and never set aside.
 //!

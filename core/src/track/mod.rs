@@ -32,13 +32,13 @@ use crate::error::ApiError;
 use crate::http::{Response, Then};
 use crate::ids::Identifier;
 use crate::ids::{IdGen, ServiceId, WorkspaceName};
+use crate::profile::{MAX_CUSTOM_ATTRIBUTES, MAX_CUSTOM_BYTES, MAX_NAMES};
 use crate::repo::index::index_value;
 use crate::repo::keys::{profile_key, shared_prefix, unique_key};
 use crate::repo::large;
 use crate::repo::Tx;
 use crate::repo::MAX_SHARED;
 use crate::store::{Store, StoreError, Table};
-use crate::users::profile::{MAX_CUSTOM_ATTRIBUTES, MAX_CUSTOM_BYTES, MAX_NAMES};
 
 /// Refuses (400, naming the bound) a job that would take a profile over the bound
 /// on a profile's size, as the profiles are stored now: the job is applied to a unit

@@ -12,11 +12,11 @@ use crate::error::ApiError;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias, WorkspaceName};
 use crate::input;
 use crate::json::{Json, Object};
+use crate::profile::custom::{self, CustomError, CustomOp};
+use crate::profile::standard;
+use crate::profile::states::{GlobalState, GroupState};
 use crate::subscriptions::groups::Channel;
-use crate::subscriptions::values::{GlobalState, GroupState};
 use crate::time::Timestamp;
-use crate::users::custom::{self, CustomError, CustomOp};
-use crate::users::standard;
 
 /// Most objects of each kind in one request.
 pub const MAX_OBJECTS: usize = 75;

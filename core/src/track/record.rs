@@ -61,12 +61,12 @@ mod tests {
 
     use super::*;
     use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias, WorkspaceName};
+    use crate::profile::custom::CustomOp;
+    use crate::profile::states::{GlobalState, GroupState};
     use crate::store::memory::MemoryStore;
     use crate::subscriptions::groups::Channel;
-    use crate::subscriptions::values::{GlobalState, GroupState};
     use crate::time::Timestamp;
     use crate::track::parse::{AttrUpdate, Target, TrackOp};
-    use crate::users::custom::CustomOp;
 
     /// A job with every kind of operation, update and value a request can queue.
     fn every_kind() -> TrackJob {

@@ -4,12 +4,12 @@
 use serde_json::{json, Value};
 
 use super::parse::{MAX_OBJECTS, MAX_PROPERTIES_BYTES};
-use crate::openapi::op::Op;
-use crate::openapi::schema::{
+use crate::describe::op::Op;
+use crate::describe::schema::{
     array, boolean, free_object, integer, lenient_id, number, object, one_of, refer, string, success_body, time,
     values, with,
 };
-use crate::users::standard::STANDARD_KEYS;
+use crate::profile::standard::STANDARD_KEYS;
 
 /// The identifier fields of an object: exactly one kind must be present.
 fn identifiers(events: bool) -> Vec<(&'static str, Value)> {

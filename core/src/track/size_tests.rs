@@ -5,8 +5,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::http::Method;
+use crate::profile::{MAX_CUSTOM_ATTRIBUTES, MAX_NAMES};
 use crate::testkit::Kit;
-use crate::users::profile::{MAX_CUSTOM_ATTRIBUTES, MAX_NAMES};
 
 fn object(external_id: &str, from: usize, count: usize) -> Value {
     let mut m = Map::new();
@@ -201,10 +201,10 @@ fn the_shortcut_refuses_exactly_what_the_exact_check_refuses() {
 /// identifiers and profile keys of the profiles stored over its threshold, and the
 /// workspace's completeness entry.
 fn assert_registry_matches_profiles(kit: &Kit) {
+    use crate::profile::Profile;
     use crate::repo::index::Identity;
     use crate::repo::large;
     use crate::store::{Store, Table};
-    use crate::users::profile::Profile;
     let store = kit.engine().store();
     let ws = crate::ids::WorkspaceName::parse("test").unwrap();
     let mut expected = vec![large::complete_key(&ws)];

@@ -10,9 +10,9 @@ use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::Response;
 use crate::ids::WorkspaceName;
+use crate::profile::{Profile, Summary};
 use crate::repo::transact::transact;
 use crate::store::Store;
-use crate::users::profile::{Profile, Summary};
 
 /// POST /users/track/sync: one object, applied before answering with the resulting
 /// summaries of what the request named.

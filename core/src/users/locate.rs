@@ -3,10 +3,10 @@
 //! subscription changes reach together.
 
 use crate::ids::{Identifier, ServiceId};
+use crate::profile::Profile;
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
-use crate::users::profile::Profile;
 
 /// Among several profiles sharing an email or phone, the one to update: the most
 /// recently updated identified profile, else the most recently updated one.

@@ -1,9 +1,8 @@
-//! Users: the profile document and the rules of its attributes, finding the user
-//! a request names, and the prioritization rules that choose among several.
+//! Users: finding the user a request names, the prioritization rules that choose
+//! among several, and the profile's description. The profile document itself, and
+//! the rules of its attributes, are a layer below the repository
+//! ([`crate::profile`]), which caches profiles in a unit of work.
 
-pub mod custom;
 pub mod locate;
 pub mod prioritization;
-pub mod profile;
 pub mod schema;
-pub mod standard;

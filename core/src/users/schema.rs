@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::openapi::schema::{array, external_id, integer, object, string, time, values, with};
+use crate::describe::schema::{array, external_id, integer, object, string, time, values, with};
 
 /// An event's or a product's summary on a profile, its name under `key`: what
 /// `/users/export/ids` and `/users/track/sync` answer.

@@ -10,7 +10,8 @@
 //! up or checkpointed (the server checkpoints on another thread), and again with
 //! SQLite's own checkpoints in the writing thread, as the plain copy has them.
 //! Against the plain copy, the first is the ratio a sync would reach were all its
-//! other work free and on the other core (see docs/performance.md, session 41).
+//! other work free and on the other core (docs/performance.md, the warehouse sync's
+//! bound; first measured 2026-11-29, a6d8101).
 //!
 //! Sources: a SQLite file (made once under `target/bench`), and PostgreSQL when
 //! `ENGAGE_TEST_POSTGRES_URL` names a server (`source tests/postgres.sh &&

@@ -289,12 +289,12 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
                 },
                 NativeStore::Sqlite(_) if store.is_owner() => super::run(&store, &i)?,
                 NativeStore::Sqlite(_) => {
-                    if !crate::server::server_runs_on(&db) {
+                    if !crate::startup::server_runs_on(&db) {
                         return Err(
                             "another engage command holds the database and no server runs on it; try again".into()
                         );
                     }
-                    ask_the_server(&store, &|| crate::server::server_runs_on(&db), &i, timeout)?
+                    ask_the_server(&store, &|| crate::startup::server_runs_on(&db), &i, timeout)?
                 }
             };
             crate::outln!("{}", show(&job));

@@ -9,9 +9,7 @@ mod sqlite;
 
 use std::time::Duration;
 
-use engage_core::warehouse::{
-    self, Begun, Cursor, DataKind, Integration, Job, JobStatus, Resume, Row, RowError, Warehouse,
-};
+use engage_core::warehouse::{self, Begun, Cursor, Integration, Job, JobStatus, Resume, Row, RowError, Warehouse};
 use engage_core::Timestamp;
 
 use crate::ctx;
@@ -38,39 +36,7 @@ pub enum SourceError {
     Read(String),
 }
 
-/// The platform's column names, in the order a source returns them.
-pub const COLUMNS: [&str; 8] =
-    ["UPDATED_AT", "EXTERNAL_ID", "ALIAS_NAME", "ALIAS_LABEL", "BRAZE_ID", "EMAIL", "PHONE", "PAYLOAD"];
-
-/// Which of [`COLUMNS`] a table has, under their names in the table.
-#[derive(Clone, Debug)]
-pub struct Columns {
-    /// The table's own spelling of each column, or `None` when it lacks it.
-    pub names: [Option<String>; 8],
-}
-
-impl Columns {
-    /// Matches a table's columns (any case) and checks what `kind` needs.
-    pub fn check(actual: &[String], kind: DataKind) -> Result<Columns, SourceError> {
-        let names = COLUMNS.map(|c| actual.iter().find(|a| a.eq_ignore_ascii_case(c)).cloned());
-        let has = |i: usize| names[i].is_some();
-        if !has(0) {
-            return Err(SourceError::Config("the table has no UPDATED_AT column".into()));
-        }
-        if !(1..7).any(has) {
-            return Err(SourceError::Config(
-                "the table has no identifier column (EXTERNAL_ID, ALIAS_NAME and ALIAS_LABEL, BRAZE_ID, EMAIL, PHONE)"
-                    .into(),
-            ));
-        }
-        match (warehouse::reads_payload(kind), has(7)) {
-            (true, false) => Err(SourceError::Config("the table has no PAYLOAD column".into())),
-            // The platform's guard against deleting users by mistake.
-            (false, true) => Err(SourceError::Config("a user-delete table must not have a PAYLOAD column".into())),
-            _ => Ok(Columns { names }),
-        }
-    }
-}
+pub use engage_core::warehouse::{Columns, COLUMNS};
 
 /// A warehouse table's rows, oldest `UPDATED_AT` first.
 pub trait Source: Send {
@@ -163,7 +129,7 @@ fn sync_from<S: Store + Sync>(
     batch_rows: usize,
 ) -> Result<(), SourceError> {
     let i = &begun.integration;
-    let columns = Columns::check(&source.columns(&i.table)?, i.kind)?;
+    let columns = Columns::check(&source.columns(&i.table)?, i.kind).map_err(SourceError::Config)?;
     let start = i.cursor.clone();
     // One thread reads and parses the source while this one commits the batches:
     // the source's query, parsing and the store's commit overlap.

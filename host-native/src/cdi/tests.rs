@@ -2,7 +2,7 @@
 //! sources (the PostgreSQL ones need `ENGAGE_TEST_POSTGRES_URL`; CI sets it).
 
 use engage_core::provision::WorkspaceName;
-use engage_core::warehouse::Spec;
+use engage_core::warehouse::{DataKind, Spec};
 
 use super::*;
 use crate::store::SqliteStore;

@@ -1,6 +1,7 @@
 //! A small Liquid engine for preference-center pages, written for this one use (see
-//! docs/decisions.md: the platform's tags, `${...}` inside a variable path, are not
-//! Liquid syntax a general engine parses, and validation needs the syntax tree).
+//! docs/decisions/preference-center.md#preference-center-liquid-engine: the platform's
+//! tags, `${...}` inside a variable path, are not Liquid syntax a general engine parses,
+//! and validation needs the syntax tree).
 //!
 //! What it understands: text; `{{ expression | filter: arg }}`; the tags `if` /
 //! `elsif` / `else` / `endif`, `unless`, `case` / `when` / `else` / `endcase`,

@@ -70,8 +70,9 @@ pub struct Options {
 /// (200 MiB resident at 10M profiles under full track load, docs/performance.md):
 /// the applier reads profiles at random, so a cache much smaller than the data set
 /// hits little either way, and the benchmark's cache phase measures what 1 GiB buys.
-/// 24 since session 36: at 32 the 10M scale phase peaked at 199-202 MiB under uniform
-/// load, at 24 at 188-191, with the same rates applied (four runs of each, in turn).
+/// 24 since 2026-11-28 (b21a9e3): at 32 the 10M scale phase peaked at 199-202 MiB
+/// under uniform load, at 24 at 188-191, with the same rates applied (four runs of
+/// each, in turn).
 pub const DEFAULT_CACHE_MIB: usize = 24;
 
 impl Default for Options {

@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
+use crate::profile::custom::normalise_time;
 use crate::time::parse_date;
-use crate::users::custom::normalise_time;
 
 /// Keys of an attribute object that are identifiers or flags, never attributes.
 pub const RESERVED: &[&str] = &[

@@ -200,7 +200,7 @@ impl Op {
 
     /// A 400 in the platform's shape, with the messages it may carry as examples.
     pub fn bad_request(mut self, description: &str, messages: &[(&'static str, &str)]) -> Op {
-        self = self.reply(400, description, crate::openapi::schema::refer("Error"));
+        self = self.reply(400, description, crate::describe::schema::refer("Error"));
         for (name, message) in messages {
             self = self.with_example(name, serde_json::json!({"message": message}));
         }

@@ -7,8 +7,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::ids::{Email, ExternalId, Phone, ServiceId, UserAlias};
-use crate::subscriptions::values::{GlobalState, GroupState};
+use crate::profile::states::{GlobalState, GroupState};
 use crate::time::Timestamp;
+
+pub mod custom;
+pub mod standard;
+pub mod states;
 
 /// Adds revenue, keeping the total finite (JSON has no infinity: an infinite total
 /// could not be stored and read back).
@@ -177,7 +181,7 @@ impl Profile {
         };
         over("custom attributes", self.custom.len(), MAX_CUSTOM_ATTRIBUTES)
             .or_else(|| {
-                let bytes = crate::users::custom::encoded_len(&self.custom);
+                let bytes = custom::encoded_len(&self.custom);
                 over("bytes of custom attributes", bytes, MAX_CUSTOM_BYTES)
             })
             .or_else(|| over("custom event names", self.events.len(), MAX_NAMES))

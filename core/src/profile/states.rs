@@ -1,5 +1,5 @@
 //! The values of the subscription state machines as stored and sent. A leaf module:
-//! the profile document stores them, and [`super::state`] moves them.
+//! the profile document stores them, and `crate::subscriptions::state` moves them.
 
 use serde::{Deserialize, Serialize};
 
