@@ -119,7 +119,7 @@ fn seed_and_reset_on_the_command_line() {
     let db = dir.path().join("kit.db");
     let db = db.to_str().unwrap();
     let (ok, out, err) = run(&["seed", "--db", db, &example_seed()]);
-    assert!(ok && out.contains("loaded 8 entries") && err.contains("made a new database"), "{out}{err}");
+    assert!(ok && out.contains("loaded 11 entries") && err.contains("made a new database"), "{out}{err}");
     let (ok, out, _) = run(&["seed", "--db", db, &example_seed()]);
     assert!(ok && out.contains("already loaded"), "{out}");
     assert_eq!(engage(&["keys", "list", "--db", db]).lines().count(), 2);
@@ -136,7 +136,7 @@ fn seed_and_reset_on_the_command_line() {
     assert!(ok && out.contains("removed"), "{out}");
     assert_eq!(engage(&["keys", "list", "--db", db]).lines().count(), 2, "keys stay");
     let (ok, out, _) = run(&["seed", "--db", db, &example_seed()]);
-    assert!(ok && out.contains("loaded 8 entries"), "after a reset the file loads again: {out}");
+    assert!(ok && out.contains("loaded 11 entries"), "after a reset the file loads again: {out}");
     let (ok, _, _) = run(&["reset", "--db", db, "--keep", "none"]);
     assert!(ok);
     assert_eq!(engage(&["keys", "list", "--db", db]), "");

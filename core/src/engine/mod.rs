@@ -5,6 +5,7 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU8, AtomicUsize, Ordering};
 
+use self::admit::Admitted;
 use crate::admin;
 use crate::auth::{self, KeyRecord};
 use crate::ctx::Ctx;
@@ -14,7 +15,7 @@ use crate::ids::{Identifier, WorkspaceName};
 use crate::preference_center::link::LinkConfig;
 use crate::preference_center::page::{PageOp, Visit};
 use crate::ratelimit::{Decision, RateLimiter};
-use crate::routes::{self, Api, Auth, CatchUp, Endpoint, Public};
+use crate::routes::{self, Api, CatchUp, Endpoint, Public};
 use crate::store::Store;
 use crate::time::Timestamp;
 use crate::track::backlog::Backlog;
@@ -23,6 +24,7 @@ use crate::track::pressure::{Pressure, UNMEASURED_ROUNDS};
 use crate::track::queue::QueueRun;
 use crate::{input, preference_center, scim, service, track};
 
+mod admit;
 mod config;
 mod dispatch;
 pub(crate) mod kit;
@@ -295,43 +297,19 @@ impl<S: Store> Engine<S> {
     async fn route(&self, req: Request, ctx: Ctx, caught_up: bool) -> Result<Response, ApiError> {
         let (route, endpoint) = routes::find(req.method, &req.path)?;
         input::check_body_len(req.body.len(), self.config.max_body_bytes)?;
-        match endpoint {
-            Endpoint::Public(public) => Ok(self.public(public, &req, ctx).await),
-            Endpoint::Operator(op) => {
-                let admin = self.admin_token_hash.as_deref();
-                crate::kit::session::authorize(&self.store, &self.guard, &req, admin, ctx.wall).await?;
-                admin::handle(&self.store, op, &req, self.config.runs_syncs, ctx).await
-            }
-            Endpoint::Kit(kit) => self.kit(kit, &req, ctx).await,
-            Endpoint::Scim(endpoint) => {
+        let admitted = match self.admit(route.auth, &endpoint, &req, ctx, caught_up).await? {
+            Admitted::Answered(resp) => return Ok(resp),
+            admitted => admitted,
+        };
+        match (endpoint, admitted) {
+            (Endpoint::Public(public), _) => Ok(self.public(public, &req, ctx).await),
+            (Endpoint::Operator(op), _) => admin::handle(&self.store, op, &req, self.config.runs_syncs, ctx).await,
+            (Endpoint::Kit(kit), _) => self.kit(kit, &req, ctx).await,
+            (Endpoint::Scim(endpoint), Admitted::Scim(token, decision)) => {
                 let base = req.public_base(self.config.public_url.as_deref());
-                Ok(scim::handle(&self.store, &self.limiter, endpoint, &req, &base, ctx).await)
+                Ok(scim::handle(&self.store, endpoint, &req, (token, decision), &base, ctx).await)
             }
-            Endpoint::Api(api) => {
-                // Rows with an API endpoint are built with a key (see `routes`); a
-                // mismatch could only be a broken table, and it fails closed.
-                let Auth::Key(permission, bucket) = route.auth else { return Err(ApiError::RouteNotFound) };
-                if self.config.strict {
-                    input::check_json_media_type(&req)?;
-                }
-                let key = self.authenticate(&req, ctx.now).await?;
-                if !key.allows(permission) {
-                    return Err(ApiError::MissingPermission(permission));
-                }
-                if matches!(api, Api::Track) && !caught_up {
-                    if let Some(not_yet) = self.ledger_not_ready(ctx).await? {
-                        return Ok(not_yet);
-                    }
-                }
-                // A request handed back was counted the first time (its headers are
-                // carried over by `handle_caught_up`).
-                let decision = match caught_up {
-                    false => self.limiter.check(&self.store, key.workspace.as_str(), bucket, ctx.now).await,
-                    true => Decision::Unlimited,
-                };
-                if let Decision::Limited { retry_after } = decision {
-                    return Err(ApiError::RateLimited { retry_after });
-                }
+            (Endpoint::Api(api), Admitted::Key(key, decision)) => {
                 let resp =
                     self.api(api, &req, &key.workspace, ctx, caught_up).await.unwrap_or_else(ApiError::into_response);
                 Ok(match decision {
@@ -342,6 +320,9 @@ impl<S: Store> Engine<S> {
                     _ => resp,
                 })
             }
+            // A row whose credential column does not fit its endpoint's kind could only
+            // be a broken table: it fails closed.
+            (Endpoint::Scim(_) | Endpoint::Api(_), _) => Err(ApiError::RouteNotFound),
         }
     }
 

@@ -258,6 +258,6 @@ pub(super) fn right_content_type(route: &Route) -> &'static str {
     match route.auth {
         Auth::Scim => "application/scim+json",
         Auth::Public => "application/x-www-form-urlencoded",
-        Auth::Key(..) | Auth::Admin => "application/json",
+        Auth::Key(..) | Auth::Admin | Auth::SignIn => "application/json",
     }
 }

@@ -194,7 +194,7 @@ impl World {
         match auth {
             Auth::Key(..) => vec![bearer(&self.key)],
             Auth::Scim => vec![bearer(&self.scim_token), ("X-Request-Origin".into(), ORIGIN.into())],
-            Auth::Admin => vec![bearer(ADMIN_TOKEN)],
+            Auth::Admin | Auth::SignIn => vec![bearer(ADMIN_TOKEN)],
             Auth::Public => Vec::new(),
         }
     }

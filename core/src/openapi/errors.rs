@@ -203,7 +203,7 @@ fn routed(auth: Auth, rate_limited: bool) -> Vec<(u16, Value)> {
             out.push((503, shared_ref("ScimUnavailable")));
             out
         }
-        Auth::Admin => vec![
+        Auth::Admin | Auth::SignIn => vec![
             (401, shared_ref("OperatorUnauthorized")),
             (403, shared_ref("OperatorForbidden")),
             (404, shared_ref("OperatorAbsent")),

@@ -199,7 +199,9 @@ fn terms(route: &Route, limit: Option<(Bucket, &str)>) -> String {
     let mut text = match route.auth {
         Auth::Key(p, _) => format!("Needs an API key with the `{}` permission.", p.as_str()),
         Auth::Scim => "Needs a SCIM token and the `X-Request-Origin` it was made for.".into(),
-        Auth::Admin => "Engage operator route, not part of the platform's API: needs the admin token.".into(),
+        Auth::Admin | Auth::SignIn => {
+            "Engage operator route, not part of the platform's API: needs the admin token.".into()
+        }
         Auth::Public => "No credentials.".into(),
     };
     if let Some((bucket, per)) = limit {
@@ -315,7 +317,7 @@ fn operation(route: &Route) -> Value {
         "x-engage-pattern": route.pattern,
         "x-engage-route": match route.auth {
             Auth::Key(..) | Auth::Scim => "platform",
-            Auth::Admin => "operator",
+            Auth::Admin | Auth::SignIn => "operator",
             Auth::Public => "public",
         },
     });
@@ -339,7 +341,7 @@ fn operation(route: &Route) -> Value {
             json!([{"apiKey": [p.as_str()]}])
         }
         Auth::Scim => json!([{"scimToken": [], "scimOrigin": []}]),
-        Auth::Admin => json!([{"adminToken": []}]),
+        Auth::Admin | Auth::SignIn => json!([{"adminToken": []}]),
         Auth::Public => json!([]),
     };
     if let Some((bucket, per)) = limit {

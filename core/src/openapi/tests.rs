@@ -48,7 +48,7 @@ fn every_route_is_in_the_document_with_its_method_summary_and_credentials() {
                 assert_eq!(op["responses"]["429"]["$ref"], "#/components/responses/RateLimited", "{name}");
             }
             Auth::Scim => assert!(op["security"][0].get("scimOrigin").is_some(), "{name}"),
-            Auth::Admin => {
+            Auth::Admin | Auth::SignIn => {
                 assert!(op["security"][0].get("adminToken").is_some(), "{name}");
                 let tag = if route.family == Family::Kit { "Engage test kit" } else { "Engage operator" };
                 assert_eq!(op["tags"][0], tag, "{name}");

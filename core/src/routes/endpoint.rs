@@ -214,14 +214,6 @@ pub enum Kit {
     Logout,
 }
 
-impl Kit {
-    /// The inspector's page and its login and logout check credentials themselves:
-    /// without a session the page is a login form, not a 401.
-    pub fn own_credentials(&self) -> bool {
-        matches!(self, Kit::Inspector | Kit::Login | Kit::Logout)
-    }
-}
-
 /// A route that needs no credentials.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Public {

@@ -23,8 +23,13 @@ pub enum Auth {
     Key(Permission, Bucket),
     /// SCIM token plus `X-Request-Origin`, counted in the SCIM bucket.
     Scim,
-    /// The operator's admin token (routes absent unless one is configured).
+    /// The operator's admin token, or the inspector's session (routes absent unless
+    /// an admin token is configured).
     Admin,
+    /// The inspector's page and its sign-in and sign-out, which check the session or
+    /// the token themselves: without a session the page is a sign-in form, not a 401
+    /// (routes absent unless an admin token is configured).
+    SignIn,
     /// Nothing.
     Public,
 }
@@ -149,10 +154,13 @@ macro_rules! operator {
 
 macro_rules! kit {
     ($m:ident $p:literal $([$($n:ident),+])?, $s:literal, $ep:expr) => {
+        kit!($m $p $([$($n),+])?, Admin, $s, $ep)
+    };
+    ($m:ident $p:literal $([$($n:ident),+])?, $auth:ident, $s:literal, $ep:expr) => {
         Route {
             method: Method::$m,
             pattern: $p,
-            auth: Auth::Admin,
+            auth: Auth::$auth,
             family: Family::Kit,
             summary: $s,
             params: &[$($(stringify!($n)),+)?],
@@ -263,9 +271,9 @@ pub static ROUTES: &[Route] = &[
         Kit::CenterLink(ws, id, user)
     }),
     kit!(Get "/_engage/cdi/integrations", "Every warehouse integration (test kit)", |_| Kit::Integrations),
-    kit!(Get "/_engage/inspector", "The inspector: a page to see the data (test kit)", |_| Kit::Inspector),
-    kit!(Post "/_engage/inspector/login", "Sign in to the inspector with the admin token", |_| Kit::Login),
-    kit!(Post "/_engage/inspector/logout", "Sign out of the inspector", |_| Kit::Logout),
+    kit!(Get "/_engage/inspector", SignIn, "The inspector: a page to see the data (test kit)", |_| Kit::Inspector),
+    kit!(Post "/_engage/inspector/login", SignIn, "Sign in to the inspector with the admin token", |_| Kit::Login),
+    kit!(Post "/_engage/inspector/logout", SignIn, "Sign out of the inspector", |_| Kit::Logout),
     // The file routes first: `/playground/` is a file path (the index), not the root.
     public!(Get "/playground/{..}" [path], Playground, "A file of the playground", |v| Public::PlaygroundFile(param(v))),
     public!(Head "/playground/{..}" [path], Playground, "A file of the playground (headers only)", |v| Public::PlaygroundFile(param(v))),

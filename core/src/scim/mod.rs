@@ -39,19 +39,16 @@ use crate::ratelimit::{Bucket, Decision, RateLimiter};
 use crate::routes::Scim;
 use crate::store::Store;
 
-/// Answers a SCIM endpoint; `base` is the server's public address.
+/// Answers a SCIM endpoint the engine admitted ([`admit`]) with `token`, counted as
+/// `decision`; `base` is the server's public address.
 pub async fn handle<S: Store>(
     store: &S,
-    limiter: &RateLimiter,
     endpoint: Scim,
     req: &Request,
+    (token, decision): (ScimToken, Decision),
     base: &str,
     ctx: Ctx,
 ) -> Response {
-    let (token, decision) = match admit(store, limiter, &endpoint, req, ctx).await {
-        Ok(admitted) => admitted,
-        Err(e) => return e.into_response(),
-    };
     let mut resp = operation(store, endpoint, req, &token, base, ctx).await.unwrap_or_else(ScimError::into_response);
     if let Decision::Allowed { limit, remaining, reset } = decision {
         resp = resp
@@ -68,7 +65,7 @@ pub async fn handle<S: Store>(
 
 /// The token and its origin, then the company's daily count: the spec's 5,000 a
 /// day are shared by the user endpoints; discovery is not counted.
-async fn admit<S: Store>(
+pub async fn admit<S: Store>(
     store: &S,
     limiter: &RateLimiter,
     endpoint: &Scim,
