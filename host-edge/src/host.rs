@@ -195,7 +195,7 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
             // As on the native host, a body that cannot be read counts as too large.
             worker::console_warn!("cannot read the request body: {}", error_text(&e));
             let path = req.path();
-            return to_worker(isolate.engine.payload_too_large(&path));
+            return to_worker(isolate.engine.refuse_too_large(&path));
         }
     };
     let (method, path, arrived) = (request.method, request.path.clone(), ctx().now);
@@ -495,7 +495,7 @@ async fn translate(req: &mut worker::Request, engine: &Engine<D1Store>) -> worke
     };
     let body = req.bytes().await?;
     if body.len() > limit {
-        return Ok(Err(engine.payload_too_large(&path)));
+        return Ok(Err(engine.refuse_too_large(&path)));
     }
     let url = req.url()?;
     Ok(Ok(Request {

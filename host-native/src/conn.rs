@@ -3,7 +3,7 @@
 //! logged at a bounded rate, the idle and header timeouts of a connection, and its
 //! request framing judged head by head ([`crate::framing`]), with refusals written
 //! in the platform's shape. (The body timeout is the request handler's: see
-//! `server::read_bounded`.)
+//! `body::read_bounded`.)
 
 use std::future::Future;
 use std::io;

@@ -1,10 +1,13 @@
 //! Engage's native host: the SQLite store and the hyper server, used by the
 //! `engage` binary and by the load benchmark.
 
+pub mod applier;
 pub mod backup;
+pub mod body;
 pub mod cdi;
 pub mod conn;
 pub mod engine;
+pub mod exchange;
 pub mod framing;
 pub mod health;
 pub mod lanes;
@@ -12,6 +15,7 @@ pub mod logs;
 pub mod metrics;
 pub mod playground;
 pub mod priority;
+pub mod serve;
 pub mod server;
 pub mod startup;
 pub mod store;

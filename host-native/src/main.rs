@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use engage::serve::serve;
 use engage::server::{self, ServeArgs};
 use engage::{ctx, store};
 use engage_core::provision::{self, parse_permission_list, Channel, WorkspaceName};
@@ -198,7 +199,7 @@ fn offline_engine(db: &std::path::Path, create: bool) -> Result<engage_core::Eng
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
-        Command::Serve(args) => server::serve(args),
+        Command::Serve(args) => serve(args),
         Command::Keys { command: KeysCommand::List { db } } => {
             let store = store::NativeStore::open_existing(&db.db)?;
             for k in pollster::block_on(provision::list_keys(&store)).map_err(|e| format!("{e:?}"))? {

@@ -43,7 +43,7 @@ pub fn public_routes() -> Vec<RouteInfo> {
             permission: match r.auth {
                 Auth::Key(p, _) => p.as_str(),
                 Auth::Scim => Permission::Scim.as_str(),
-                Auth::Admin => "admin token",
+                Auth::Admin | Auth::SignIn => "admin token",
                 Auth::Public => "none",
             },
         })

@@ -49,8 +49,8 @@ impl<S: Store> Engine<S> {
             // the session or the token themselves.
             Auth::Public | Auth::SignIn => Ok(Admitted::Open),
             Auth::Admin => {
-                let admin = self.admin_token_hash.as_deref();
-                crate::kit::session::authorize(&self.store, &self.guard, req, admin, ctx.wall).await?;
+                let admin = self.kit.admin_token_hash.as_deref();
+                crate::kit::session::authorize(&self.store, &self.kit.guard, req, admin, ctx.wall).await?;
                 Ok(Admitted::Open)
             }
             Auth::Scim => {

@@ -39,12 +39,12 @@ pub enum Loaded {
 impl<S: Store> Engine<S> {
     /// Answers a test-kit route.
     pub(super) async fn kit(&self, kit: Kit, req: &Request, ctx: Ctx) -> Result<Response, ApiError> {
-        let Some(admin) = self.admin_token_hash.as_deref() else { return Err(ApiError::RouteNotFound) };
+        let Some(admin) = self.kit.admin_token_hash.as_deref() else { return Err(ApiError::RouteNotFound) };
         // Over https the session's cookie is only ever sent over https.
         let secure = req.public_base(self.config.public_url.as_deref()).starts_with("https://");
         match kit {
             Kit::Inspector => page::show(&self.store, req, ctx.wall).await,
-            Kit::Login => page::sign_in(&self.store, &self.guard, req, admin, ctx, secure).await,
+            Kit::Login => page::sign_in(&self.store, &self.kit.guard, req, admin, ctx, secure).await,
             Kit::Logout => page::sign_out(&self.store, req, secure).await,
             Kit::Reset => {
                 let scope = reset::Scope::from_query(req)?;
@@ -72,8 +72,8 @@ impl<S: Store> Engine<S> {
                     None => CAPACITY,
                     Some((_, v)) => v.parse::<usize>().map_err(|_| ApiError::bad("'limit' must be a whole number"))?,
                 };
-                let requests = self.journal.recent(limit);
-                Ok(Response::json(200, &json!({"requests": requests, "bodies": self.journal.keeps_bodies()})))
+                let requests = self.kit.journal.recent(limit);
+                Ok(Response::json(200, &json!({"requests": requests, "bodies": self.kit.journal.keeps_bodies()})))
             }
             Kit::FindUsers(ws) => {
                 let ws = inspect::workspace(&ws)?;
@@ -93,13 +93,13 @@ impl<S: Store> Engine<S> {
     /// Notes a request the host answered in the journal (the host measured how long
     /// it took; it passes the request's body only when the journal keeps bodies).
     pub fn journal(&self, answered: Answered<'_>) {
-        self.journal.record(answered);
+        self.kit.journal.record(answered);
     }
 
     /// Whether the journal keeps bodies (a host keeps a copy of each request's body
     /// only then).
     pub fn journal_keeps_bodies(&self) -> bool {
-        self.journal.keeps_bodies()
+        self.kit.journal.keeps_bodies()
     }
 
     /// Applies everything queued, then removes what `scope` names, in the queue's
@@ -111,7 +111,7 @@ impl<S: Store> Engine<S> {
         drop(backlog);
         self.limiter.forget(scope.workspace.as_ref().map(WorkspaceName::as_str));
         if scope.workspace.is_none() {
-            self.journal.clear();
+            self.kit.journal.clear();
         }
         Ok(report)
     }
@@ -131,7 +131,7 @@ impl<S: Store> Engine<S> {
     /// once; a reset of a workspace lets that part load again.
     pub async fn load_seed(&self, seed: &Seed, base: &str, ctx: Ctx) -> Result<Loaded, SeedError> {
         let failed = |message: String| SeedError { path: String::new(), message };
-        let _one_at_a_time = self.seeding.lock().await;
+        let _one_at_a_time = self.kit.seeding.lock().await;
         let mut pending = Vec::new();
         for part in parts(seed) {
             if self.store.get(Table::Seed, &part.key(&seed.digest)).await.map_err(|e| failed(e.to_string()))?.is_none()

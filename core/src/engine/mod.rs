@@ -1,7 +1,20 @@
 //! The engine: a store, settings and rate-limit counters, and the one way a request
-//! goes through them: route → body limit → credentials → permission → rate limit →
-//! catch up with the queue → the endpoint's family. Dispatch is an exhaustive
-//! `match` over the route table's endpoint enums.
+//! goes through them: route → body limit → credential, permission and rate limit
+//! ([`admit`]) → catch up with the queue → the endpoint's family ([`dispatch`]).
+//! Dispatch is an exhaustive `match` over the route table's endpoint enums.
+//!
+//! What a host calls, by verb (a host turns its platform's request into a
+//! [`Request`], calls these, and writes the [`Response`]; it decides nothing):
+//! - `new`, `set_playground`, `store`, `into_store`, `config`: make and inspect it.
+//! - `handle` a request; `handle_caught_up` one answered [`Then::CatchUpFirst`]
+//!   after the host applied the queue; `may_ask_to_catch_up` and `catches_up` say
+//!   beforehand whether a request will (hosts that serialize such requests).
+//! - `plan_body` before reading a body; `refuse_body`, `refuse_too_large` and
+//!   `refuse_overloaded`: the answers a host sends without running a request.
+//! - `apply_queued`, `apply_queued_up_to`, `apply_queued_pipelined`: the applier's
+//!   turns; `requests_waiting` tells it to yield; `backlog_state` for metrics.
+//! - `route_label` for logs and metrics; `journal` and `journal_keeps_bodies` for
+//!   the test kit's journal; `reset` and `load_seed` for the CLI's kit commands.
 
 use std::sync::atomic::{AtomicI64, AtomicU8, AtomicUsize, Ordering};
 
@@ -35,7 +48,7 @@ pub use config::Config;
 /// What a host does with a request's body, decided from its headers before reading it.
 #[derive(Debug, PartialEq, Eq)]
 pub enum BodyPlan {
-    /// Read it, but stop and answer [`Engine::payload_too_large`] past `limit` bytes.
+    /// Read it, but stop and answer [`Engine::refuse_too_large`] past `limit` bytes.
     Read {
         /// Most bytes to read.
         limit: usize,
@@ -63,21 +76,16 @@ pub struct Engine<S: Store> {
     store: S,
     config: Config,
     limiter: RateLimiter,
-    admin_token_hash: Option<String>,
     gate: Gate,
     /// When this engine last noted each key's use (by key hash).
     keys_noted: std::sync::Mutex<std::collections::HashMap<String, i64>>,
-    /// The latest requests answered (the test kit's journal).
-    journal: crate::kit::journal::Journal,
-    /// Held while a fixtures file loads: one at a time in this process.
-    seeding: futures_util::lock::Mutex<()>,
+    /// The operator's credential and the test kit's journal and fixtures.
+    kit: crate::kit::State,
     /// The playground's state now ([`service::Playground`]): a host moves it on
     /// while the server runs (built, or its build failed).
     playground: AtomicU8,
     /// Preference-center templates parsed at earlier page views.
     templates: preference_center::cache::Templates,
-    /// Failed admin-token attempts per client.
-    guard: crate::kit::session::Guard,
 }
 
 /// How finely a key's last use is kept: an hour.
@@ -138,33 +146,16 @@ impl<S: Store> Engine<S> {
     /// An engine over a store.
     pub fn new(store: S, config: Config) -> Engine<S> {
         let limiter = RateLimiter::new(config.rate_limits);
-        // A token too short to guard anything enables nothing (hosts refuse to start
-        // with one: `check_admin_token`).
-        let admin_token_hash = config
-            .admin_token
-            .as_deref()
-            .filter(|t| crate::kit::session::check_admin_token(t).is_ok())
-            .map(auth::key_hash);
-        let journal = crate::kit::journal::Journal::new(config.journal_bodies);
-        let seeding = futures_util::lock::Mutex::new(());
+        let kit = crate::kit::State::new(
+            config.admin_token.as_deref(),
+            config.journal_bodies,
+            config.admin_failures_per_minute,
+        );
         let keys_noted = Default::default();
         let playground = AtomicU8::new(config.playground.to_u8());
         let gate = Gate::new();
         let templates = Default::default();
-        let guard = crate::kit::session::Guard::new(config.admin_failures_per_minute);
-        Engine {
-            store,
-            config,
-            limiter,
-            admin_token_hash,
-            gate,
-            keys_noted,
-            journal,
-            seeding,
-            playground,
-            templates,
-            guard,
-        }
+        Engine { store, config, limiter, gate, keys_noted, kit, playground, templates }
     }
 
     /// Tells the engine what the host has of the playground now (its build finished
@@ -207,7 +198,7 @@ impl<S: Store> Engine<S> {
     /// The response for a body the host could not read whole, for hosts that read
     /// it themselves (each answer closes the connection: where the next request
     /// starts is unknown).
-    pub fn body_error(&self, path: &str, e: BodyError) -> Response {
+    pub fn refuse_body(&self, path: &str, e: BodyError) -> Response {
         let e = match e {
             BodyError::TooLarge => ApiError::PayloadTooLarge { limit: self.config.max_body_bytes },
             BodyError::Malformed => ApiError::bad("Bad Request: malformed body framing (chunked encoding)"),
@@ -217,13 +208,13 @@ impl<S: Store> Engine<S> {
     }
 
     /// The response to a connection beyond the host's limit.
-    pub fn overloaded(&self) -> Response {
+    pub fn refuse_overloaded(&self) -> Response {
         ApiError::Overloaded.into_response()
     }
 
     /// The response for a body over [`Config::max_body_bytes`] (or one that could not
     /// be read), for hosts that stop reading early.
-    pub fn payload_too_large(&self, path: &str) -> Response {
+    pub fn refuse_too_large(&self, path: &str) -> Response {
         ApiError::PayloadTooLarge { limit: self.config.max_body_bytes }
             .into_shaped(Shape::of(scim::protocol::owns(path)))
     }

@@ -20,3 +20,32 @@ pub mod reset;
 pub mod schema;
 pub mod seed;
 pub mod session;
+
+/// The test kit's state in a running engine: the operator's credential and what
+/// guards it, the request journal, and the lock that loads one fixtures file at a
+/// time. Kept apart from the engine's own (the queue's gate, the rate limits).
+pub struct State {
+    /// SHA-256 of the admin token; none: the operator's and the kit's routes do not
+    /// exist.
+    pub admin_token_hash: Option<String>,
+    /// The latest requests answered.
+    pub journal: journal::Journal,
+    /// Held while a fixtures file loads: one at a time in this process.
+    pub seeding: futures_util::lock::Mutex<()>,
+    /// Failed admin-token attempts per client.
+    pub guard: session::Guard,
+}
+
+impl State {
+    /// The state of an engine configured with `admin_token` (ignored when too short
+    /// to guard anything: hosts refuse to start with one, see
+    /// [`session::check_admin_token`]).
+    pub fn new(admin_token: Option<&str>, journal_bodies: bool, admin_failures_per_minute: u32) -> State {
+        State {
+            admin_token_hash: admin_token.filter(|t| session::check_admin_token(t).is_ok()).map(crate::auth::key_hash),
+            journal: journal::Journal::new(journal_bodies),
+            seeding: futures_util::lock::Mutex::new(()),
+            guard: session::Guard::new(admin_failures_per_minute),
+        }
+    }
+}
