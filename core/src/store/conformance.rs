@@ -1,7 +1,9 @@
-//! The behaviour every [`Store`] backend must have, as plain async checks. Every
-//! backend runs all of them through [`run_all`]: the memory store here, SQLite in
-//! host-native's tests, D1 inside the Worker (`POST /_engage/conformance`). A new
-//! check added to [`CHECKS`] runs everywhere.
+//! The behaviour every [`Store`] backend must have, as plain async checks. A backend
+//! whose tests run under `cargo test` gets one test per check from
+//! [`crate::store_conformance_tests!`] (the memory store here, SQLite and PostgreSQL
+//! in host-native), so a failing check hides none after it; D1 runs them all inside
+//! the Worker through [`run_all`] (`POST /_engage/conformance`). A new check added to
+//! [`CHECKS`] runs everywhere: the macro's own test fails until it lists it.
 
 use super::{ChangeSet, CommitError, Expect, Op, QueueAck, Store, Table};
 
@@ -155,6 +157,63 @@ macro_rules! checks {
             )*
             CHECKS.to_vec()
         }
+
+        /// Runs the check `name` on a store just made by `fresh` (as [`run_all`]
+        /// does each); panics on a name that is no check.
+        pub async fn run_one<X, S: Store>(
+            name: &str,
+            mut fresh: impl AsyncFnMut() -> X,
+            store: impl Fn(&X) -> &S,
+        ) {
+            let fixture = fresh().await;
+            match name {
+                $(stringify!($check) => $check(store(&fixture)).await,)*
+                other => panic!("no conformance check is named {other}"),
+            }
+        }
+    };
+}
+
+/// One `#[test]` per conformance check for a backend, in the module it is invoked
+/// in: `store_conformance_tests!(async || fresh(), |fixture| &fixture.1);` where
+/// `fresh` makes a new store (and whatever must live as long) for each check, and
+/// the second closure takes the store out of it; `store_conformance_tests!(when
+/// <condition>; ...)` runs the checks only when the condition holds (a backend whose
+/// server a machine may lack). A test of the list itself fails
+/// when [`store::conformance::CHECKS`](crate::store::conformance::CHECKS) has a
+/// check this macro does not name.
+#[macro_export]
+macro_rules! store_conformance_tests {
+    ($fresh:expr, $store:expr) => {
+        $crate::store_conformance_tests!(when true; $fresh, $store);
+    };
+    (when $guard:expr; $fresh:expr, $store:expr) => {
+        $crate::store_conformance_tests!(@each $guard, $fresh, $store;
+            versions_and_expectations,
+            a_failed_commit_stores_nothing,
+            deletes,
+            prefix_scans,
+            batched_reads,
+            queue,
+            operations_in_order,
+            named_profiles
+        );
+    };
+    (@each $guard:expr, $fresh:expr, $store:expr; $($check:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $check() {
+                if !$guard {
+                    return;
+                }
+                pollster::block_on($crate::store::conformance::run_one(stringify!($check), $fresh, $store));
+            }
+        )*
+
+        #[test]
+        fn every_conformance_check_has_its_test() {
+            assert_eq!($crate::store::conformance::CHECKS, &[$(stringify!($check)),*]);
+        }
     };
 }
 
@@ -251,12 +310,7 @@ pub fn report(passed: &[&str]) -> crate::Response {
 
 #[cfg(test)]
 mod memory {
-    use super::*;
     use crate::store::memory::MemoryStore;
 
-    #[test]
-    fn the_memory_store_passes_every_check() {
-        let passed = pollster::block_on(run_all(async || MemoryStore::new(), |s| s));
-        assert_eq!(passed, CHECKS);
-    }
+    crate::store_conformance_tests!(async || MemoryStore::new(), |s| s);
 }

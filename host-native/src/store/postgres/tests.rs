@@ -2,8 +2,6 @@
 //! `tests/postgres.sh` starts; CI must have it): the store conformance suite, each
 //! check in a schema of its own, and the schema beside SQLite's.
 
-use engage_core::store::conformance::{run_all, CHECKS};
-
 use super::PgStore;
 
 fn url() -> Option<String> {
@@ -44,18 +42,18 @@ fn fresh(url: &str, n: u32) -> Fresh {
     Fresh { url: url.to_string(), schema, store: Some(store) }
 }
 
-#[test]
-fn the_postgres_store_passes_every_check() {
-    let Some(url) = url() else { return };
-    let mut n = 0;
-    let passed = pollster::block_on(run_all(
-        async || {
-            n += 1;
-            fresh(&url, n)
-        },
-        |f| f.store.as_ref().unwrap(),
-    ));
-    assert_eq!(passed, CHECKS);
+/// One test per check, each on a schema of its own.
+mod checks {
+    use super::*;
+
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1000);
+
+    fn next() -> Fresh {
+        let url = url().expect("checked before");
+        fresh(&url, N.fetch_add(1, std::sync::atomic::Ordering::SeqCst))
+    }
+
+    engage_core::store_conformance_tests!(when url().is_some(); async || next(), |f: &Fresh| f.store.as_ref().unwrap());
 }
 
 #[test]
