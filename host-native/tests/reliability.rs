@@ -9,6 +9,7 @@
 //! the backlog is read through. The backlog runs print their figures (requests,
 //! refusals, pending, drain time, server RSS, read latencies during load and drain).
 
+#[path = "native/support/mod.rs"]
 mod support;
 
 use std::collections::HashMap;

@@ -1,7 +1,7 @@
 //! What the hosted platform accepts beyond the reference, and its own status codes
 //! and words, replayed in the shapes public clients send (docs/decisions/fidelity.md
 //! says where each was seen). `--strict` refusing each form is tested in
-//! host-native/tests/strict.rs.
+//! host-native/tests/native/strict.rs.
 
 use engage_tests::{send, Api};
 use serde_json::{json, Value};

@@ -1,5 +1,5 @@
 //! Security probes every host answers alike (the ones that need a server of their
-//! own, a browser or the command line are in host-native/tests/security.rs and
+//! own, a browser or the command line are in host-native/tests/native/security.rs and
 //! www/e2e/security.test.mjs; docs/security.md names the attacker of each).
 
 use engage_tests::{admin, host, send, unique_workspace, Api};

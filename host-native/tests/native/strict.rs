@@ -4,7 +4,7 @@
 //! still pass: fidelity-number-ids, fidelity-time-forms, fidelity-nested-alias,
 //! fidelity-singular-fields.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

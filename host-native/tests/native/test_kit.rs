@@ -3,30 +3,20 @@
 //! that used to fail silently (a mistyped --db, a second server on one file, a port
 //! without a host, coloured log files, an unknown key with no hint).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::{engage, Conn, Server};
+use support::{engage, engage_result, Conn, Server};
 
 const KEY: &str = "ci-known-key-0123456789abcdef0123456789";
 const ADMIN: &str = "kit-test-admin-token-0123456789abcdef";
 
 fn example_seed() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/seed.example.json").to_string_lossy().into_owned()
-}
-
-/// `engage` with `args`: its exit status, standard output and standard error.
-fn run(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_engage")).args(args).output().expect("run engage");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 /// Stops a server as an operator does (SIGTERM) and waits for it to exit.
@@ -107,9 +97,9 @@ fn an_in_memory_database_is_a_throwaway_one_and_a_short_key_is_refused() {
     assert_eq!(conn.post("/users/track", KEY, &json!({"attributes": [{"external_id": "m"}]})).unwrap().status, 201);
     stop(&mut server);
     assert!(!Path::new(":memory:").exists() && !Path::new(":memory:-queue.lock").exists());
-    let (ok, _, err) = run(&["serve", "--ephemeral", "--api-key", "short-key", "--listen", "127.0.0.1:0"]);
+    let (ok, _, err) = engage_result(&["serve", "--ephemeral", "--api-key", "short-key", "--listen", "127.0.0.1:0"]);
     assert!(!ok && err.contains("32"), "{err}");
-    let (ok, _, err) = run(&["serve", "--ephemeral", "--db", "other.db"]);
+    let (ok, _, err) = engage_result(&["serve", "--ephemeral", "--db", "other.db"]);
     assert!(!ok && err.contains("leave out --db"), "{err}");
 }
 
@@ -118,9 +108,9 @@ fn seed_and_reset_on_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("kit.db");
     let db = db.to_str().unwrap();
-    let (ok, out, err) = run(&["seed", "--db", db, &example_seed()]);
+    let (ok, out, err) = engage_result(&["seed", "--db", db, &example_seed()]);
     assert!(ok && out.contains("loaded 11 entries") && err.contains("made a new database"), "{out}{err}");
-    let (ok, out, _) = run(&["seed", "--db", db, &example_seed()]);
+    let (ok, out, _) = engage_result(&["seed", "--db", db, &example_seed()]);
     assert!(ok && out.contains("already loaded"), "{out}");
     assert_eq!(engage(&["keys", "list", "--db", db]).lines().count(), 2);
 
@@ -128,24 +118,24 @@ fn seed_and_reset_on_the_command_line() {
     let bad = dir.path().join("bad.json");
     std::fs::write(&bad, r#"{"workspaces": {"w": {"groups": [{"id": "g", "name": "G", "channel": "fax"}]}}}"#).unwrap();
     let fresh = dir.path().join("fresh.db");
-    let (ok, _, err) = run(&["seed", "--db", fresh.to_str().unwrap(), bad.to_str().unwrap()]);
+    let (ok, _, err) = engage_result(&["seed", "--db", fresh.to_str().unwrap(), bad.to_str().unwrap()]);
     assert!(!ok && err.contains("workspaces.w.groups[0]: 'channel'"), "{err}");
     assert!(!fresh.exists());
 
-    let (ok, out, _) = run(&["reset", "--db", db]);
+    let (ok, out, _) = engage_result(&["reset", "--db", db]);
     assert!(ok && out.contains("removed"), "{out}");
     assert_eq!(engage(&["keys", "list", "--db", db]).lines().count(), 2, "keys stay");
-    let (ok, out, _) = run(&["seed", "--db", db, &example_seed()]);
+    let (ok, out, _) = engage_result(&["seed", "--db", db, &example_seed()]);
     assert!(ok && out.contains("loaded 11 entries"), "after a reset the file loads again: {out}");
-    let (ok, _, _) = run(&["reset", "--db", db, "--keep", "none"]);
+    let (ok, _, _) = engage_result(&["reset", "--db", db, "--keep", "none"]);
     assert!(ok);
     assert_eq!(engage(&["keys", "list", "--db", db]), "");
-    let (ok, _, err) = run(&["reset", "--db", db, "--keep", "some"]);
+    let (ok, _, err) = engage_result(&["reset", "--db", db, "--keep", "some"]);
     assert!(!ok && err.contains("--keep"), "{err}");
 
     // With a server on the database, the commands point to its routes.
     let mut server = Server::start(Path::new(db), &[], &[]);
-    let (ok, _, err) = run(&["reset", "--db", db]);
+    let (ok, _, err) = engage_result(&["reset", "--db", db]);
     assert!(!ok && err.contains("POST /_engage/reset"), "{err}");
     stop(&mut server);
 }
@@ -160,19 +150,19 @@ fn mistakes_that_used_to_fail_silently_say_what_is_wrong() {
         &["workspaces", "list", "--db", missing],
         &["cdi", "list", "--db", missing],
     ] {
-        let (ok, _, err) = run(args);
+        let (ok, _, err) = engage_result(args);
         assert!(!ok && err.contains("no database at"), "{args:?}: {err}");
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no database was made");
 
-    let (ok, _, err) = run(&["serve", "--listen", "8080", "--db", missing]);
+    let (ok, _, err) = engage_result(&["serve", "--listen", "8080", "--db", missing]);
     assert!(!ok && err.contains("--listen 127.0.0.1:8080"), "{err}");
 
     // A second server on a file another one serves is refused before it starts.
     let db = dir.path().join("one.db");
     let key = support::key(&db);
     let server = Server::start(&db, &[], &[]);
-    let (ok, _, err) = run(&["serve", "--db", db.to_str().unwrap(), "--listen", "127.0.0.1:0"]);
+    let (ok, _, err) = engage_result(&["serve", "--db", db.to_str().unwrap(), "--listen", "127.0.0.1:0"]);
     assert!(!ok && err.contains("another engage server runs on"), "{err}");
 
     // An unknown key: the log says which database this server serves.

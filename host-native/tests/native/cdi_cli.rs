@@ -7,7 +7,8 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod support;
+use crate::support;
+use support::engage_output;
 
 use engage::store::SqliteStore;
 use engage_core::provision::{create_key, Permission, WorkspaceName};
@@ -16,10 +17,6 @@ use support::Server;
 
 const ROWS: usize = 60_000;
 const USERS: usize = 100;
-
-fn engage(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_engage")).args(args).output().expect("run engage")
-}
 
 #[test]
 fn a_killed_job_loses_no_row_and_applies_none_twice() {
@@ -39,7 +36,7 @@ fn a_killed_job_loses_no_row_and_applies_none_twice() {
     }
     tx.commit().unwrap();
     let source = format!("sqlite:{}", warehouse.display());
-    let out = engage(&[
+    let out = engage_output(&[
         "cdi",
         "create",
         "--db",
@@ -66,7 +63,7 @@ fn a_killed_job_loses_no_row_and_applies_none_twice() {
     let started = Instant::now();
     loop {
         std::thread::sleep(Duration::from_millis(20));
-        let list = String::from_utf8(engage(&["cdi", "list", "--db", db_arg]).stdout).unwrap();
+        let list = String::from_utf8(engage_output(&["cdi", "list", "--db", db_arg]).stdout).unwrap();
         let reader = rusqlite::Connection::open(&db).unwrap();
         // The cursor moves with every committed batch: stop as soon as one landed.
         let moved: i64 = reader
@@ -80,7 +77,7 @@ fn a_killed_job_loses_no_row_and_applies_none_twice() {
     child.wait().unwrap();
 
     // The next job (a new owner) closes the killed one and resumes after its last commit.
-    let out = engage(&["cdi", "sync", &id, "--db", db_arg]);
+    let out = engage_output(&["cdi", "sync", &id, "--db", db_arg]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let second: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(second["job"], 2);
@@ -132,9 +129,9 @@ fn sync_beside_a_running_server_is_run_by_the_server() {
     .unwrap();
     let server = Server::start(&db, &[], &[]);
     let source = format!("sqlite:{}", warehouse.display());
-    let out = engage(&["cdi", "create", "--db", db_arg, "--name", "t", "--source", &source, "--table", "T"]);
+    let out = engage_output(&["cdi", "create", "--db", db_arg, "--name", "t", "--source", &source, "--table", "T"]);
     let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    let out = engage(&["cdi", "sync", &id, "--db", db_arg]);
+    let out = engage_output(&["cdi", "sync", &id, "--db", db_arg]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -142,7 +139,7 @@ fn sync_beside_a_running_server_is_run_by_the_server() {
         (&serde_json::json!("partial"), &serde_json::json!(1), &serde_json::json!(1))
     );
     assert!(job["row_errors"][0]["reason"].as_str().unwrap().contains("not valid JSON"), "{job}");
-    let list = String::from_utf8(engage(&["cdi", "list", "--db", db_arg]).stdout).unwrap();
+    let list = String::from_utf8(engage_output(&["cdi", "list", "--db", db_arg]).stdout).unwrap();
     assert!(list.contains(&id) && list.contains("partial"), "{list}");
     drop(server);
 }
@@ -151,7 +148,7 @@ fn sync_beside_a_running_server_is_run_by_the_server() {
 fn until_running(db: &str) {
     let started = Instant::now();
     loop {
-        let list = String::from_utf8(engage(&["cdi", "list", "--db", db]).stdout).unwrap();
+        let list = String::from_utf8(engage_output(&["cdi", "list", "--db", db]).stdout).unwrap();
         if list.contains("\trunning\t") {
             return;
         }
@@ -183,7 +180,8 @@ fn integrations_sync_side_by_side_and_sync_says_at_once_when_the_server_stops() 
     let mut server = Server::start(&db, &[], &[]);
     let source = format!("sqlite:{}", warehouse.display());
     let create = |name: &str, table: &str| {
-        let out = engage(&["cdi", "create", "--db", db_arg, "--name", name, "--source", &source, "--table", table]);
+        let out =
+            engage_output(&["cdi", "create", "--db", db_arg, "--name", name, "--source", &source, "--table", table]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     };
@@ -201,11 +199,11 @@ fn integrations_sync_side_by_side_and_sync_says_at_once_when_the_server_stops() 
     let mut long = background(&big);
     until_running(db_arg);
     let started = Instant::now();
-    let out = engage(&["cdi", "sync", &small, "--db", db_arg]);
+    let out = engage_output(&["cdi", "sync", &small, "--db", db_arg]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((&job["job_status"], &job["rows_synced"]), (&serde_json::json!("success"), &serde_json::json!(1)));
-    let list = String::from_utf8(engage(&["cdi", "list", "--db", db_arg]).stdout).unwrap();
+    let list = String::from_utf8(engage_output(&["cdi", "list", "--db", db_arg]).stdout).unwrap();
     eprintln!("the small job took {:?} beside the big one", started.elapsed());
     assert!(list.lines().any(|l| l.starts_with(&big) && l.contains("\trunning\t")), "the big job still runs: {list}");
     assert!(long.wait().unwrap().success());
@@ -236,7 +234,7 @@ fn integrations_are_managed_from_the_command_line() {
         )
         .unwrap();
     let ok = |args: &[&str]| {
-        let out = engage(args);
+        let out = engage_output(args);
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
@@ -257,7 +255,7 @@ fn integrations_are_managed_from_the_command_line() {
     );
     let state: serde_json::Value = serde_json::from_str(&ok(&["cdi", "pause", &id, "--db", db_arg])).unwrap();
     assert_eq!(state["integration_status"], "paused");
-    let refused = engage(&["cdi", "sync", &id, "--db", db_arg]);
+    let refused = engage_output(&["cdi", "sync", &id, "--db", db_arg]);
     assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("paused"));
     ok(&["cdi", "resume", &id, "--db", db_arg]);
     let job: serde_json::Value = serde_json::from_str(&ok(&["cdi", "sync", &id, "--db", db_arg])).unwrap();
@@ -269,7 +267,7 @@ fn integrations_are_managed_from_the_command_line() {
     assert_eq!(jobs["jobs"].as_array().map(Vec::len), Some(2));
     ok(&["cdi", "delete", &id, "--db", db_arg]);
     assert_eq!(ok(&["cdi", "list", "--db", db_arg]), "");
-    assert!(!engage(&["cdi", "delete", &id, "--db", db_arg]).status.success());
+    assert!(!engage_output(&["cdi", "delete", &id, "--db", db_arg]).status.success());
 }
 
 /// Runs `engage args` with its output going into a pipe whose reading end is
@@ -294,7 +292,7 @@ fn output_into_a_closed_pipe_ends_the_command_quietly() {
     let db = dir.path().join("engage.db");
     let db_arg = db.to_str().unwrap();
     let source = format!("sqlite:{}", warehouse.display());
-    let out = engage(&["cdi", "create", "--db", db_arg, "--name", "p", "--source", &source, "--table", "T"]);
+    let out = engage_output(&["cdi", "create", "--db", db_arg, "--name", "p", "--source", &source, "--table", "T"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let id = String::from_utf8(out.stdout).unwrap().trim().to_string();
     for args in [
@@ -308,6 +306,6 @@ fn output_into_a_closed_pipe_ends_the_command_quietly() {
     }
     // The job ran before its output had nowhere to go.
     let jobs: serde_json::Value =
-        serde_json::from_slice(&engage(&["cdi", "jobs", &id, "--db", db_arg]).stdout).unwrap();
+        serde_json::from_slice(&engage_output(&["cdi", "jobs", &id, "--db", db_arg]).stdout).unwrap();
     assert_eq!(jobs["jobs"][0]["job_status"], "success", "{jobs}");
 }

@@ -3,7 +3,7 @@
 //! email in it, and keys and workspaces listed and revoked from the command line;
 //! and a store that stops leaves no thread behind.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

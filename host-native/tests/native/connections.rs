@@ -3,7 +3,7 @@
 //! a full descriptor table is refused cleanly, and the server serves again once the
 //! clients go away, without a restart.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::net::TcpStream;

@@ -4,16 +4,13 @@
 //! 503 in the platform's shape; once it is back, engage serves again without a
 //! restart, and every acknowledged request is applied.
 
-mod support;
+use crate::support;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use support::{Conn, Server};
+use support::Server;
 
 /// A PostgreSQL server on a temporary data directory, stopped and removed on drop.
 struct PrivatePg {
@@ -101,60 +98,23 @@ fn postgresql_restarting_under_load_gives_503s_then_engage_serves_again() {
     let url = pg.url();
     let server = Server::start(Path::new(&url), &["--no-rate-limits"], &[]);
     let key = support::key(Path::new(&url));
-    let stop = Arc::new(AtomicBool::new(false));
-    let acked: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
-    let statuses: Arc<Mutex<HashMap<u16, u64>>> = Arc::default();
-    let bad: Arc<Mutex<Vec<String>>> = Arc::default();
-    let clients: Vec<_> = (0..4)
-        .map(|c| {
-            let (key, stop, acked, statuses, bad) =
-                (key.clone(), stop.clone(), acked.clone(), statuses.clone(), bad.clone());
-            let port = server.port;
-            std::thread::spawn(move || {
-                let mut conn = Conn::open(port).unwrap();
-                let mut n = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let user = format!("r{}", (c as u64 * 13 + n) % 30);
-                    n += 1;
-                    let reply = match conn.post("/users/track", &key, &support::counted_track(&user)) {
-                        Ok(r) => r,
-                        Err(e) => {
-                            bad.lock().unwrap().push(format!("connection: {e}"));
-                            conn = Conn::open(port).unwrap();
-                            continue;
-                        }
-                    };
-                    *statuses.lock().unwrap().entry(reply.status).or_default() += 1;
-                    match reply.status {
-                        201 => *acked.lock().unwrap().entry(user).or_default() += 1,
-                        // The platform's shape: a JSON object with a message.
-                        503 if reply.json()["message"].is_string() => std::thread::sleep(Duration::from_millis(20)),
-                        other => bad.lock().unwrap().push(format!("{other}: {}", String::from_utf8_lossy(&reply.body))),
-                    }
-                }
-            })
-        })
-        .collect();
+    let load = support::Load::start(&[server.port], &key, 4, "r", 30, true);
     std::thread::sleep(Duration::from_millis(1500));
     pg.ctl("stop");
     std::thread::sleep(Duration::from_secs(2));
     pg.ctl("start");
     let back = Instant::now();
     // Serving again without a restart of engage: 201s after the restart.
-    let before = statuses.lock().unwrap().get(&201).copied().unwrap_or(0);
-    while statuses.lock().unwrap().get(&201).copied().unwrap_or(0) < before + 20 {
-        assert!(back.elapsed() < Duration::from_secs(30), "engage did not serve again: {:?}", statuses.lock().unwrap());
+    let before = load.acked();
+    while load.acked() < before + 20 {
+        assert!(back.elapsed() < Duration::from_secs(30), "engage did not serve again: {} acknowledged", load.acked());
         std::thread::sleep(Duration::from_millis(100));
     }
-    stop.store(true, Ordering::Relaxed);
-    for c in clients {
-        c.join().unwrap();
-    }
-    let statuses = statuses.lock().unwrap().clone();
-    assert!(statuses.get(&503).copied().unwrap_or(0) > 0, "the outage was seen: {statuses:?}");
-    assert!(bad.lock().unwrap().is_empty(), "only 201 and 503 answers: {:?}", bad.lock().unwrap());
+    let tally = load.stop();
+    assert!(tally.statuses.get(&503).copied().unwrap_or(0) > 0, "the outage was seen: {:?}", tally.statuses);
+    assert!(tally.unexpected.is_empty(), "only 201 and 503 answers: {:?}", tally.unexpected);
     // Every acknowledged request applied, whole, once.
-    let acked = acked.lock().unwrap().clone();
+    let acked = tally.acked;
     let users: Vec<String> = acked.keys().cloned().collect();
     let started = Instant::now();
     loop {

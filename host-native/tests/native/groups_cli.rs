@@ -1,12 +1,12 @@
 //! The `engage groups` command line: `create` prints only the new id, `list` shows
 //! the workspace's groups, bad input fails without output.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn engage(db: &std::path::Path, args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_engage"));
-    cmd.args(["groups"]).args(args).arg("--db").arg(db);
-    cmd.output().expect("run engage")
+    let db = db.to_str().expect("a UTF-8 path");
+    let all: Vec<&str> = ["groups"].into_iter().chain(args.iter().copied()).chain(["--db", db]).collect();
+    crate::support::engage_output(&all)
 }
 
 /// A database path in a directory of its own (removed when dropped).

@@ -4,15 +4,12 @@
 //! applied once and in order whichever server took a request, and `kill -9` of one
 //! server loses nothing it acknowledged.
 
-mod support;
+use crate::support;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{Conn, Server};
+use support::{engage_result, Conn, Server};
 
 fn url() -> Option<String> {
     let url = std::env::var("ENGAGE_TEST_POSTGRES_URL").ok();
@@ -113,41 +110,11 @@ fn kill_9_of_one_server_under_load_loses_nothing_it_acknowledged() {
     let db = fresh_database(&url, "kill");
     let (mut a, b, key) = two_servers(&db);
     let ports = [a.port, b.port];
-    let stop = Arc::new(AtomicBool::new(false));
-    // Acknowledged requests per user.
-    let acked: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
-    let sent: Arc<Mutex<HashMap<String, u64>>> = Arc::default();
-    let clients: Vec<_> = (0..8)
-        .map(|c| {
-            let (key, stop, acked, sent) = (key.clone(), stop.clone(), acked.clone(), sent.clone());
-            std::thread::spawn(move || {
-                let port = ports[c % 2];
-                let mut conn = Conn::open(port).ok();
-                let mut n = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let user = format!("k{}", (c as u64 * 7 + n) % 40);
-                    n += 1;
-                    let Some(open) = conn.as_mut() else { break };
-                    *sent.lock().unwrap().entry(user.clone()).or_default() += 1;
-                    match open.post("/users/track", &key, &support::counted_track(&user)) {
-                        Ok(r) if r.status == 201 => *acked.lock().unwrap().entry(user).or_default() += 1,
-                        Ok(_) => {}
-                        // The killed server's clients stop.
-                        Err(_) => conn = None,
-                    }
-                }
-            })
-        })
-        .collect();
+    let load = support::Load::start(&ports, &key, 8, "k", 40, false);
     std::thread::sleep(Duration::from_millis(1500));
     a.kill();
     std::thread::sleep(Duration::from_millis(1500));
-    stop.store(true, Ordering::Relaxed);
-    for c in clients {
-        c.join().unwrap();
-    }
-    let acked = acked.lock().unwrap().clone();
-    let sent = sent.lock().unwrap().clone();
+    let support::Tally { acked, sent, .. } = load.stop();
     assert!(acked.values().sum::<u64>() > 50, "the load ran: {acked:?}");
     // The server left applies the whole queue, the killed server's jobs too.
     let users: Vec<String> = sent.keys().cloned().collect();
@@ -217,12 +184,6 @@ fn a_workspace_s_rate_limit_is_counted_across_servers() {
     }
 }
 
-/// Runs `engage` and returns its exit status, standard output and error.
-fn engage_out(args: &[&str]) -> (bool, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_engage")).args(args).output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
-}
-
 #[test]
 fn commands_take_a_postgres_url_and_a_sync_asked_from_the_command_line_runs_once() {
     let Some(url) = url() else { return };
@@ -236,10 +197,11 @@ fn commands_take_a_postgres_url_and_a_sync_asked_from_the_command_line_runs_once
     )
     .unwrap();
     let source = format!("sqlite:{}", warehouse.display());
-    let (ok, id, err) = engage_out(&["cdi", "create", "--db", &db, "--name", "t", "--source", &source, "--table", "T"]);
+    let (ok, id, err) =
+        engage_result(&["cdi", "create", "--db", &db, "--name", "t", "--source", &source, "--table", "T"]);
     assert!(ok, "{err}");
     // No server: the command runs the job itself.
-    let (ok, out, err) = engage_out(&["cdi", "sync", id.trim(), "--db", &db]);
+    let (ok, out, err) = engage_result(&["cdi", "sync", id.trim(), "--db", &db]);
     assert!(ok && out.contains("\"rows_synced\":2"), "{out} {err}");
     // With a server: the server runs it, and the command waits for it.
     conn.execute("INSERT INTO T VALUES ('2024-01-03T00:00:00Z', 'c', '{\"n\": 3}')", []).unwrap();
@@ -249,10 +211,10 @@ fn commands_take_a_postgres_url_and_a_sync_asked_from_the_command_line_runs_once
         assert!(started.elapsed() < Duration::from_secs(20), "the server took no lease");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let (ok, out, err) = engage_out(&["cdi", "sync", id.trim(), "--db", &db]);
+    let (ok, out, err) = engage_result(&["cdi", "sync", id.trim(), "--db", &db]);
     assert!(ok && out.contains("\"rows_synced\":1") && out.contains("\"job\":2"), "{out} {err}");
-    let (_, list, _) = engage_out(&["cdi", "list", "--db", &db]);
+    let (_, list, _) = engage_result(&["cdi", "list", "--db", &db]);
     assert!(list.contains("success"), "{list}");
-    let (ok, _, err) = engage_out(&["backup", "--db", &db, "--to", dir.path().join("copy.db").to_str().unwrap()]);
+    let (ok, _, err) = engage_result(&["backup", "--db", &db, "--to", dir.path().join("copy.db").to_str().unwrap()]);
     assert!(!ok && err.contains("pg_dump"), "{err}");
 }

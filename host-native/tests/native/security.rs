@@ -3,7 +3,7 @@
 //! guessing the admin token, a session that outlives its sign-out or its database,
 //! secrets that reach the request journal, and log lines forged through data.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Command;

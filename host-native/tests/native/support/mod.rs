@@ -252,3 +252,110 @@ pub fn wal_bytes(db: &Path) -> u64 {
     wal.push("-wal");
     std::fs::metadata(PathBuf::from(wal)).map_or(0, |m| m.len())
 }
+
+/// Runs `engage` with these arguments: whether it succeeded, its standard output and
+/// its standard error (no `ENGAGE_LISTEN` from the environment that runs the tests).
+pub fn engage_result(args: &[&str]) -> (bool, String, String) {
+    let out = engage_output(args);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs `engage` with these arguments, whatever its outcome.
+pub fn engage_output(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_engage")).args(args).env_remove("ENGAGE_LISTEN").output().expect("run engage")
+}
+
+/// What a [`Load`] saw, once stopped.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Requests sent, per user.
+    pub sent: HashMap<String, u64>,
+    /// Requests acknowledged (201), per user.
+    pub acked: HashMap<String, u64>,
+    /// Answers by status.
+    pub statuses: HashMap<u16, u64>,
+    /// Answers neither a 201 nor a 503 in the platform's shape, and connection errors
+    /// while `reconnect` was on.
+    pub unexpected: Vec<String>,
+}
+
+/// The load client the multi-server tests share: `clients` threads, each posting
+/// counted `/users/track` writes ([`counted_track`]) over one kept-alive connection to
+/// `ports[client % ports.len()]`, for users `{prefix}0` to `{prefix}{users - 1}`,
+/// until stopped. A 503 in the platform's shape is waited out briefly. On a broken
+/// connection a client connects again (`reconnect`: a server expected to stay) or
+/// stops (a server killed on purpose).
+pub struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    tally: std::sync::Arc<std::sync::Mutex<Tally>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    pub fn start(ports: &[u16], key: &str, clients: usize, prefix: &str, users: u64, reconnect: bool) -> Load {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let tally = std::sync::Arc::new(std::sync::Mutex::new(Tally::default()));
+        let threads = (0..clients)
+            .map(|c| {
+                let (stop, tally, key, prefix) = (stop.clone(), tally.clone(), key.to_string(), prefix.to_string());
+                let port = ports[c % ports.len()];
+                std::thread::spawn(move || {
+                    let mut conn = Conn::open(port).ok();
+                    let mut n = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let Some(open) = conn.as_mut() else { break };
+                        let user = format!("{prefix}{}", (c as u64 * 13 + n) % users);
+                        n += 1;
+                        *tally.lock().unwrap().sent.entry(user.clone()).or_default() += 1;
+                        match open.post("/users/track", &key, &counted_track(&user)) {
+                            Ok(reply) => {
+                                let mut t = tally.lock().unwrap();
+                                *t.statuses.entry(reply.status).or_default() += 1;
+                                match reply.status {
+                                    201 => *t.acked.entry(user).or_default() += 1,
+                                    // The platform's shape: a JSON object with a message.
+                                    503 if reply.json()["message"].is_string() => {
+                                        drop(t);
+                                        std::thread::sleep(Duration::from_millis(20));
+                                    }
+                                    other => {
+                                        t.unexpected.push(format!("{other}: {}", String::from_utf8_lossy(&reply.body)))
+                                    }
+                                }
+                            }
+                            Err(e) if reconnect => {
+                                tally.lock().unwrap().unexpected.push(format!("connection: {e}"));
+                                conn = Conn::open(port).ok();
+                            }
+                            Err(_) => conn = None,
+                        }
+                    }
+                })
+            })
+            .collect();
+        Load { stop, tally, threads }
+    }
+
+    /// Acknowledged so far, in all.
+    pub fn acked(&self) -> u64 {
+        self.tally.lock().unwrap().statuses.get(&201).copied().unwrap_or(0)
+    }
+
+    /// Answers with this status so far.
+    pub fn count(&self, status: u16) -> u64 {
+        self.tally.lock().unwrap().statuses.get(&status).copied().unwrap_or(0)
+    }
+
+    /// Stops every client and answers what they saw.
+    pub fn stop(self) -> Tally {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads {
+            t.join().unwrap();
+        }
+        std::mem::take(&mut *self.tally.lock().unwrap())
+    }
+}

@@ -4,22 +4,12 @@
 //! starts (`serve.sh` starts the API first): the landing page and `/playground/` say
 //! so, then serve it once its files appear, or say its build failed.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::Server;
-
-/// `engage` with `args` and `ENGAGE_LISTEN` unset: its exit status, stdout, stderr.
-fn run(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_engage")).args(args).env_remove("ENGAGE_LISTEN").output().unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use support::{engage_result, Server};
 
 fn get(server: &Server, path: &str) -> support::Reply {
     server.conn().send("GET", path, "", None).unwrap()
@@ -31,7 +21,7 @@ fn text(reply: &support::Reply) -> String {
 
 #[test]
 fn the_version_names_the_commit_it_was_built_from() {
-    let (ok, out, _) = run(&["--version"]);
+    let (ok, out, _) = engage_result(&["--version"]);
     assert!(ok);
     let version = env!("CARGO_PKG_VERSION");
     let commit =
@@ -50,7 +40,7 @@ fn health_exits_zero_only_when_a_server_answers_ready() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&dir.path().join("engage.db"), &[], &[]);
     let listen = format!("127.0.0.1:{}", server.port);
-    let (ok, out, err) = run(&["health", "--listen", &listen]);
+    let (ok, out, err) = engage_result(&["health", "--listen", &listen]);
     assert!(ok, "{out} {err}");
     assert_eq!(out.trim(), format!("ready: http://{listen}"));
     // The variable the container sets, an every-interface address asked on loopback.
@@ -61,10 +51,10 @@ fn health_exits_zero_only_when_a_server_answers_ready() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     drop(server);
-    let (ok, _, err) = run(&["health", "--listen", &listen]);
+    let (ok, _, err) = engage_result(&["health", "--listen", &listen]);
     assert!(!ok);
     assert!(err.contains(&format!("cannot connect to {listen}")), "{err}");
-    let (ok, _, err) = run(&["health", "--listen", "127.0.0.1:0"]);
+    let (ok, _, err) = engage_result(&["health", "--listen", "127.0.0.1:0"]);
     assert!(!ok && err.contains("names no port"), "{err}");
 }
 

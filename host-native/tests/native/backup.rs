@@ -2,27 +2,21 @@
 //! acknowledged before the backup started, whole, and a server started on the copy
 //! applies its queued part; a copy without a server; refusals.
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use support::{key, read_counts, Conn, Server};
+use support::{engage_output, key, read_counts, Conn, Server};
 
 const ADMIN: &str = "backup-admin-token-0123456789abcdef";
 
-/// Runs `engage` with these arguments, successful or not.
-fn engage(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_engage")).args(args).output().expect("run engage")
-}
-
 /// `engage backup --db DB --to TO`, which must succeed: its summary line.
 fn backup(db: &Path, to: &Path) -> String {
-    let out = engage(&["backup", "--db", db.to_str().unwrap(), "--to", to.to_str().unwrap()]);
+    let out = engage_output(&["backup", "--db", db.to_str().unwrap(), "--to", to.to_str().unwrap()]);
     assert!(out.status.success(), "engage backup: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
@@ -157,19 +151,19 @@ fn a_backup_refuses_to_overwrite_and_names_a_missing_database() {
     key(&db);
     let (db_arg, existing) = (db.to_str().unwrap(), dir.path().join("existing.db"));
     std::fs::write(&existing, b"keep me").unwrap();
-    let out = engage(&["backup", "--db", db_arg, "--to", existing.to_str().unwrap()]);
+    let out = engage_output(&["backup", "--db", db_arg, "--to", existing.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("already exists"), "{err}");
     assert_eq!(std::fs::read(&existing).unwrap(), b"keep me");
 
     let missing = dir.path().join("missing.db");
     let to = dir.path().join("copy.db");
-    let out = engage(&["backup", "--db", missing.to_str().unwrap(), "--to", to.to_str().unwrap()]);
+    let out = engage_output(&["backup", "--db", missing.to_str().unwrap(), "--to", to.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("missing.db does not exist"), "{err}");
     assert!(!to.exists() && !missing.exists(), "nothing was created");
 
-    let out = engage(&["backup", "--to", to.to_str().unwrap()]);
+    let out = engage_output(&["backup", "--to", to.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("--db"), "{err}");
     assert!(!to.exists());
