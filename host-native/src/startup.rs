@@ -3,6 +3,7 @@
 //! server off a SQLite file, and the known key and fixtures made ready before the
 //! first request.
 
+use clap::builder::BoolishValueParser;
 use clap::Args;
 
 use crate::ctx;
@@ -28,7 +29,7 @@ pub struct ServeArgs {
     #[arg(long, env = "ENGAGE_MAX_BODY_BYTES", default_value_t = 4 * 1024 * 1024)]
     pub max_body_bytes: usize,
     /// Do not enforce the API's rate limits (for load tests).
-    #[arg(long, env = "ENGAGE_NO_RATE_LIMITS")]
+    #[arg(long, env = "ENGAGE_NO_RATE_LIMITS", value_parser = BoolishValueParser::new())]
     pub no_rate_limits: bool,
     /// Most seconds of applying the queue of /users/track writes may hold (jobs
     /// waiting over the rate they are applied at); past it /users/track answers 503
@@ -83,7 +84,7 @@ pub struct ServeArgs {
     pub log_format: LogFormat,
     /// A throwaway database: made in a new temporary directory, removed when the
     /// server stops (`--db :memory:` means the same).
-    #[arg(long, env = "ENGAGE_EPHEMERAL")]
+    #[arg(long, env = "ENGAGE_EPHEMERAL", value_parser = BoolishValueParser::new())]
     pub ephemeral: bool,
     /// An API key that exists once the server is ready (32 characters or more),
     /// across restarts, for a CI job or a `.env` file to hold.
@@ -99,15 +100,15 @@ pub struct ServeArgs {
     #[arg(long, env = "ENGAGE_SEED")]
     pub seed: Option<std::path::PathBuf>,
     /// A clock tests can move: `POST /_engage/clock` (with the admin token).
-    #[arg(long, env = "ENGAGE_TEST_CLOCK")]
+    #[arg(long, env = "ENGAGE_TEST_CLOCK", value_parser = BoolishValueParser::new())]
     pub test_clock: bool,
     /// Refuse what the hosted platform refuses where Engage is lenient (a body
     /// that is not `Content-Type: application/json`: 415).
-    #[arg(long, env = "ENGAGE_STRICT")]
+    #[arg(long, env = "ENGAGE_STRICT", value_parser = BoolishValueParser::new())]
     pub strict: bool,
     /// Keep request and response bodies in the request journal (the inspector's
     /// "recent requests"); keys and tokens are never kept.
-    #[arg(long, env = "ENGAGE_JOURNAL_BODIES")]
+    #[arg(long, env = "ENGAGE_JOURNAL_BODIES", value_parser = BoolishValueParser::new())]
     pub journal_bodies: bool,
 }
 

@@ -186,3 +186,38 @@ fn mistakes_that_used_to_fail_silently_say_what_is_wrong() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let _: Value = json!(null);
 }
+
+/// Every boolean `ENGAGE_*` variable takes `1`/`0` and `true`/`false` (and nothing
+/// else): `ENGAGE_EPHEMERAL=1` is `--ephemeral`, `=0` is its absence.
+#[test]
+fn boolean_variables_take_one_and_zero_as_well_as_true_and_false() {
+    let with = |value: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_engage"))
+            .args(["serve", "--db", "other.db", "--listen", "127.0.0.1:0", "--api-key", "short-key"])
+            .env("ENGAGE_EPHEMERAL", value)
+            .env_remove("ENGAGE_LISTEN")
+            .output()
+            .expect("run engage");
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    for on in ["1", "true", "TRUE", "yes"] {
+        // Ephemeral: a --db is refused before anything else.
+        assert!(with(on).contains("leave out --db"), "ENGAGE_EPHEMERAL={on}: {}", with(on));
+    }
+    for off in ["0", "false"] {
+        // Not ephemeral: the short key is what is refused.
+        let err = with(off);
+        assert!(err.contains("32") && !err.contains("leave out --db"), "ENGAGE_EPHEMERAL={off}: {err}");
+    }
+    assert!(with("maybe").contains("invalid value"), "{}", with("maybe"));
+    for var in ["ENGAGE_STRICT", "ENGAGE_TEST_CLOCK", "ENGAGE_NO_RATE_LIMITS", "ENGAGE_JOURNAL_BODIES"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_engage"))
+            .args(["serve", "--api-key", "short-key"])
+            .env(var, "1")
+            .output()
+            .expect("run engage");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("invalid value"), "{var}=1: {err}");
+    }
+}
