@@ -171,6 +171,9 @@ pub struct Response {
     pub then: Then,
     /// For the host's log only, never sent: something the operator should hear of.
     pub notice: Option<Notice>,
+    /// For the host only, never sent: the workspace the request acted in (its key's),
+    /// which the host hands back to the test kit's journal.
+    pub workspace: Option<Box<str>>,
 }
 
 /// What the core asks the host to log besides the request line: facts an operator
@@ -311,6 +314,7 @@ impl Response {
             internal: None,
             then: Then::Nothing,
             notice: None,
+            workspace: None,
         }
     }
 
@@ -323,7 +327,15 @@ impl Response {
 
     /// A response without a body.
     pub fn empty(status: u16) -> Response {
-        Response { status, headers: Vec::new(), body: Vec::new(), internal: None, then: Then::Nothing, notice: None }
+        Response {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+            internal: None,
+            then: Then::Nothing,
+            notice: None,
+            workspace: None,
+        }
     }
 
     /// A playground file the host read for [`Then::ServeAsset`]. For `HEAD` the body
@@ -342,6 +354,7 @@ impl Response {
             internal: None,
             then: Then::Nothing,
             notice: None,
+            workspace: None,
         }
     }
 

@@ -5,14 +5,19 @@
 //! reads neither a clock nor an RNG) and writes back the [`Response`], then does
 //! what [`Response::then`] asks (apply the queue, serve a playground file, ...).
 //!
-//! - A request goes one way through: route ([`routes`]) → body limit → authenticate
-//!   and authorize → rate limit → catch up with the queue → the endpoint family's
-//!   `parse` (pure) → `apply` (one unit of work, committed atomically) → render.
-//! - One folder per endpoint family (`track`, `identity`, `export`, `subscriptions`,
-//!   `preference_center`, `scim`, `cdi`, `admin`, and the test kit, `kit`) over shared layers (`users`, `repo`,
-//!   `store`, `auth`, `ratelimit`, `error`, `input`, `ids`, `time`, `http`).
+//! - A request goes one way through: route ([`routes`]) → body limit → the one
+//!   credential step (the route's credential column: key and permission, SCIM token,
+//!   admin token; then the rate limit) → catch up with the queue → the endpoint
+//!   family's `parse` (pure) → `apply` (one unit of work, committed atomically) →
+//!   render.
+//! - One folder per endpoint family (`track`, `identity`, `users`, `export`,
+//!   `subscriptions`, `preference_center`, `scim`, `cdi`, `admin`, and the test kit,
+//!   `kit`) over shared layers (`describe`, `repo`, `profile`, `store`, `auth`,
+//!   `ratelimit`, `routes`, `dialect`, `error`, `input`, `ids`, `time`, `http`); layers
+//!   point down only (`tests/checks/imports.py`), as docs/architecture.md draws them.
 //! - Storage is the [`store::Store`] trait; [`store::memory::MemoryStore`] is built in,
-//!   SQLite and D1 live in the hosts, and all three pass [`store::conformance::run_all`].
+//!   SQLite, PostgreSQL and D1 live in the hosts, and each passes the conformance
+//!   suite ([`store::conformance`]).
 //! - `/users/track` is acknowledged once durably queued; [`Engine::apply_queued`]
 //!   applies queued jobs in batches, and every other endpoint first catches up with
 //!   the queue, so a read sees every write acknowledged before it.

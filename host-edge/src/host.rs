@@ -233,6 +233,7 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
         at: arrived,
         method,
         path: &path,
+        workspace: response.workspace.as_deref(),
         status: response.status,
         micros: (ctx().now.0 - arrived.0).max(0) as u64 * 1000,
         request_id: response.header_value("X-Request-Id").unwrap_or("-"),

@@ -41,6 +41,7 @@ pub(crate) async fn handle(
         at: arrived,
         method,
         path: &path,
+        workspace: response.workspace.as_deref(),
         status: response.status,
         micros: took.as_micros() as u64,
         request_id: id,

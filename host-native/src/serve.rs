@@ -18,6 +18,9 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
     crate::logs::init(args.log_format);
     let database = Database::of(&args)?;
     let db = database.path.clone();
+    // A throwaway server (`--ephemeral`, `--db :memory:`) is a test's: it keeps
+    // bodies in the request journal, so a test can match them.
+    let journal_bodies = args.journal_bodies || database._temporary.is_some();
     let options = crate::store::Options { cache_bytes: args.cache_mib.saturating_mul(1 << 20) };
     // Refused before anything else: a second server on a file another one serves
     // would answer every write with a storage failure.
@@ -90,7 +93,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             shared_store: matches!(store, NativeStore::Postgres(_)),
             strict: args.strict,
             test_clock: args.test_clock,
-            journal_bodies: args.journal_bodies,
+            journal_bodies,
             playground: playground.state(),
             build: crate::build(),
         };

@@ -37,6 +37,8 @@ ORDER = [
     ("post", "/_engage/groups"),
     ("post", "/_engage/scim-tokens"),
     ("post", "/_engage/seed"),
+    ("post", "/_engage/requests/find"),
+    ("post", "/_engage/requests/count"),
     ("post", "/_engage/clock"),
     ("post", "/_engage/cdi/integrations"),
     ("patch", "/_engage/cdi/integrations/{id}"),

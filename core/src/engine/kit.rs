@@ -11,7 +11,7 @@ use crate::http::{Request, Response, Then};
 use crate::ids::WorkspaceName;
 use crate::kit::journal::{Answered, CAPACITY};
 use crate::kit::seed::{Seed, SeedError, SeedRequest, SeedWorkspace};
-use crate::kit::{clock, inspect, page, reset, seed};
+use crate::kit::{clock, inspect, page, requests, reset, seed};
 use crate::repo::codec::encode;
 use crate::routes::{Api, Kit};
 use crate::store::memory::MemoryStore;
@@ -74,6 +74,34 @@ impl<S: Store> Engine<S> {
                 };
                 let requests = self.kit.journal.recent(limit);
                 Ok(Response::json(200, &json!({"requests": requests, "bodies": self.kit.journal.keeps_bodies()})))
+            }
+            Kit::FindRequests | Kit::CountRequests => {
+                let filter = requests::Filter::parse(&req.body)?;
+                if filter.reads_bodies() && !self.kit.journal.keeps_bodies() {
+                    return Err(ApiError::bad(
+                        "this server keeps no bodies: start it with --journal-bodies (or --ephemeral) to match them",
+                    ));
+                }
+                Ok(match kit {
+                    Kit::CountRequests => {
+                        Response::json(200, &json!({"count": self.kit.journal.count(|e| filter.matches(e))}))
+                    }
+                    _ => {
+                        let found = self.kit.journal.matching(usize::MAX, |e| filter.matches(e));
+                        let shown: Vec<_> = found.iter().map(requests::shown).collect();
+                        Response::json(200, &json!({"requests": shown}))
+                    }
+                })
+            }
+            Kit::ClearRequests => {
+                let pairs = req.query_pairs();
+                let ws = match pairs.as_slice() {
+                    [] => None,
+                    [(k, v)] if k == "workspace" => Some(inspect::workspace(v)?.as_str().to_string()),
+                    _ => return Err(ApiError::bad("the only parameter is 'workspace', once")),
+                };
+                let cleared = self.kit.journal.forget(|e| ws.is_none() || e.workspace == ws);
+                Ok(Response::json(200, &json!({"cleared": cleared})))
             }
             Kit::FindUsers(ws) => {
                 let ws = inspect::workspace(&ws)?;

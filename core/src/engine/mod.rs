@@ -301,8 +301,9 @@ impl<S: Store> Engine<S> {
                 Ok(scim::handle(&self.store, endpoint, &req, (token, decision), &base, ctx).await)
             }
             (Endpoint::Api(api), Admitted::Key(key, decision)) => {
-                let resp =
+                let mut resp =
                     self.api(api, &req, &key.workspace, ctx, caught_up).await.unwrap_or_else(ApiError::into_response);
+                resp.workspace = Some(key.workspace.as_str().into());
                 Ok(match decision {
                     Decision::Allowed { limit, remaining, reset } if resp.status != 429 => resp
                         .with_header("X-RateLimit-Limit", limit.to_string())

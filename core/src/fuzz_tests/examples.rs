@@ -207,6 +207,10 @@ pub(super) fn example(route: &Route) -> Option<Example> {
             json!({"workspaces": {"seeded": {"groups": [{"id": "g-seed", "name": "Seeded", "channel": "email"}]}}}),
         ),
         (Method::Get, "/_engage/journal") => query(&[("limit", "5")]),
+        (Method::Post, "/_engage/requests/find" | "/_engage/requests/count") => {
+            json(json!({"method": "POST", "path": "/users/track", "status": 201, "since": "2020-01-01T00:00:00Z"}))
+        }
+        (Method::Delete, "/_engage/requests") => query(&[("workspace", "scratch")]),
         (Method::Get, "/_engage/workspaces/{}/users") => query(&[("q", "u1")]),
         (Method::Get, "/_engage/cdi/integrations") => query(&[("workspace", "test")]),
         (Method::Post, "/_engage/inspector/login") => {

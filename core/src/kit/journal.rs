@@ -1,11 +1,16 @@
 //! The request journal: the most recent requests an engine answered, for a person
 //! (the inspector) or a test to see what their application sent. Each entry has
 //! the time, method, route (the pattern: never the raw path, which may carry
-//! identifiers or link tokens), status, latency and request id; bodies only when
-//! the host asks for them (`--journal-bodies`), truncated, with passwords and link
-//! tokens masked (and a body that is not JSON on an API route kept as its length
-//! alone). Credentials are headers and are never kept. The operator's
-//! own routes, health checks, metrics and playground files are not journaled.
+//! identifiers or link tokens, shown as `path` with link tokens masked), the
+//! workspace it acted in, status, latency and request id; bodies only when the host
+//! asks for them (`--journal-bodies`, or `--ephemeral`), whole up to
+//! [`MAX_BODY_BYTES`] (so a test can match them, [`super::requests`]), with passwords
+//! and link tokens masked (and a body that is not JSON on an API route kept as its
+//! length alone). Credentials are headers and are never kept. The operator's own
+//! routes, health checks, metrics and playground files are not journaled.
+//!
+//! Bounded twice: at most [`CAPACITY`] entries and [`MAX_JOURNAL_BYTES`] of kept
+//! bodies in all; the oldest entries go first.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -18,9 +23,12 @@ use crate::routes;
 use crate::time::Timestamp;
 
 /// Entries kept (the oldest is dropped for a new one).
-pub const CAPACITY: usize = 500;
-/// Most characters of a body kept in an entry.
-pub const MAX_BODY_CHARS: usize = 4096;
+pub const CAPACITY: usize = 1000;
+/// Most bytes of a body kept in an entry (a longer one is cut, and says so).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Most bytes of bodies the whole journal keeps: the oldest entries are dropped
+/// past it (at most 2 × [`MAX_BODY_BYTES`] an entry, so at least 128 entries fit).
+pub const MAX_JOURNAL_BYTES: usize = 16 * 1024 * 1024;
 
 /// One journaled request.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -31,6 +39,11 @@ pub struct Entry {
     pub method: &'static str,
     /// The route it matched, or `unmatched`.
     pub route: &'static str,
+    /// The path it was sent to, link tokens masked.
+    pub path: String,
+    /// The workspace it acted in (its key's), when it had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
     /// The answer's status.
     pub status: u16,
     /// How long answering took, in microseconds (as the host measured it).
@@ -43,6 +56,16 @@ pub struct Entry {
     /// The response's body, with `--journal-bodies`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_body: Option<String>,
+    /// When it arrived (ms), for filters.
+    #[serde(skip)]
+    pub at_ms: i64,
+}
+
+impl Entry {
+    /// The bytes of body this entry holds (what [`MAX_JOURNAL_BYTES`] counts).
+    fn body_bytes(&self) -> usize {
+        self.request_body.as_ref().map_or(0, String::len) + self.response_body.as_ref().map_or(0, String::len)
+    }
 }
 
 /// What a host tells the journal of a request it answered.
@@ -52,8 +75,10 @@ pub struct Answered<'a> {
     pub at: Timestamp,
     /// Its method.
     pub method: Method,
-    /// Its path (only used to find the route).
+    /// Its path.
     pub path: &'a str,
+    /// The workspace it acted in ([`crate::Response::workspace`]).
+    pub workspace: Option<&'a str>,
     /// The answer's status.
     pub status: u16,
     /// How long answering took, in microseconds.
@@ -69,8 +94,15 @@ pub struct Answered<'a> {
 /// The journal: a bounded list of the latest entries.
 #[derive(Debug, Default)]
 pub struct Journal {
-    entries: Mutex<VecDeque<Entry>>,
+    entries: Mutex<Entries>,
     bodies: bool,
+}
+
+/// The entries, oldest first, and the bytes of body they hold.
+#[derive(Debug, Default)]
+struct Entries {
+    list: VecDeque<Entry>,
+    bytes: usize,
 }
 
 /// Whether requests to `path` are journaled: the application's, not the tools'.
@@ -133,32 +165,25 @@ fn kept(body: &[u8], text_kept: bool) -> Option<String> {
         Err(_) => return Some(format!("[{} bytes, not JSON: {NOT_KEPT}]", body.len())),
     };
     let text = crate::preference_center::link::mask_tokens(&text, "[token]");
-    let mut out = String::new();
-    let mut rest: &str = &text;
-    // `/preferences/<token>`: a link that opens a person's page.
-    while let Some(at) = rest.find("/preferences/") {
-        let (head, tail) = rest.split_at(at + "/preferences/".len());
-        out.push_str(head);
-        let end = tail
-            .find(|c: char| c == '"' || c == '\'' || c == '<' || c.is_whitespace() || c == '\\')
-            .unwrap_or(tail.len());
-        if end > 0 {
-            out.push_str("[token]");
-        }
-        rest = &tail[end..];
+    Some(cut(text, body.len()))
+}
+
+/// `text` whole, or cut at [`MAX_BODY_BYTES`] (on a character boundary) saying so.
+fn cut(text: String, len: usize) -> String {
+    if text.len() <= MAX_BODY_BYTES {
+        return text;
     }
-    out.push_str(rest);
-    if out.chars().count() > MAX_BODY_CHARS {
-        let cut: String = out.chars().take(MAX_BODY_CHARS).collect();
-        return Some(format!("{cut}… [{} bytes in all]", body.len()));
+    let mut end = MAX_BODY_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
     }
-    Some(out)
+    format!("{}… [{len} bytes in all]", &text[..end])
 }
 
 impl Journal {
     /// A journal; `bodies`: keep request and response bodies too.
     pub fn new(bodies: bool) -> Journal {
-        Journal { entries: Mutex::new(VecDeque::with_capacity(CAPACITY)), bodies }
+        Journal { entries: Mutex::new(Entries::default()), bodies }
     }
 
     /// Notes a request the host answered (if its path is journaled).
@@ -172,23 +197,48 @@ impl Journal {
             at: a.at.to_rfc3339(),
             method: a.method.as_str(),
             route,
+            path: crate::preference_center::link::mask_tokens(
+                &a.path.chars().take(2048).collect::<String>(),
+                "[token]",
+            ),
+            workspace: a.workspace.map(str::to_string),
             status: a.status,
             micros: a.micros,
             request_id: a.request_id.chars().take(128).collect(),
             request_body: if self.bodies { kept(a.request_body, page) } else { None },
             response_body: if self.bodies { kept(a.response_body, page) } else { None },
+            at_ms: a.at.0,
         };
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if entries.len() == CAPACITY {
-            entries.pop_front();
+        entries.bytes += entry.body_bytes();
+        entries.list.push_back(entry);
+        while entries.list.len() > CAPACITY || entries.bytes > MAX_JOURNAL_BYTES {
+            let Some(old) = entries.list.pop_front() else { break };
+            entries.bytes -= old.body_bytes();
         }
-        entries.push_back(entry);
     }
 
     /// The latest `limit` entries, newest first.
     pub fn recent(&self, limit: usize) -> Vec<Entry> {
+        self.matching(limit, |_| true)
+    }
+
+    /// The latest `limit` entries `keep` takes, newest first.
+    pub fn matching(&self, limit: usize, keep: impl Fn(&Entry) -> bool) -> Vec<Entry> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.iter().rev().take(limit).cloned().collect()
+        entries.list.iter().rev().filter(|e| keep(e)).take(limit).cloned().collect()
+    }
+
+    /// How many entries `keep` takes.
+    pub fn count(&self, keep: impl Fn(&Entry) -> bool) -> usize {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).list.iter().filter(|e| keep(e)).count()
+    }
+
+    /// The entries and the bytes of body the journal holds now.
+    #[cfg(test)]
+    pub fn size(&self) -> (usize, usize) {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        (entries.list.len(), entries.bytes)
     }
 
     /// Whether bodies are kept.
@@ -198,7 +248,17 @@ impl Journal {
 
     /// Forgets every entry (a reset of the whole deployment).
     pub fn clear(&self) {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        *entries = Entries::default();
+    }
+
+    /// Forgets the entries `drop` takes; answers how many.
+    pub fn forget(&self, drop: impl Fn(&Entry) -> bool) -> usize {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let before = entries.list.len();
+        entries.list.retain(|e| !drop(e));
+        entries.bytes = entries.list.iter().map(Entry::body_bytes).sum();
+        before - entries.list.len()
     }
 }
 
@@ -211,6 +271,7 @@ mod tests {
             at: Timestamp(0),
             method: Method::Post,
             path,
+            workspace: None,
             status: 201,
             micros: 7,
             request_id: "r1",
@@ -287,10 +348,32 @@ mod tests {
     #[test]
     fn bodies_when_asked_with_link_tokens_masked_and_truncated() {
         let j = Journal::new(true);
-        let big = format!(r#"{{"a":"{}"}}"#, "a".repeat(MAX_BODY_CHARS + 10)).into_bytes();
+        let big = format!(r#"{{"a":"{}"}}"#, "a".repeat(MAX_BODY_BYTES + 10)).into_bytes();
         j.record(answered("/users/track", &big));
         let e = &j.recent(1)[0];
         assert!(e.request_body.as_ref().unwrap().ends_with(&format!("… [{} bytes in all]", big.len())));
-        assert_eq!(e.response_body.as_deref(), Some(r#"{"url":"http://x/preferences/[token]"}"#));
+        // What only looks like a link is kept: tokens are masked by their value.
+        assert_eq!(e.response_body.as_deref(), Some(r#"{"url":"http://x/preferences/abc.def-1?x=1"}"#));
+    }
+
+    #[test]
+    fn the_bodies_kept_stay_within_the_journal_s_bound() {
+        let j = Journal::new(true);
+        let body = format!(r#"{{"a":"{}"}}"#, "a".repeat(MAX_BODY_BYTES - 20)).into_bytes();
+        for _ in 0..2 * MAX_JOURNAL_BYTES / MAX_BODY_BYTES {
+            j.record(answered("/users/track", &body));
+            let (_, bytes) = j.size();
+            assert!(bytes <= MAX_JOURNAL_BYTES, "{bytes}");
+        }
+        let (entries, bytes) = j.size();
+        assert!(entries >= 128 && bytes > MAX_JOURNAL_BYTES / 2, "{entries} entries, {bytes} bytes");
+        // 100,000 small requests: the entries' bound holds too.
+        for _ in 0..100_000 {
+            j.record(answered("/users/track", br#"{"attributes": [{"external_id": "u"}]}"#));
+        }
+        let (entries, bytes) = j.size();
+        assert!(entries == CAPACITY && bytes <= MAX_JOURNAL_BYTES, "{entries} entries, {bytes} bytes");
+        assert_eq!(j.forget(|e| e.route == "/users/track"), entries);
+        assert_eq!(j.size(), (0, 0));
     }
 }

@@ -16,6 +16,7 @@ pub mod inspect;
 pub mod journal;
 pub mod key;
 pub mod page;
+pub mod requests;
 pub mod reset;
 pub mod schema;
 pub mod seed;

@@ -51,6 +51,37 @@ pub fn describe(endpoint: &Kit) -> Op {
             ], &["at", "method", "route", "status", "micros", "request_id"]), "Newest first.")), ("bodies", crate::describe::schema::boolean("Whether bodies are kept (`--journal-bodies`)."))], &["requests"]))
             .with_example("requests", json!({"bodies": false, "requests": [{"at": "2026-11-26T10:00:00.123Z", "method": "POST", "route": "/users/track",
                 "status": 201, "micros": 840, "request_id": "5a10bbc1001eb5f8f3d029c29a04e06f"}]})),
+        Kit::FindRequests | Kit::CountRequests => {
+            let filter = object("A filter; a field not given matches everything.", &[
+                ("method", string("An HTTP method (any case).")),
+                ("path", string("The path sent (link tokens masked), or the route's pattern (`/preference_center/v1/{preferenceCenterExternalID}`).")),
+                ("workspace", string("The workspace the request acted in (its key's).")),
+                ("status", crate::describe::schema::with(crate::describe::schema::with(integer("The answer's status."), "minimum", json!(100)), "maximum", json!(599))),
+                ("body", crate::describe::schema::any("JSON the request body contains: every field of an object (recursively), every element of an array (each in some element of the body's), anything else equal. Needs bodies kept (`--journal-bodies` or `--ephemeral`).")),
+                ("since", string("An RFC 3339 time: requests that arrived then or later.")),
+            ], &[]);
+            let op = Op::new(match endpoint {
+                Kit::CountRequests => "How many journaled requests a filter matches (WireMock's `/__admin/requests/count`).".to_string(),
+                _ => format!("The journaled requests a filter matches, newest first (WireMock's `/__admin/requests/find`): time, method, path, route, workspace, status, latency, request id, and the request's and answer's bodies (JSON where they are; with `--journal-bodies` or `--ephemeral`, whole up to {} KiB each, passwords and link tokens masked; never a key). The journal holds the latest {CAPACITY} requests and at most {} MiB of bodies.", crate::kit::journal::MAX_BODY_BYTES / 1024, crate::kit::journal::MAX_JOURNAL_BYTES >> 20),
+            })
+            .body(filter)
+            .example(json!({"method": "POST", "path": "/users/track", "body": {"attributes": [{"external_id": "user-1"}]}}));
+            match endpoint {
+                Kit::CountRequests => op
+                    .reply(200, "The count.", object("", &[("count", integer(""))], &["count"]))
+                    .with_example("count", json!({"count": 1})),
+                _ => op
+                    .reply(200, "The requests.", object("", &[("requests", array(free_object("A request: at, method, path, route, workspace, status, micros, request_id, request_body, response_body."), "Newest first."))], &["requests"]))
+                    .with_example("requests", json!({"requests": [{"at": "2026-11-26T10:00:00.123Z", "method": "POST", "path": "/users/track", "route": "/users/track", "workspace": "shop",
+                        "status": 201, "micros": 840, "request_id": "5a10bbc1001eb5f8f3d029c29a04e06f",
+                        "request_body": {"attributes": [{"external_id": "user-1"}]}, "response_body": {"message": "success", "attributes_processed": 1}}]})),
+            }
+            .bad_request("A filter out of shape, or a body filter on a server that keeps no bodies.", &[("unknown", "unknown filter field 'verb' (allowed: method, path, workspace, status, body, since)")])
+        }
+        Kit::ClearRequests => Op::new("Forgets the journaled requests: of one workspace (`workspace`), or all.")
+            .query("workspace", false, "Only this workspace's.", crate::describe::schema::workspace_name(""))
+            .reply(200, "How many were forgotten.", object("", &[("cleared", integer(""))], &["cleared"]))
+            .with_example("cleared", json!({"cleared": 3})),
         Kit::FindUsers(_) => Op::new("Profiles a workspace has for an identifier: `q` (tried as external id, email, phone, braze id and `label:name` alias) or one of `external_id`, `email`, `phone`, `braze_id`, `alias_name` with `alias_label`. Everything queued is applied first.")
             .path("workspace", "The workspace.")
             .query("q", false, "Any identifier.", string(""))

@@ -197,6 +197,12 @@ pub enum Kit {
     Seed,
     /// GET /_engage/journal: the most recent requests.
     Journal,
+    /// POST /_engage/requests/find: the journaled requests a filter matches.
+    FindRequests,
+    /// POST /_engage/requests/count: how many journaled requests a filter matches.
+    CountRequests,
+    /// DELETE /_engage/requests: forget the journaled requests (of a workspace).
+    ClearRequests,
     /// GET /_engage/workspaces/{ws}/users: profiles found by any identifier.
     FindUsers(String),
     /// GET /_engage/workspaces/{ws}/preference-centers: a workspace's centers.

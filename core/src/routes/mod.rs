@@ -264,6 +264,9 @@ pub static ROUTES: &[Route] = &[
     kit!(Post "/_engage/clock", "Set or advance the server's clock (with --test-clock)", |_| Kit::SetClock),
     kit!(Post "/_engage/seed", "Load a fixtures file (test kit)", |_| Kit::Seed),
     kit!(Get "/_engage/journal", "The most recent requests (test kit)", |_| Kit::Journal),
+    kit!(Post "/_engage/requests/find", "The requests a filter matches, newest first (test kit)", |_| Kit::FindRequests),
+    kit!(Post "/_engage/requests/count", "How many requests a filter matches (test kit)", |_| Kit::CountRequests),
+    kit!(Delete "/_engage/requests", "Forget the journaled requests, of one workspace or all (test kit)", |_| Kit::ClearRequests),
     kit!(Get "/_engage/workspaces/{}/users" [workspace], "Find profiles by any identifier (test kit)", |v| Kit::FindUsers(param(v))),
     kit!(Get "/_engage/workspaces/{}/preference-centers" [workspace], "A workspace's preference centers (test kit)", |v| Kit::Centers(param(v))),
     kit!(Get "/_engage/workspaces/{}/preference-centers/{}/url/{}" [workspace, id, external_id], "A link to a center's page as a user (test kit)", |v| {

@@ -221,3 +221,30 @@ fn boolean_variables_take_one_and_zero_as_well_as_true_and_false() {
         assert!(!err.contains("invalid value"), "{var}=1: {err}");
     }
 }
+
+/// An `--ephemeral` server keeps bodies, so a test can verify what its code sent:
+/// the body filter matches what a request body contains, and a key never shows.
+#[test]
+fn an_ephemeral_server_matches_calls_by_what_their_bodies_contain() {
+    let server = Server::start(Path::new(":memory:"), &["--api-key", KEY, "--admin-token", ADMIN], &[]);
+    let mut conn = server.conn();
+    let admin = ADMIN;
+    let body = json!({"attributes": [{"external_id": "b1", "plan": "pro"}], "events": [{"external_id": "b1", "name": "paid", "time": "2026-01-01T00:00:00Z"}]});
+    assert_eq!(conn.post("/users/track", KEY, &body).unwrap().status, 201);
+    assert_eq!(conn.post("/users/track", KEY, &json!({"attributes": [{"external_id": "b2"}]})).unwrap().status, 201);
+    let count = |conn: &mut Conn, filter: Value| {
+        let r = conn.send("POST", "/_engage/requests/count", admin, Some(&filter)).unwrap();
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        r.json()["count"].as_u64().unwrap()
+    };
+    assert_eq!(count(&mut conn, json!({"body": {"attributes": [{"plan": "pro"}]}})), 1);
+    assert_eq!(count(&mut conn, json!({"body": {"events": [{"name": "paid"}]}, "path": "/users/track"})), 1);
+    assert_eq!(count(&mut conn, json!({"body": {"attributes": [{"external_id": "b3"}]}})), 0);
+    let r = conn
+        .send("POST", "/_engage/requests/find", admin, Some(&json!({"body": {"attributes": [{"external_id": "b2"}]}})))
+        .unwrap();
+    let found = r.json();
+    assert_eq!(found["requests"][0]["request_body"], json!({"attributes": [{"external_id": "b2"}]}), "{found}");
+    assert_eq!(found["requests"][0]["response_body"]["message"], "success", "{found}");
+    assert!(!found.to_string().contains(KEY), "no key: {found}");
+}

@@ -201,3 +201,58 @@ async fn a_file_loaded_twice_at_once_or_after_one_workspace_s_reset_loads_each_p
     assert_eq!((again.status, &again.body["already_loaded"]), (200, &json!(false)), "{}", again.body);
     assert_eq!((count(a).await, count(b).await), (json!(1), json!(1)));
 }
+
+/// Verifying calls (WireMock's `find` and `count`): the journal's requests by method,
+/// path or route, workspace, status and time; `DELETE /_engage/requests` forgets a
+/// workspace's. This server keeps no bodies, so a body filter says how to get them
+/// (`host-native/tests/native/test_kit.rs` matches bodies on an `--ephemeral` one).
+#[tokio::test]
+async fn a_test_finds_and_counts_the_calls_its_code_made_and_forgets_them() {
+    let api = Api::new().await;
+    let other = Api::new().await;
+    let since = admin("POST", "/_engage/requests/count", json!({})).await;
+    assert_eq!(since.status, 200, "{}", since.body);
+    for user in ["v1", "v2"] {
+        assert_eq!(api.track(json!({"attributes": [{"external_id": user}]})).await.status, 201);
+    }
+    assert_eq!(api.post("/users/track", json!({"attributes": "nope"})).await.status, 400);
+    assert_eq!(other.track(json!({"attributes": [{"external_id": "v1"}]})).await.status, 201);
+    let ws = api.workspace.clone();
+    let count = |filter: Value| async move {
+        let r = admin("POST", "/_engage/requests/count", filter).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.body["count"].as_u64().expect("count")
+    };
+    assert_eq!(count(json!({"workspace": ws})).await, 3);
+    assert_eq!(count(json!({"workspace": ws, "method": "post", "path": "/users/track", "status": 201})).await, 2);
+    assert_eq!(count(json!({"workspace": ws, "status": 400})).await, 1);
+    assert_eq!(count(json!({"workspace": ws, "since": "2999-01-01T00:00:00Z"})).await, 0);
+    let found = admin("POST", "/_engage/requests/find", json!({"workspace": ws, "status": 201})).await;
+    assert_eq!(found.status, 200, "{}", found.body);
+    let requests = found.body["requests"].as_array().expect("requests");
+    assert_eq!(requests.len(), 2);
+    for r in requests {
+        assert_eq!(
+            (&r["method"], &r["route"], &r["path"], &r["workspace"]),
+            (&json!("POST"), &json!("/users/track"), &json!("/users/track"), &json!(ws))
+        );
+        assert!(r["request_id"].is_string() && r["at"].is_string(), "{r}");
+        assert!(!r.to_string().contains(&api.key), "a key is never kept: {r}");
+    }
+    assert!(requests[0]["at"].as_str() >= requests[1]["at"].as_str(), "newest first");
+
+    // Bodies are not kept here: a body filter says so.
+    let r = admin("POST", "/_engage/requests/count", json!({"body": {"attributes": [{"external_id": "v1"}]}})).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body["message"].as_str().is_some_and(|m| m.contains("--journal-bodies")), "{}", r.body);
+    for bad in [json!({"verb": "GET"}), json!({"status": "201"}), json!({"since": "yesterday"}), json!([1])] {
+        assert_eq!(admin("POST", "/_engage/requests/find", bad.clone()).await.status, 400, "{bad}");
+    }
+
+    // Forgetting one workspace's leaves the other's.
+    let r = admin("DELETE", &format!("/_engage/requests?workspace={ws}"), Value::Null).await;
+    assert_eq!((r.status, &r.body["cleared"]), (200, &json!(3)), "{}", r.body);
+    assert_eq!(count(json!({"workspace": ws})).await, 0);
+    assert_eq!(count(json!({"workspace": other.workspace})).await, 1);
+    assert_eq!(admin("DELETE", "/_engage/requests?workspace=a&workspace=b", Value::Null).await.status, 400);
+}

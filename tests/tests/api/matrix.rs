@@ -1,4 +1,4 @@
-//! Tables over every API-key endpoint of `core/src/routes.rs`: permissions, SCIM
+//! Tables over every API-key endpoint of `core/src/routes/mod.rs`: permissions, SCIM
 //! tokens versus API keys, workspace isolation. Failures are reported together, each
 //! naming the endpoint and the permission (or the request) at fault.
 
