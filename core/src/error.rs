@@ -90,6 +90,14 @@ pub enum ApiError {
     NotImplemented,
     /// Contention did not settle after several retries.
     Busy,
+    /// An error a test asked for (the test kit's faults): this status, in the
+    /// platform's shape, with `Retry-After` on a 5xx.
+    Injected {
+        /// The status, 400 to 599.
+        status: u16,
+        /// Seconds a client is told to wait (5xx).
+        retry_after: u64,
+    },
     /// The request (its body) did not arrive in time.
     RequestTimeout {
         /// The limit, in seconds.
@@ -158,6 +166,7 @@ impl ApiError {
             ApiError::Backlogged { .. } => 503,
             ApiError::RequestTimeout { .. } => 408,
             ApiError::Busy | ApiError::Store(_) | ApiError::Overloaded => 503,
+            ApiError::Injected { status, .. } => *status,
         }
     }
 
@@ -224,6 +233,7 @@ impl ApiError {
             ApiError::Backlogged { retry_after } => json!({
                 "message": format!("Service Unavailable: too many writes are waiting to be applied, retry in {retry_after} s")
             }),
+            ApiError::Injected { status, .. } => json!({"message": reason(*status)}),
         };
         let mut resp = Response::json(status, &body);
         match self {
@@ -243,6 +253,9 @@ impl ApiError {
             ApiError::Backlogged { retry_after } => {
                 resp = resp.with_header("Retry-After", retry_after.to_string());
             }
+            ApiError::Injected { status, retry_after } if status >= 500 => {
+                resp = resp.with_header("Retry-After", retry_after.to_string());
+            }
             ApiError::Busy => {
                 resp = resp.with_header("Retry-After", "1");
                 resp.internal = Some("optimistic retries exhausted".into());
@@ -254,5 +267,25 @@ impl ApiError {
             _ => {}
         }
         resp
+    }
+}
+
+/// The reason phrase of an error status, as the platform's messages begin.
+fn reason(status: u16) -> &'static str {
+    match status {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        413 => "Request Entity Too Large",
+        429 => "Over rate limit",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        s if s >= 500 => "Server Error",
+        _ => "Client Error",
     }
 }

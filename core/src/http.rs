@@ -171,9 +171,21 @@ pub struct Response {
     pub then: Then,
     /// For the host's log only, never sent: something the operator should hear of.
     pub notice: Option<Notice>,
-    /// For the host only, never sent: the workspace the request acted in (its key's),
-    /// which the host hands back to the test kit's journal.
-    pub workspace: Option<Box<str>>,
+    /// For the host only, never sent: what the test kit needs of this request
+    /// besides its answer.
+    pub aside: Option<Box<Aside>>,
+}
+
+/// For the host only, never sent: what the test kit needs of a request besides its
+/// answer; the host hands it back to the journal ([`crate::Engine::journal`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Aside {
+    /// The workspace the request acted in (its key's).
+    pub workspace: Option<String>,
+    /// The injected fault it met.
+    pub fault: Option<String>,
+    /// How long to wait before writing the answer (ms): an injected delay.
+    pub delay_ms: u32,
 }
 
 /// What the core asks the host to log besides the request line: facts an operator
@@ -314,7 +326,7 @@ impl Response {
             internal: None,
             then: Then::Nothing,
             notice: None,
-            workspace: None,
+            aside: None,
         }
     }
 
@@ -323,6 +335,11 @@ impl Response {
         Response::empty(status)
             .with_header("Content-Type", "text/html; charset=utf-8")
             .with_body(page.as_bytes().to_vec())
+    }
+
+    /// What this response asks of the host for the test kit, made as it is set.
+    pub fn aside_mut(&mut self) -> &mut Aside {
+        self.aside.get_or_insert_with(Default::default)
     }
 
     /// A response without a body.
@@ -334,7 +351,7 @@ impl Response {
             internal: None,
             then: Then::Nothing,
             notice: None,
-            workspace: None,
+            aside: None,
         }
     }
 
@@ -354,7 +371,7 @@ impl Response {
             internal: None,
             then: Then::Nothing,
             notice: None,
-            workspace: None,
+            aside: None,
         }
     }
 

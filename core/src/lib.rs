@@ -63,7 +63,7 @@ mod testkit;
 pub use ctx::Ctx;
 pub use engine::{BodyError, BodyPlan, Config, Engine};
 pub use error::ApiError;
-pub use http::{request_id, AssetPath, Method, Notice, Request, Response, Then};
+pub use http::{request_id, Aside, AssetPath, Method, Notice, Request, Response, Then};
 pub use preference_center::link::DEFAULT_LINK_TTL_SECS;
 pub use service::{Build, Playground};
 pub use store::Store;

@@ -153,7 +153,10 @@ fn isolate(env: &Env) -> worker::Result<Rc<Isolate>> {
         .ok()
         .and_then(|v| v.to_string().parse().ok())
         .unwrap_or(engage_core::DEFAULT_LINK_TTL_SECS);
-    let config = Config { rate_limits, admin_token, apply_batch, public_url, link_ttl_secs, ..Config::default() };
+    // The test kit's faults, for a Worker that tests run against.
+    let faults = env.var("ENGAGE_FAULTS").is_ok_and(|v| matches!(v.to_string().as_str(), "1" | "true" | "on" | "yes"));
+    let config =
+        Config { rate_limits, admin_token, apply_batch, public_url, link_ttl_secs, faults, ..Config::default() };
     let i = Rc::new(Isolate {
         engine: Engine::new(D1Store::new(db, keys), config),
         in_flight: Cell::new(0),
@@ -228,12 +231,16 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
     if let Some(why) = &response.internal {
         worker::console_error!("{} {why}", response.status);
     }
+    // A delay a test injected (the test kit's faults).
+    if let Some(ms) = response.aside.as_ref().map(|a| a.delay_ms).filter(|ms| *ms > 0) {
+        worker::Delay::from(std::time::Duration::from_millis(u64::from(ms))).await;
+    }
     // The request journal is this isolate's (bodies are not kept at the edge).
     isolate.engine.journal(engage_core::testing::Answered {
         at: arrived,
         method,
         path: &path,
-        workspace: response.workspace.as_deref(),
+        aside: response.aside.as_deref(),
         status: response.status,
         micros: (ctx().now.0 - arrived.0).max(0) as u64 * 1000,
         request_id: response.header_value("X-Request-Id").unwrap_or("-"),

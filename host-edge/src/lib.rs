@@ -9,7 +9,8 @@
 //! - Bindings (wrangler.toml): D1 `DB`, KV `KEY_CACHE` (optional), secret
 //!   `ENGAGE_ADMIN_TOKEN` (enables the operator routes under `/_engage/`), var
 //!   `ENGAGE_RATE_LIMITS` (`off` disables the API's rate limits, for load tests), var
-//!   `ENGAGE_APPLY_BATCH` (queued jobs applied per commit, default 16).
+//!   `ENGAGE_APPLY_BATCH` (queued jobs applied per commit, default 16), var
+//!   `ENGAGE_FAULTS` (`1`: the test kit's faults, `/_engage/faults`).
 //! - Workers have no background threads: `/users/track` enqueues, every other
 //!   endpoint catches up with the queue first (the core does that), and after a
 //!   `/users/track` response the Worker applies the backlog in `ctx.wait_until`.

@@ -35,13 +35,17 @@ pub(crate) async fn handle(
     let path = req.uri().path().to_string();
     let arrived = ctx().now;
     let (response, request_body) = respond(&engine, lanes.as_deref(), req, body_timeout, client).await;
+    // A delay a test injected (the test kit's faults): the answer waits, the server does not.
+    if let Some(ms) = response.aside.as_ref().map(|a| a.delay_ms).filter(|ms| *ms > 0) {
+        tokio::time::sleep(Duration::from_millis(u64::from(ms))).await;
+    }
     let took = started.elapsed();
     let id = response.header_value("X-Request-Id").unwrap_or("-");
     engine.journal(engage_core::testing::Answered {
         at: arrived,
         method,
         path: &path,
-        workspace: response.workspace.as_deref(),
+        aside: response.aside.as_deref(),
         status: response.status,
         micros: took.as_micros() as u64,
         request_id: id,

@@ -21,6 +21,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
     // A throwaway server (`--ephemeral`, `--db :memory:`) is a test's: it keeps
     // bodies in the request journal, so a test can match them.
     let journal_bodies = args.journal_bodies || database._temporary.is_some();
+    let faults = args.faults || database._temporary.is_some();
     let options = crate::store::Options { cache_bytes: args.cache_mib.saturating_mul(1 << 20) };
     // Refused before anything else: a second server on a file another one serves
     // would answer every write with a storage failure.
@@ -94,6 +95,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             strict: args.strict,
             test_clock: args.test_clock,
             journal_bodies,
+            faults,
             playground: playground.state(),
             build: crate::build(),
         };

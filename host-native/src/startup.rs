@@ -110,6 +110,10 @@ pub struct ServeArgs {
     /// "recent requests"); keys and tokens are never kept.
     #[arg(long, env = "ENGAGE_JOURNAL_BODIES", value_parser = BoolishValueParser::new())]
     pub journal_bodies: bool,
+    /// Offer the test kit's faults (`/_engage/faults`): a test makes matching
+    /// requests fail or wait (on by itself with `--ephemeral`).
+    #[arg(long, env = "ENGAGE_FAULTS", value_parser = BoolishValueParser::new())]
+    pub faults: bool,
 }
 
 /// Where `engage serve` keeps its data: a file or PostgreSQL, or a temporary

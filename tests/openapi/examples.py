@@ -39,6 +39,7 @@ ORDER = [
     ("post", "/_engage/seed"),
     ("post", "/_engage/requests/find"),
     ("post", "/_engage/requests/count"),
+    ("post", "/_engage/faults"),
     ("post", "/_engage/clock"),
     ("post", "/_engage/cdi/integrations"),
     ("patch", "/_engage/cdi/integrations/{id}"),

@@ -27,6 +27,9 @@ KEY="$("$BIN" keys create --db "$DIR/engage.db" 2>/dev/null | tail -1)"
 export ENGAGE_ADMIN_TOKEN="$ADMIN"
 # A settable clock: `POST /_engage/clock`'s example is sent too.
 export ENGAGE_TEST_CLOCK=true
+# The test kit's faults: `POST /_engage/faults`'s example is sent too (and removed
+# before schemathesis runs, which leaves those routes alone: see schemathesis.toml).
+export ENGAGE_FAULTS=true
 # schemathesis presents wrong admin tokens on purpose (its authentication checks),
 # thousands a minute from one address: the throttle would answer its valid requests 429.
 export ENGAGE_ADMIN_FAILURES_PER_MINUTE=1000000
@@ -50,6 +53,7 @@ ENGAGE_URL="$BASE" ENGAGE_KEY="$KEY" ENGAGE_ADMIN="$ADMIN" ENGAGE_SCIM="$SCIM" E
 log "examples: each valid against its schema; each request body's example accepted as documented"
 ENGAGE_URL="$BASE" ENGAGE_KEY="$KEY" ENGAGE_ADMIN="$ADMIN" ENGAGE_SCIM="$SCIM" ENGAGE_ORIGIN="$ORIGIN" \
     "$VENV/bin/python" tests/openapi/examples.py
+curl -sf -X DELETE -H "Authorization: Bearer $ADMIN" "$BASE/_engage/faults" > /dev/null
 
 TIME="${FUZZ_TIME:-60}"
 # No crashes replayed from earlier runs (schemathesis keeps them in .schemathesis/):

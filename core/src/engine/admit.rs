@@ -11,8 +11,9 @@ use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Request, Response};
 use crate::input;
+use crate::kit::faults::Met;
 use crate::ratelimit::Decision;
-use crate::routes::{Api, Auth, Endpoint};
+use crate::routes::{Api, Auth, Endpoint, Route};
 use crate::scim;
 use crate::scim::token::ScimToken;
 use crate::store::Store;
@@ -21,12 +22,13 @@ use crate::store::Store;
 pub(super) enum Admitted {
     /// Nothing to carry: a public route, or an admin token or session shown.
     Open,
-    /// An API key, and its rate limit's count.
-    Key(KeyRecord, Decision),
+    /// An API key, its rate limit's count, and an injected delay it met (the
+    /// fault's id and the wait, ms).
+    Key(KeyRecord, Decision, Option<(String, u32)>),
     /// A SCIM token, and the company's count.
     Scim(ScimToken, Decision),
-    /// Answered already: a SCIM credential refused (in SCIM's shape), or the queue
-    /// not ready for a track request.
+    /// Answered already: a SCIM credential refused (in SCIM's shape), an injected
+    /// fault, or the queue not ready for a track request.
     Answered(Response),
 }
 
@@ -37,13 +39,13 @@ impl<S: Store> Engine<S> {
     /// inspector's session), so that no route can forget to ask.
     pub(super) async fn admit(
         &self,
-        auth: Auth,
+        route: &Route,
         endpoint: &Endpoint,
         req: &Request,
         ctx: Ctx,
         caught_up: bool,
     ) -> Result<Admitted, ApiError> {
-        match auth {
+        match route.auth {
             // The preference pages' link token is their credential, checked where it
             // is decoded (it names the user); the inspector's page and sign-in check
             // the session or the token themselves.
@@ -68,6 +70,29 @@ impl<S: Store> Engine<S> {
                 if !key.allows(permission) {
                     return Err(ApiError::MissingPermission(permission));
                 }
+                // A fault a test injected answers before the endpoint and the rate
+                // limit: the request changes nothing. A request handed back met its
+                // fault the first time.
+                let met = match self.config.faults && !caught_up {
+                    true => self.kit.faults.meet(
+                        req.method,
+                        &req.path,
+                        route.pattern,
+                        Some(key.workspace.as_str()),
+                        roll(ctx),
+                    ),
+                    false => None,
+                };
+                let delayed = match met {
+                    Some(Met { id, answer: Some(mut answer), delay_ms }) => {
+                        let aside = answer.aside_mut();
+                        (aside.workspace, aside.fault, aside.delay_ms) =
+                            (Some(key.workspace.as_str().into()), Some(id), delay_ms);
+                        return Ok(Admitted::Answered(answer));
+                    }
+                    Some(Met { id, answer: None, delay_ms }) => Some((id, delay_ms)),
+                    None => None,
+                };
                 if matches!(endpoint, Endpoint::Api(Api::Track)) && !caught_up {
                     if let Some(not_yet) = self.ledger_not_ready(ctx).await? {
                         return Ok(Admitted::Answered(not_yet));
@@ -82,10 +107,17 @@ impl<S: Store> Engine<S> {
                 if let Decision::Limited { retry_after } = decision {
                     return Err(ApiError::RateLimited { retry_after });
                 }
-                Ok(Admitted::Key(key, decision))
+                Ok(Admitted::Key(key, decision, delayed))
             }
         }
     }
+}
+
+/// A draw uniform in 0 to 1 from the request's seed (a fault's `probability`).
+fn roll(ctx: Ctx) -> f64 {
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&ctx.seed[..8]);
+    (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64
 }
 
 #[cfg(test)]

@@ -48,6 +48,9 @@ pub struct Config {
     pub test_clock: bool,
     /// Keep request and response bodies in the request journal.
     pub journal_bodies: bool,
+    /// Offer the test kit's faults (`/_engage/faults`): a test makes matching
+    /// requests fail or wait.
+    pub faults: bool,
     /// What the host has of the built playground at start-up (the landing page
     /// links it, says it is being built, or says how to build it); a host moves it
     /// on with [`crate::Engine::set_playground`].
@@ -74,6 +77,7 @@ impl std::fmt::Debug for Config {
             .field("strict", &self.strict)
             .field("test_clock", &self.test_clock)
             .field("journal_bodies", &self.journal_bodies)
+            .field("faults", &self.faults)
             .field("playground", &self.playground)
             .field("build", &self.build)
             .finish()
@@ -108,6 +112,7 @@ impl Default for Config {
             strict: false,
             test_clock: false,
             journal_bodies: false,
+            faults: false,
             playground: Playground::Served,
             build: Build::default(),
         }

@@ -94,15 +94,27 @@ impl<S: Store> Engine<S> {
                 })
             }
             Kit::ClearRequests => {
-                let pairs = req.query_pairs();
-                let ws = match pairs.as_slice() {
-                    [] => None,
-                    [(k, v)] if k == "workspace" => Some(inspect::workspace(v)?.as_str().to_string()),
-                    _ => return Err(ApiError::bad("the only parameter is 'workspace', once")),
-                };
+                let ws = workspace_param(req)?;
                 let cleared = self.kit.journal.forget(|e| ws.is_none() || e.workspace == ws);
                 Ok(Response::json(200, &json!({"cleared": cleared})))
             }
+            Kit::AddFault | Kit::ListFaults | Kit::ClearFaults | Kit::RemoveFault(_) if !self.config.faults => {
+                Err(ApiError::RouteNotFound)
+            }
+            Kit::AddFault => {
+                let n = self.kit.next_fault.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let id = self.kit.faults.add(&req.body, n)?;
+                Ok(Response::json(201, &json!({"id": id})))
+            }
+            Kit::ListFaults => Ok(Response::json(200, &json!({"faults": self.kit.faults.list()}))),
+            Kit::ClearFaults => {
+                let ws = workspace_param(req)?;
+                Ok(Response::json(200, &json!({"removed": self.kit.faults.clear(ws.as_deref())})))
+            }
+            Kit::RemoveFault(id) => match self.kit.faults.remove(&id) {
+                true => Ok(Response::json(200, &json!({"removed": 1}))),
+                false => Err(ApiError::NotFound(format!("no fault '{id}'"))),
+            },
             Kit::FindUsers(ws) => {
                 let ws = inspect::workspace(&ws)?;
                 let idents = inspect::identifiers(req)?;
@@ -368,5 +380,15 @@ fn accept(
         Ok(1)
     } else {
         Err(refused(r, &resp))
+    }
+}
+
+/// The `workspace` a kit route is limited to (none: every workspace), the only
+/// parameter it takes.
+fn workspace_param(req: &Request) -> Result<Option<String>, ApiError> {
+    match req.query_pairs().as_slice() {
+        [] => Ok(None),
+        [(k, v)] if k == "workspace" => Ok(Some(inspect::workspace(v)?.as_str().to_string())),
+        _ => Err(ApiError::bad("the only parameter is 'workspace', once")),
     }
 }

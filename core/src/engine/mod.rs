@@ -288,7 +288,7 @@ impl<S: Store> Engine<S> {
     async fn route(&self, req: Request, ctx: Ctx, caught_up: bool) -> Result<Response, ApiError> {
         let (route, endpoint) = routes::find(req.method, &req.path)?;
         input::check_body_len(req.body.len(), self.config.max_body_bytes)?;
-        let admitted = match self.admit(route.auth, &endpoint, &req, ctx, caught_up).await? {
+        let admitted = match self.admit(route, &endpoint, &req, ctx, caught_up).await? {
             Admitted::Answered(resp) => return Ok(resp),
             admitted => admitted,
         };
@@ -300,10 +300,13 @@ impl<S: Store> Engine<S> {
                 let base = req.public_base(self.config.public_url.as_deref());
                 Ok(scim::handle(&self.store, endpoint, &req, (token, decision), &base, ctx).await)
             }
-            (Endpoint::Api(api), Admitted::Key(key, decision)) => {
+            (Endpoint::Api(api), Admitted::Key(key, decision, delayed)) => {
                 let mut resp =
                     self.api(api, &req, &key.workspace, ctx, caught_up).await.unwrap_or_else(ApiError::into_response);
-                resp.workspace = Some(key.workspace.as_str().into());
+                resp.aside_mut().workspace = Some(key.workspace.as_str().into());
+                if let Some((fault, delay_ms)) = delayed {
+                    (resp.aside_mut().fault, resp.aside_mut().delay_ms) = (Some(fault), delay_ms);
+                }
                 Ok(match decision {
                     Decision::Allowed { limit, remaining, reset } if resp.status != 429 => resp
                         .with_header("X-RateLimit-Limit", limit.to_string())

@@ -210,7 +210,10 @@ pub(super) fn example(route: &Route) -> Option<Example> {
         (Method::Post, "/_engage/requests/find" | "/_engage/requests/count") => {
             json(json!({"method": "POST", "path": "/users/track", "status": 201, "since": "2020-01-01T00:00:00Z"}))
         }
-        (Method::Delete, "/_engage/requests") => query(&[("workspace", "scratch")]),
+        (Method::Delete, "/_engage/requests" | "/_engage/faults") => query(&[("workspace", "scratch")]),
+        (Method::Post, "/_engage/faults") => {
+            json(json!({"method": "GET", "path": "/nowhere", "status": 503, "times": 1, "retry_after_secs": 2}))
+        }
         (Method::Get, "/_engage/workspaces/{}/users") => query(&[("q", "u1")]),
         (Method::Get, "/_engage/cdi/integrations") => query(&[("workspace", "test")]),
         (Method::Post, "/_engage/inspector/login") => {

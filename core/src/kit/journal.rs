@@ -44,6 +44,9 @@ pub struct Entry {
     /// The workspace it acted in (its key's), when it had one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workspace: Option<String>,
+    /// The id of the injected fault it met, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
     /// The answer's status.
     pub status: u16,
     /// How long answering took, in microseconds (as the host measured it).
@@ -77,8 +80,8 @@ pub struct Answered<'a> {
     pub method: Method,
     /// Its path.
     pub path: &'a str,
-    /// The workspace it acted in ([`crate::Response::workspace`]).
-    pub workspace: Option<&'a str>,
+    /// What the response set aside for the test kit ([`crate::Response::aside`]).
+    pub aside: Option<&'a crate::http::Aside>,
     /// The answer's status.
     pub status: u16,
     /// How long answering took, in microseconds.
@@ -201,7 +204,8 @@ impl Journal {
                 &a.path.chars().take(2048).collect::<String>(),
                 "[token]",
             ),
-            workspace: a.workspace.map(str::to_string),
+            workspace: a.aside.and_then(|x| x.workspace.clone()),
+            fault: a.aside.and_then(|x| x.fault.clone()),
             status: a.status,
             micros: a.micros,
             request_id: a.request_id.chars().take(128).collect(),
@@ -271,7 +275,7 @@ mod tests {
             at: Timestamp(0),
             method: Method::Post,
             path,
-            workspace: None,
+            aside: None,
             status: 201,
             micros: 7,
             request_id: "r1",

@@ -12,6 +12,7 @@
 //! runs the routes in `engine::kit`, where the queue and the journal are.
 
 pub mod clock;
+pub mod faults;
 pub mod inspect;
 pub mod journal;
 pub mod key;
@@ -35,6 +36,10 @@ pub struct State {
     pub seeding: futures_util::lock::Mutex<()>,
     /// Failed admin-token attempts per client.
     pub guard: session::Guard,
+    /// The faults injected (none unless faults are on).
+    pub faults: faults::Faults,
+    /// The number of the next fault.
+    pub next_fault: std::sync::atomic::AtomicU64,
 }
 
 impl State {
@@ -47,6 +52,8 @@ impl State {
             journal: journal::Journal::new(journal_bodies),
             seeding: futures_util::lock::Mutex::new(()),
             guard: session::Guard::new(admin_failures_per_minute),
+            faults: faults::Faults::default(),
+            next_fault: std::sync::atomic::AtomicU64::new(1),
         }
     }
 }

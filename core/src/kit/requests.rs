@@ -109,7 +109,7 @@ pub fn shown(e: &Entry) -> Value {
         Some(text) => serde_json::from_str(text).unwrap_or_else(|_| Value::from(text.as_str())),
     };
     json!({
-        "at": e.at, "method": e.method, "path": e.path, "route": e.route, "workspace": e.workspace,
+        "at": e.at, "method": e.method, "path": e.path, "route": e.route, "workspace": e.workspace, "fault": e.fault,
         "status": e.status, "micros": e.micros, "request_id": e.request_id,
         "request_body": body(&e.request_body), "response_body": body(&e.response_body),
     })
@@ -126,6 +126,7 @@ mod tests {
             route: "/users/track",
             path: path.into(),
             workspace: ws.map(str::to_string),
+            fault: None,
             status,
             micros: 1,
             request_id: "r".into(),

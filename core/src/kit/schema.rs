@@ -78,6 +78,32 @@ pub fn describe(endpoint: &Kit) -> Op {
             }
             .bad_request("A filter out of shape, or a body filter on a server that keeps no bodies.", &[("unknown", "unknown filter field 'verb' (allowed: method, path, workspace, status, body, since)")])
         }
+        Kit::AddFault => Op::new(format!("Makes the requests that match fail or wait, to check a client's retries (WireMock's `fault` and `fixedDelayMilliseconds`). A request to an API-key route matches when its method, its path (or route pattern) and its key's workspace are those given (a field not given matches all); it is answered with `status` as the platform answers it (a 429 as real limiting does, with `X-Ratelimit-Retry-After` and `Retry-After`; a 5xx in the error shape with `Retry-After`), after `delay_ms`, and reaches no endpoint or rate limit: it changes nothing. `delay_ms` alone delays the normal answer. `times`: the next this many requests (then the fault is gone); `probability`: that share of them; neither: all. At most {} faults; only with `--faults` (or `--ephemeral`), else 404.", crate::kit::faults::MAX_FAULTS))
+            .body(object("", &[
+                ("method", string("An HTTP method (any case).")),
+                ("path", string("The path, or the route's pattern.")),
+                ("workspace", crate::describe::schema::workspace_name("The workspace of the request's key.")),
+                ("status", crate::describe::schema::with(crate::describe::schema::with(integer("The status to answer, 400 to 599."), "minimum", json!(400)), "maximum", json!(599))),
+                ("times", crate::describe::schema::with(integer("Answer the next this many, then go."), "minimum", json!(1))),
+                ("probability", crate::describe::schema::with(crate::describe::schema::with(json!({"type": "number"}), "minimum", json!(0)), "maximum", json!(1))),
+                ("delay_ms", crate::describe::schema::with(crate::describe::schema::with(integer("Wait this long before answering."), "minimum", json!(0)), "maximum", json!(crate::kit::faults::MAX_DELAY_MS))),
+                ("retry_after_secs", crate::describe::schema::with(crate::describe::schema::with(integer("The Retry-After of a 429 or 5xx (default 1)."), "minimum", json!(0)), "maximum", json!(86_400))),
+            ], &[]))
+            .example(json!({"method": "POST", "path": "/nowhere", "status": 503, "times": 1, "retry_after_secs": 2}))
+            .reply(201, "The fault's id.", object("", &[("id", string(""))], &["id"]))
+            .with_example("added", json!({"id": "fault-1"}))
+            .bad_request("A fault out of shape: no status and no delay, both times and probability, a status under 400.", &[("shape", "a fault needs a 'status' to answer, or a 'delay_ms' to add")]),
+        Kit::ListFaults => Op::new("The faults injected, oldest first (only with `--faults`).")
+            .reply(200, "The faults.", object("", &[("faults", array(free_object("A fault as added, with its id and what is left of `times`."), ""))], &["faults"]))
+            .with_example("faults", json!({"faults": [{"id": "fault-1", "method": "POST", "path": "/users/track", "workspace": null, "status": 429, "times": 2, "delay_ms": 0, "retry_after_secs": 1}]})),
+        Kit::ClearFaults => Op::new("Removes every fault, or those of one workspace (only with `--faults`).")
+            .query("workspace", false, "Only this workspace's.", crate::describe::schema::workspace_name(""))
+            .reply(200, "How many were removed.", object("", &[("removed", integer(""))], &["removed"]))
+            .with_example("removed", json!({"removed": 2})),
+        Kit::RemoveFault(_) => Op::new("Removes one fault (only with `--faults`).")
+            .reply(200, "Removed.", object("", &[("removed", integer(""))], &["removed"]))
+            .with_example("removed", json!({"removed": 1}))
+            .reply(404, "No fault has this id (or faults are off).", refer("Error")),
         Kit::ClearRequests => Op::new("Forgets the journaled requests: of one workspace (`workspace`), or all.")
             .query("workspace", false, "Only this workspace's.", crate::describe::schema::workspace_name(""))
             .reply(200, "How many were forgotten.", object("", &[("cleared", integer(""))], &["cleared"]))

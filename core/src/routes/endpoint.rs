@@ -203,6 +203,14 @@ pub enum Kit {
     CountRequests,
     /// DELETE /_engage/requests: forget the journaled requests (of a workspace).
     ClearRequests,
+    /// POST /_engage/faults: inject a fault.
+    AddFault,
+    /// GET /_engage/faults: the faults injected.
+    ListFaults,
+    /// DELETE /_engage/faults: remove every fault (of a workspace).
+    ClearFaults,
+    /// DELETE /_engage/faults/{id}: remove one fault.
+    RemoveFault(String),
     /// GET /_engage/workspaces/{ws}/users: profiles found by any identifier.
     FindUsers(String),
     /// GET /_engage/workspaces/{ws}/preference-centers: a workspace's centers.

@@ -267,6 +267,10 @@ pub static ROUTES: &[Route] = &[
     kit!(Post "/_engage/requests/find", "The requests a filter matches, newest first (test kit)", |_| Kit::FindRequests),
     kit!(Post "/_engage/requests/count", "How many requests a filter matches (test kit)", |_| Kit::CountRequests),
     kit!(Delete "/_engage/requests", "Forget the journaled requests, of one workspace or all (test kit)", |_| Kit::ClearRequests),
+    kit!(Post "/_engage/faults", "Make matching requests fail or wait (test kit, with --faults)", |_| Kit::AddFault),
+    kit!(Get "/_engage/faults", "The faults injected (test kit, with --faults)", |_| Kit::ListFaults),
+    kit!(Delete "/_engage/faults", "Remove every fault, of one workspace or all (test kit, with --faults)", |_| Kit::ClearFaults),
+    kit!(Delete "/_engage/faults/{}" [id], "Remove one fault (test kit, with --faults)", |v| Kit::RemoveFault(param(v))),
     kit!(Get "/_engage/workspaces/{}/users" [workspace], "Find profiles by any identifier (test kit)", |v| Kit::FindUsers(param(v))),
     kit!(Get "/_engage/workspaces/{}/preference-centers" [workspace], "A workspace's preference centers (test kit)", |v| Kit::Centers(param(v))),
     kit!(Get "/_engage/workspaces/{}/preference-centers/{}/url/{}" [workspace, id, external_id], "A link to a center's page as a user (test kit)", |v| {

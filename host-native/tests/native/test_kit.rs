@@ -248,3 +248,76 @@ fn an_ephemeral_server_matches_calls_by_what_their_bodies_contain() {
     assert_eq!(found["requests"][0]["response_body"]["message"], "success", "{found}");
     assert!(!found.to_string().contains(KEY), "no key: {found}");
 }
+
+/// Faults (`--ephemeral` has them): a 429 answered as real limiting answers it, a
+/// 503 in the error shape, a delay; a faulted request changes nothing and is
+/// journaled with its fault; removed faults are gone.
+#[test]
+fn injected_faults_answer_as_the_platform_does_and_change_nothing() {
+    let server = Server::start(Path::new(":memory:"), &["--api-key", KEY, "--admin-token", ADMIN], &[]);
+    let mut conn = server.conn();
+    let post =
+        |conn: &mut Conn, path: &str, auth: &str, body: Value| conn.send("POST", path, auth, Some(&body)).unwrap();
+    let added = post(
+        &mut conn,
+        "/_engage/faults",
+        ADMIN,
+        json!({"path": "/users/track", "status": 429, "times": 2, "retry_after_secs": 3}),
+    );
+    assert_eq!(added.status, 201, "{}", String::from_utf8_lossy(&added.body));
+    let fault = added.json()["id"].as_str().unwrap().to_string();
+    let track = |user: &str| json!({"attributes": [{"external_id": user}]});
+    let mut limited = Vec::new();
+    for user in ["f1", "f2"] {
+        let r = post(&mut conn, "/users/track", KEY, track(user));
+        assert_eq!((r.status, r.json()), (429, json!({"message": "Over rate limit"})));
+        limited.push(r);
+    }
+    assert_eq!(post(&mut conn, "/users/track", KEY, track("f3")).status, 201, "two times, then gone");
+    // The shape of a real 429: ten preference-center writes a minute.
+    let center =
+        |n: usize| json!({"name": format!("c{n}"), "preference_center_page_html": "x", "confirmation_page_html": "y"});
+    let real = (0..11).map(|n| post(&mut conn, "/preference_center/v1", KEY, center(n))).last().unwrap();
+    assert_eq!(real.status, 429);
+    for name in ["x-ratelimit-retry-after", "retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "content-type"]
+    {
+        assert_eq!(limited[0].header(name).is_some(), real.header(name).is_some(), "{name}");
+    }
+    assert_eq!(
+        (limited[0].header("retry-after"), limited[0].header("x-ratelimit-retry-after")),
+        (Some("3"), Some("3"))
+    );
+    // Nothing of the faulted requests was stored; both are journaled with the fault.
+    let export = post(&mut conn, "/users/export/ids", KEY, json!({"external_ids": ["f1", "f2", "f3"]})).json();
+    assert_eq!(export["invalid_user_ids"], json!(["f1", "f2"]), "{export}");
+    let found = post(&mut conn, "/_engage/requests/find", ADMIN, json!({"status": 429, "path": "/users/track"})).json();
+    let faults: Vec<&Value> = found["requests"].as_array().unwrap().iter().map(|r| &r["fault"]).collect();
+    assert_eq!(faults, [&json!(fault), &json!(fault)], "{found}");
+
+    // A 503 until removed, and a delay alone.
+    let id = post(
+        &mut conn,
+        "/_engage/faults",
+        ADMIN,
+        json!({"method": "post", "path": "/users/export/ids", "status": 503, "probability": 1}),
+    )
+    .json()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = post(&mut conn, "/users/export/ids", KEY, json!({"external_ids": ["f3"]}));
+    assert_eq!((r.status, r.header("retry-after").is_some(), r.json()["message"].is_string()), (503, true, true));
+    let listed = conn.send("GET", "/_engage/faults", ADMIN, None).unwrap().json();
+    assert_eq!(listed["faults"][0]["id"], json!(id), "{listed}");
+    assert_eq!(conn.send("DELETE", &format!("/_engage/faults/{id}"), ADMIN, None).unwrap().status, 200);
+    assert_eq!(conn.send("DELETE", &format!("/_engage/faults/{id}"), ADMIN, None).unwrap().status, 404);
+    assert_eq!(post(&mut conn, "/users/export/ids", KEY, json!({"external_ids": ["f3"]})).status, 201);
+    post(&mut conn, "/_engage/faults", ADMIN, json!({"path": "/users/export/ids", "delay_ms": 300, "times": 1}));
+    let started = Instant::now();
+    let r = post(&mut conn, "/users/export/ids", KEY, json!({"external_ids": ["f3"]}));
+    assert_eq!(r.status, 201, "a delay alone: the normal answer");
+    assert!(started.elapsed() >= Duration::from_millis(300), "answered after the delay");
+    assert_eq!(r.json()["users"][0]["external_id"], "f3");
+    // Out of shape: a 400; a server without faults: 404 (the black-box suite's).
+    assert_eq!(post(&mut conn, "/_engage/faults", ADMIN, json!({"status": 200})).status, 400);
+}

@@ -255,4 +255,9 @@ async fn a_test_finds_and_counts_the_calls_its_code_made_and_forgets_them() {
     assert_eq!(count(json!({"workspace": ws})).await, 0);
     assert_eq!(count(json!({"workspace": other.workspace})).await, 1);
     assert_eq!(admin("DELETE", "/_engage/requests?workspace=a&workspace=b", Value::Null).await.status, 400);
+    // This server was started without faults: their routes do not exist
+    // (host-native/tests/native/test_kit.rs injects them on an `--ephemeral` one).
+    let r = admin("POST", "/_engage/faults", json!({"path": "/users/track", "status": 503})).await;
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert_eq!(api.track(json!({"attributes": [{"external_id": "v3"}]})).await.status, 201);
 }
