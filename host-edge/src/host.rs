@@ -233,7 +233,7 @@ async fn fetch(mut req: worker::Request, env: Env, wctx: Context) -> worker::Res
     }
     // A delay a test injected (the test kit's faults).
     if let Some(ms) = response.aside.as_ref().map(|a| a.delay_ms).filter(|ms| *ms > 0) {
-        worker::Delay::from(std::time::Duration::from_millis(u64::from(ms))).await;
+        Delay::from(Duration::from_millis(u64::from(ms))).await;
     }
     // The request journal is this isolate's (bodies are not kept at the edge).
     isolate.engine.journal(engage_core::testing::Answered {
