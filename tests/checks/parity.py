@@ -43,23 +43,32 @@ def routes():
     return [(k, m.upper(), p) for k, m, p in ROW.findall(read("core/src/routes/mod.rs"))]
 
 
-def tests():
-    """(suite folder, file, test name, body, hosts) of every test."""
+def split(pattern, with_header):
+    """(suite folder, file, name, text, hosts) of every piece of the suites' files
+    that `pattern` starts (its group 1 or 2 the name), each with the comments right
+    above it; `with_header`: a file's first piece takes the file's header too."""
     out = []
-    for folder, files, pattern, hosts in SUITES:
+    for folder, files, _, hosts in SUITES:
         for dirpath, _, names in sorted(os.walk(os.path.join(ROOT, folder))):
             for name in sorted(names):
                 if not re.search(files, name):
                     continue
                 rel = os.path.relpath(os.path.join(dirpath, name), ROOT)
                 text = read(rel)
-                starts = [(comments_before(text, m.start()), m.group(1)) for m in re.finditer(pattern, text)]
-                for i, (at, test) in enumerate(starts):
-                    # A file's first test takes its header too (what the file says of all).
-                    at = 0 if i == 0 else at
+                p = pattern(folder) if callable(pattern) else pattern
+                starts = [(comments_before(text, m.start()), m.group(1) or m.group(2)) for m in re.finditer(p, text)]
+                for i, (at, piece) in enumerate(starts):
+                    at = 0 if i == 0 and with_header else at
                     end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
-                    out.append((folder, rel, test, text[at:end], hosts))
+                    out.append((folder, rel, piece, text[at:end], hosts))
     return out
+
+
+def tests():
+    """(suite folder, file, test name, body, hosts) of every test; a file's first test
+    takes its header too (what the file says of all)."""
+    patterns = {folder: pattern for folder, _, pattern, _ in SUITES}
+    return split(lambda folder: "(?:" + patterns[folder] + ")|(?!x)x()", True)
 
 
 def comments_before(text, at):
@@ -84,20 +93,8 @@ def route_regex(pattern):
 def blocks():
     """(file, function, text, hosts) of every function of the suites' files, tests or
     not (the SCIM suite's checks are functions one test runs in order)."""
-    out = []
-    for folder, files, _, hosts in SUITES:
-        for dirpath, _, names in sorted(os.walk(os.path.join(ROOT, folder))):
-            for name in sorted(names):
-                if not re.search(files, name):
-                    continue
-                rel = os.path.relpath(os.path.join(dirpath, name), ROOT)
-                text = read(rel)
-                starts = [(comments_before(text, m.start()), m.group(1) or m.group(2))
-                          for m in re.finditer(r"\bfn (\w+)|\btest\(\s*\"([^\"]+)\"", text)]
-                for i, (at, fn) in enumerate(starts):
-                    end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
-                    out.append((rel, fn, text[at:end], hosts))
-    return out
+    pieces = split(r"\bfn (\w+)|\btest\(\s*\"([^\"]+)\"", False)
+    return [(rel, name, text, hosts) for _, rel, name, text, hosts in pieces]
 
 
 def calls(body, pattern):
