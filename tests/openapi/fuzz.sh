@@ -30,6 +30,8 @@ export ENGAGE_TEST_CLOCK=true
 # The test kit's faults: `POST /_engage/faults`'s example is sent too (and removed
 # before schemathesis runs, which leaves those routes alone: see schemathesis.toml).
 export ENGAGE_FAULTS=true
+# Bodies kept: the request finders' examples match a body.
+export ENGAGE_JOURNAL_BODIES=true
 # schemathesis presents wrong admin tokens on purpose (its authentication checks),
 # thousands a minute from one address: the throttle would answer its valid requests 429.
 export ENGAGE_ADMIN_FAILURES_PER_MINUTE=1000000

@@ -99,7 +99,7 @@ impl Faults {
         }
         let text = |name: &str| -> Result<Option<String>, ApiError> {
             match m.get(name) {
-                None | Some(Value::Null) => Ok(None),
+                None => Ok(None),
                 Some(Value::String(s)) if !s.is_empty() => Ok(Some(s.clone())),
                 Some(_) => Err(bad(format!("'{name}' must be a non-empty string"))),
             }
@@ -107,10 +107,11 @@ impl Faults {
         let whole = |name: &str, max: u64| -> Result<Option<u64>, ApiError> {
             match m.get(name) {
                 None | Some(Value::Null) => Ok(None),
+                // JSON Schema's integers include 3.0.
                 Some(v) => v
-                    .as_u64()
-                    .filter(|n| *n <= max)
-                    .map(Some)
+                    .as_f64()
+                    .filter(|n| n.fract() == 0.0 && (0.0..=max as f64).contains(n))
+                    .map(|n| Some(n as u64))
                     .ok_or_else(|| bad(format!("'{name}' must be a whole number from 0 to {max}"))),
             }
         };

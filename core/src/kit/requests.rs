@@ -41,7 +41,7 @@ impl Filter {
         }
         let text = |name: &str| -> Result<Option<String>, ApiError> {
             match m.get(name) {
-                None | Some(Value::Null) => Ok(None),
+                None => Ok(None),
                 Some(Value::String(s)) => Ok(Some(s.clone())),
                 Some(_) => Err(ApiError::bad(format!("'{name}' must be a string"))),
             }
@@ -54,10 +54,11 @@ impl Filter {
             },
         };
         let status = match m.get("status") {
-            None | Some(Value::Null) => None,
+            None => None,
+            // JSON Schema's integers include 321.0.
             Some(v) => Some(
-                v.as_u64()
-                    .filter(|s| (100..=599).contains(s))
+                v.as_f64()
+                    .filter(|s| s.fract() == 0.0 && (100.0..=599.0).contains(s))
                     .map(|s| s as u16)
                     .ok_or_else(|| ApiError::bad("'status' must be an HTTP status, 100 to 599"))?,
             ),

@@ -52,19 +52,19 @@ pub fn describe(endpoint: &Kit) -> Op {
             .with_example("requests", json!({"bodies": false, "requests": [{"at": "2026-11-26T10:00:00.123Z", "method": "POST", "route": "/users/track",
                 "status": 201, "micros": 840, "request_id": "5a10bbc1001eb5f8f3d029c29a04e06f"}]})),
         Kit::FindRequests | Kit::CountRequests => {
-            let filter = object("A filter; a field not given matches everything.", &[
-                ("method", string("An HTTP method (any case).")),
+            let filter = crate::describe::schema::closed(object("A filter; a field not given matches everything (no body: every request).", &[
+                ("method", crate::describe::schema::values(&["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"], "An HTTP method (any case).")),
                 ("path", string("The path sent (link tokens masked), or the route's pattern (`/preference_center/v1/{preferenceCenterExternalID}`).")),
                 ("workspace", string("The workspace the request acted in (its key's).")),
                 ("status", crate::describe::schema::with(crate::describe::schema::with(integer("The answer's status."), "minimum", json!(100)), "maximum", json!(599))),
                 ("body", crate::describe::schema::any("JSON the request body contains: every field of an object (recursively), every element of an array (each in some element of the body's), anything else equal. Needs bodies kept (`--journal-bodies` or `--ephemeral`).")),
-                ("since", string("An RFC 3339 time: requests that arrived then or later.")),
-            ], &[]);
+                ("since", crate::describe::schema::time("Requests that arrived then or later.")),
+            ], &[]));
             let op = Op::new(match endpoint {
                 Kit::CountRequests => "How many journaled requests a filter matches (WireMock's `/__admin/requests/count`).".to_string(),
                 _ => format!("The journaled requests a filter matches, newest first (WireMock's `/__admin/requests/find`): time, method, path, route, workspace, status, latency, request id, and the request's and answer's bodies (JSON where they are; with `--journal-bodies` or `--ephemeral`, whole up to {} KiB each, passwords and link tokens masked; never a key). The journal holds the latest {CAPACITY} requests and at most {} MiB of bodies.", crate::kit::journal::MAX_BODY_BYTES / 1024, crate::kit::journal::MAX_JOURNAL_BYTES >> 20),
             })
-            .body(filter)
+            .body_in(&[crate::describe::op::JSON], filter, false)
             .example(json!({"method": "POST", "path": "/users/track", "body": {"attributes": [{"external_id": "user-1"}]}}));
             match endpoint {
                 Kit::CountRequests => op
