@@ -88,7 +88,7 @@ pub struct ServeArgs {
     pub ephemeral: bool,
     /// An API key that exists once the server is ready (32 characters or more),
     /// across restarts, for a CI job or a `.env` file to hold.
-    #[arg(long, env = "ENGAGE_API_KEY", hide_env_values = true)]
+    #[arg(long, env = "ENGAGE_API_KEY", hide_env_values = true, value_parser = parse_api_key)]
     pub api_key: Option<String>,
     /// The workspace of `--api-key`.
     #[arg(long, env = "ENGAGE_WORKSPACE", default_value = "default")]
@@ -221,6 +221,11 @@ pub fn server_runs_on(db: &std::path::Path) -> bool {
 }
 
 /// An admin token the core accepts (long enough to guard every key and all data).
+/// A key refused before anything is made (no database for a server that will not start).
+fn parse_api_key(text: &str) -> Result<String, String> {
+    engage_core::testing::check_api_key(text).map(|()| text.to_string()).map_err(|e| e.message())
+}
+
 fn parse_admin_token(text: &str) -> Result<String, String> {
     engage_core::testing::check_admin_token(text).map(|()| text.to_string())
 }

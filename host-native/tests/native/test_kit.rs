@@ -191,35 +191,42 @@ fn mistakes_that_used_to_fail_silently_say_what_is_wrong() {
 /// else): `ENGAGE_EPHEMERAL=1` is `--ephemeral`, `=0` is its absence.
 #[test]
 fn boolean_variables_take_one_and_zero_as_well_as_true_and_false() {
-    let with = |value: &str| {
+    // Each command runs in a directory of its own: nothing is made in the tests' one.
+    let run = |dir: &Path, args: &[&str], var: &str, value: &str| {
         let out = Command::new(env!("CARGO_BIN_EXE_engage"))
-            .args(["serve", "--db", "other.db", "--listen", "127.0.0.1:0", "--api-key", "short-key"])
-            .env("ENGAGE_EPHEMERAL", value)
+            .args(args)
+            .current_dir(dir)
+            .env(var, value)
             .env_remove("ENGAGE_LISTEN")
+            .env_remove("ENGAGE_DB")
             .output()
             .expect("run engage");
         assert!(!out.status.success());
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
+    let scratch = tempfile::tempdir().unwrap();
+    let ephemeral = |value: &str| {
+        let args = ["serve", "--db", "other.db", "--listen", "not an address"];
+        run(scratch.path(), &args, "ENGAGE_EPHEMERAL", value)
+    };
     for on in ["1", "true", "TRUE", "yes"] {
-        // Ephemeral: a --db is refused before anything else.
-        assert!(with(on).contains("leave out --db"), "ENGAGE_EPHEMERAL={on}: {}", with(on));
+        // Ephemeral: a --db is refused.
+        assert!(ephemeral(on).contains("leave out --db"), "ENGAGE_EPHEMERAL={on}: {}", ephemeral(on));
     }
     for off in ["0", "false"] {
-        // Not ephemeral: the short key is what is refused.
-        let err = with(off);
-        assert!(err.contains("32") && !err.contains("leave out --db"), "ENGAGE_EPHEMERAL={off}: {err}");
+        // Not ephemeral: the address is what is refused.
+        let err = ephemeral(off);
+        assert!(err.contains("not an address") && !err.contains("leave out --db"), "ENGAGE_EPHEMERAL={off}: {err}");
     }
-    assert!(with("maybe").contains("invalid value"), "{}", with("maybe"));
-    for var in ["ENGAGE_STRICT", "ENGAGE_TEST_CLOCK", "ENGAGE_NO_RATE_LIMITS", "ENGAGE_JOURNAL_BODIES"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_engage"))
-            .args(["serve", "--api-key", "short-key"])
-            .env(var, "1")
-            .output()
-            .expect("run engage");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!err.contains("invalid value"), "{var}=1: {err}");
+    assert!(ephemeral("maybe").contains("invalid value"), "{}", ephemeral("maybe"));
+    let clean = tempfile::tempdir().unwrap();
+    for var in ["ENGAGE_STRICT", "ENGAGE_TEST_CLOCK", "ENGAGE_NO_RATE_LIMITS", "ENGAGE_JOURNAL_BODIES", "ENGAGE_FAULTS"]
+    {
+        let err = run(clean.path(), &["serve", "--api-key", "short-key"], var, "1");
+        assert!(err.contains("32") && !err.contains("invalid value '1'"), "{var}=1: {err}");
     }
+    // A key refused is refused before anything is made.
+    assert_eq!(std::fs::read_dir(clean.path()).unwrap().count(), 0, "nothing made");
 }
 
 /// An `--ephemeral` server keeps bodies, so a test can verify what its code sent:
