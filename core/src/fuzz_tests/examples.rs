@@ -243,8 +243,8 @@ pub(super) fn example(route: &Route) -> Option<Example> {
             | "/_engage/queue/set-aside"
             | "/_engage/queue",
         )
-        | (Method::Get, "/_engage/keys" | "/_engage/workspaces")
-        | (Method::Delete, "/_engage/keys/{}" | "/_engage/cdi/integrations/{}")
+        | (Method::Get, "/_engage/keys" | "/_engage/workspaces" | "/_engage/faults")
+        | (Method::Delete, "/_engage/keys/{}" | "/_engage/cdi/integrations/{}" | "/_engage/faults/{}")
         | (Method::Get, "/" | "/healthz" | "/readyz" | "/openapi.json" | "/metrics")
         | (Method::Delete, "/scim/v2/Users/{}")
         | (Method::Get | Method::Delete, "/scim/v2/Me")
