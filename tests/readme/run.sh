@@ -63,7 +63,7 @@ expect() {
 expect '{"attributes_processed":1,"events_processed":1,"message":"success"}'
 expect '"external_id":"user-1"'
 expect '"custom_attributes":{"visits":1}'
-expect '{"already_loaded":false,"loaded":8}'
+expect '{"already_loaded":false,"loaded":11}'
 expect '"external_id":"ada","first_name":"Ada"'
 expect '"removed":'
 expect '"liquid_tag":"{{preference_center.${prefs}}}"'
