@@ -26,17 +26,6 @@ pub enum Shape {
     Scim,
 }
 
-impl Shape {
-    /// SCIM's for a path of the SCIM family, the platform's otherwise.
-    pub fn of(scim_path: bool) -> Shape {
-        if scim_path {
-            Shape::Scim
-        } else {
-            Shape::Platform
-        }
-    }
-}
-
 /// Everything that ends a request without success.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

@@ -80,7 +80,7 @@ pub fn judge(head: &Head<'_>, max_body_bytes: usize, seed: [u8; 16]) -> Verdict 
         Head::TimedOut { secs } => (ApiError::RequestTimeout { secs: *secs }, "/", Vec::new()),
     };
     let id = crate::http::request_id(&ids, seed);
-    let response = refusal.into_shaped(crate::error::Shape::of(crate::scim::protocol::owns(path)));
+    let response = refusal.into_shaped(crate::scim::protocol::shape(path));
     Verdict::Refuse(response.with_header("X-Request-Id", id).with_header("Connection", "close"))
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Docs are references, not diaries: no doc, comment or script names a numbered work
-period ("session 12", "round 3", "sprint 4"...); a measurement is named by its date
+period (one of the words in PERIOD followed by a number); a measurement is named by its date
 and commit, and history stays in git. Also: no line of docs/decisions/*.md is over 400
 characters (one decision a heading, its text wrapped), and every decision heading's
 id is unique across those files, so links to them hold.

@@ -22,7 +22,7 @@ use self::admit::Admitted;
 use crate::admin;
 use crate::auth::{self, KeyRecord};
 use crate::ctx::Ctx;
-use crate::error::{ApiError, Shape};
+use crate::error::ApiError;
 use crate::http::{Method, Notice, Request, Response, Then};
 use crate::ids::{Identifier, WorkspaceName};
 use crate::preference_center::link::LinkConfig;
@@ -189,9 +189,7 @@ impl<S: Store> Engine<S> {
         match input::check_declared_length(headers, self.config.max_body_bytes) {
             Ok(()) => BodyPlan::Read { limit: self.config.max_body_bytes },
             // The connection's framing is not trusted after a refusal: close it.
-            Err(e) => BodyPlan::Refuse(
-                e.into_shaped(Shape::of(scim::protocol::owns(path))).with_header("Connection", "close"),
-            ),
+            Err(e) => BodyPlan::Refuse(e.into_shaped(scim::protocol::shape(path)).with_header("Connection", "close")),
         }
     }
 
@@ -204,7 +202,7 @@ impl<S: Store> Engine<S> {
             BodyError::Malformed => ApiError::bad("Bad Request: malformed body framing (chunked encoding)"),
             BodyError::TimedOut { secs } => ApiError::RequestTimeout { secs },
         };
-        e.into_shaped(Shape::of(scim::protocol::owns(path))).with_header("Connection", "close")
+        e.into_shaped(scim::protocol::shape(path)).with_header("Connection", "close")
     }
 
     /// The response to a connection beyond the host's limit.
@@ -215,8 +213,7 @@ impl<S: Store> Engine<S> {
     /// The response for a body over [`Config::max_body_bytes`] (or one that could not
     /// be read), for hosts that stop reading early.
     pub fn refuse_too_large(&self, path: &str) -> Response {
-        ApiError::PayloadTooLarge { limit: self.config.max_body_bytes }
-            .into_shaped(Shape::of(scim::protocol::owns(path)))
+        ApiError::PayloadTooLarge { limit: self.config.max_body_bytes }.into_shaped(scim::protocol::shape(path))
     }
 
     /// Whether the request first applies the queue (every endpoint but
@@ -253,13 +250,13 @@ impl<S: Store> Engine<S> {
     }
 
     async fn handle_as(&self, req: Request, ctx: Ctx, caught_up: bool) -> Response {
-        let scim_path = scim::protocol::owns(&req.path);
+        let shape = scim::protocol::shape(&req.path);
         let operator_path = req.path == "/_engage" || req.path.starts_with("/_engage/");
         let id = crate::http::request_id(&req.headers, ctx.seed);
         let head = req.method == Method::Head;
         let resp = match self.route(req, ctx, caught_up).await {
             Ok(resp) => resp,
-            Err(e) => e.into_shaped(Shape::of(scim_path)),
+            Err(e) => e.into_shaped(shape),
         };
         let mut resp = if head { resp.without_body() } else { resp };
         if resp.status == 401 && !operator_path {

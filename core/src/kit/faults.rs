@@ -115,13 +115,7 @@ impl Faults {
                     .ok_or_else(|| bad(format!("'{name}' must be a whole number from 0 to {max}"))),
             }
         };
-        let method = match text("method")? {
-            None => None,
-            Some(name) => match Method::parse(&name.to_ascii_uppercase()) {
-                Method::Other => return Err(bad(format!("'method' must be an HTTP method, not '{name}'"))),
-                known => Some(known),
-            },
-        };
+        let method = text("method")?.as_deref().map(super::requests::method).transpose()?;
         let status = match whole("status", 599)? {
             None => None,
             Some(s) if (400..=599).contains(&s) => Some(s as u16),

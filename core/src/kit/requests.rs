@@ -46,13 +46,7 @@ impl Filter {
                 Some(_) => Err(ApiError::bad(format!("'{name}' must be a string"))),
             }
         };
-        let method = match text("method")? {
-            None => None,
-            Some(m) => match Method::parse(&m.to_ascii_uppercase()) {
-                Method::Other => return Err(ApiError::bad(format!("'method' must be an HTTP method, not '{m}'"))),
-                known => Some(known),
-            },
-        };
+        let method = text("method")?.as_deref().map(method).transpose()?;
         let status = match m.get("status") {
             None => None,
             // JSON Schema's integers include 321.0.
@@ -89,6 +83,14 @@ impl Filter {
                 let have = e.request_body.as_deref().and_then(|b| serde_json::from_str::<Value>(b).ok());
                 have.is_some_and(|have| contains(&have, want))
             })
+    }
+}
+
+/// A filter's or a fault's `method`: an HTTP method, in any case.
+pub(super) fn method(name: &str) -> Result<Method, ApiError> {
+    match Method::parse(&name.to_ascii_uppercase()) {
+        Method::Other => Err(ApiError::bad(format!("'method' must be an HTTP method, not '{name}'"))),
+        known => Ok(known),
     }
 }
 

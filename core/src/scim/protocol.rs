@@ -25,3 +25,12 @@ pub const USER_COUNT_KEY: &str = "\u{1f}count";
 pub fn owns(path: &str) -> bool {
     path == "/scim/v2" || path.starts_with("/scim/v2/")
 }
+
+/// The shape of an error answered on `path` before any family's code: SCIM's on
+/// this family's paths (even one no route has), the platform's elsewhere.
+pub fn shape(path: &str) -> crate::error::Shape {
+    match owns(path) {
+        true => crate::error::Shape::Scim,
+        false => crate::error::Shape::Platform,
+    }
+}

@@ -327,7 +327,7 @@ pub async fn remove<S: Store>(
             let phones = phone_numbers(&b)?;
             transact(store, ws, ctx.seed, async |tx, _| {
                 for phone in &phones {
-                    let key = format!("{}{SEP}{phone}", tx.workspace().as_str());
+                    let key = phone_key(tx.workspace(), phone);
                     if tx.doc::<PhoneEntry>(Table::PhoneList, &key).await?.is_some() {
                         tx.delete_doc(Table::PhoneList, &key);
                     }
@@ -363,9 +363,15 @@ async fn clear_hard_bounce<S: Store>(tx: &mut Tx<'_, S>, email: &Email, now: Tim
     Ok(())
 }
 
+/// The key of `phone`'s entry on the invalid numbers (the email lists' are
+/// [`address_key`]s).
+fn phone_key(ws: &WorkspaceName, phone: &str) -> String {
+    format!("{}{SEP}{phone}", ws.as_str())
+}
+
 /// Puts `phone` (as keyed) on the invalid numbers since `at`.
 pub fn put_invalid_phone<S: Store>(tx: &mut Tx<'_, S>, phone: &str, at: Timestamp) -> Result<(), StoreError> {
-    let key = format!("{}{SEP}{phone}", tx.workspace().as_str());
+    let key = phone_key(tx.workspace(), phone);
     tx.put_doc(Table::PhoneList, &key, &PhoneEntry { invalid_detected_at: at })
 }
 
