@@ -91,7 +91,9 @@ pub mod testing {
     pub use crate::kit::journal::Answered;
     pub use crate::kit::key::{check as check_api_key, ensure as ensure_key, Made};
     pub use crate::kit::reset::{Keep, Report as ResetReport, Scope as ResetScope};
-    pub use crate::kit::seed::{parse as parse_seed, Seed, SeedError};
+    pub use crate::kit::seed::{
+        parse as parse_seed, parse_sized as parse_seed_sized, Seed, SeedError, MAX_STATE_BYTES,
+    };
     pub use crate::kit::session::check_admin_token;
 }
 

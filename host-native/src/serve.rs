@@ -51,13 +51,31 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         )),
         None => None,
     };
-    let seed = match &args.seed {
-        Some(path) => {
-            let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            Some(engage_core::testing::parse_seed(&bytes).map_err(|e| format!("{}: {e}", path.display()))?)
+    let mut seeds = Vec::new();
+    if let Some(path) = &args.state {
+        if database._temporary.is_none() {
+            return Err(
+                "--state is for a throwaway server: add --ephemeral (a database file keeps its state itself)".into()
+            );
         }
-        None => None,
-    };
+        match std::fs::read(path) {
+            Ok(bytes) => seeds.push((
+                "--state",
+                engage_core::testing::parse_seed_sized(&bytes, engage_core::testing::MAX_STATE_BYTES)
+                    .map_err(|e| format!("{}: {e}", path.display()))?,
+            )),
+            // Written at the first clean stop.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+        }
+    }
+    if let Some(path) = &args.seed {
+        let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        seeds.push((
+            "--seed",
+            engage_core::testing::parse_seed(&bytes).map_err(|e| format!("{}: {e}", path.display()))?,
+        ));
+    }
     let described = crate::store::native::describe(&db);
     let limits = Limits {
         header: Duration::from_secs(args.header_timeout_secs),
@@ -96,6 +114,7 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
             test_clock: args.test_clock,
             journal_bodies,
             faults,
+            id_seed: args.id_seed,
             playground: playground.state(),
             build: crate::build(),
         };
@@ -103,9 +122,10 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
         if let Chosen::Building(dir) = playground {
             tokio::spawn(crate::playground::watch(engine.clone(), dir));
         }
-        prepare(&engine, known_key, seed.as_ref(), &format!("http://{bound}")).await?;
+        prepare(&engine, known_key, seeds, &format!("http://{bound}")).await?;
         let _ = DATABASE.set(described);
         let exit_on_stdin_eof = args.exit_on_stdin_eof;
+        let kept = engine.clone();
         run_with(engine, listener, limits, async move {
             if exit_on_stdin_eof {
                 tokio::select! { _ = shutdown_signal() => {}, _ = stdin_closed() => {} }
@@ -113,6 +133,27 @@ pub fn serve(args: ServeArgs) -> Result<(), String> {
                 shutdown_signal().await
             }
         })
-        .await
+        .await?;
+        match &args.state {
+            Some(path) => write_state(kept, path).await,
+            None => Ok(()),
+        }
     })
+}
+
+/// Writes the whole state to `path` (`--state`), whole or not at all: into a file
+/// beside it, then renamed over it.
+async fn write_state(engine: SharedEngine, path: &std::path::Path) -> Result<(), String> {
+    let state = tokio::task::spawn_blocking(move || pollster::block_on(engine.export_state(None, crate::ctx())))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("--state: the state could not be read: {}", e.message()))?;
+    let bytes = serde_json::to_vec_pretty(&state).map_err(|e| e.to_string())?;
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = std::path::PathBuf::from(partial);
+    let written = std::fs::write(&partial, &bytes).and_then(|()| std::fs::rename(&partial, path));
+    written.map_err(|e| format!("--state: cannot write {}: {e}", path.display()))?;
+    tracing::info!("--state: wrote the state to {} ({} bytes)", path.display(), bytes.len());
+    Ok(())
 }

@@ -114,6 +114,16 @@ pub struct ServeArgs {
     /// requests fail or wait (on by itself with `--ephemeral`).
     #[arg(long, env = "ENGAGE_FAULTS", value_parser = BoolishValueParser::new())]
     pub faults: bool,
+    /// Make every id, and the clock, from this number: two servers started alike
+    /// and sent the same requests answer the same, byte for byte. The clock
+    /// stands at 2026-01-01T00:00:00Z until `POST /_engage/clock` moves it.
+    #[arg(long, env = "ENGAGE_ID_SEED")]
+    pub id_seed: Option<u64>,
+    /// A state file for a throwaway server (`--ephemeral`): loaded at start when it
+    /// exists, written (the whole state, as `GET /_engage/state` answers it) when
+    /// the server stops cleanly.
+    #[arg(long, env = "ENGAGE_STATE")]
+    pub state: Option<std::path::PathBuf>,
 }
 
 /// Where `engage serve` keeps its data: a file or PostgreSQL, or a temporary
@@ -154,16 +164,16 @@ pub enum LogFormat {
 /// What this server serves, for log lines that must say it (an unknown key).
 pub(crate) static DATABASE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
-/// Before the first request: the known key exists, the fixtures are loaded.
+/// Before the first request: the known key exists, the fixtures are loaded (a
+/// state file's first, then `--seed`'s).
 pub(crate) async fn prepare(
     engine: &SharedEngine,
     known_key: Option<(String, engage_core::provision::WorkspaceName, Vec<engage_core::provision::Permission>)>,
-    seed: Option<&engage_core::testing::Seed>,
+    seeds: Vec<(&'static str, engage_core::testing::Seed)>,
     base: &str,
 ) -> Result<(), String> {
     let core = engine.clone();
     let base = base.to_string();
-    let seed = seed.cloned();
     tokio::task::spawn_blocking(move || {
         if let Some((key, ws, permissions)) = known_key {
             let made =
@@ -171,10 +181,10 @@ pub(crate) async fn prepare(
                     .map_err(|e| format!("--api-key: {}", e.message()))?;
             tracing::info!("the --api-key of workspace {} is {:?}", ws.as_str(), made);
         }
-        if let Some(seed) = seed {
-            match pollster::block_on(core.load_seed(&seed, &base, ctx())).map_err(|e| format!("--seed: {e}"))? {
-                engage_core::testing::Loaded::Now(n) => tracing::info!("--seed: loaded {n} entries"),
-                engage_core::testing::Loaded::Before => tracing::info!("--seed: this file was loaded before"),
+        for (option, seed) in seeds {
+            match pollster::block_on(core.load_seed(&seed, &base, ctx())).map_err(|e| format!("{option}: {e}"))? {
+                engage_core::testing::Loaded::Now(n) => tracing::info!("{option}: loaded {n} entries"),
+                engage_core::testing::Loaded::Before => tracing::info!("{option}: this file was loaded before"),
             }
         }
         Ok(())

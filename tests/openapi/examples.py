@@ -37,6 +37,7 @@ ORDER = [
     ("post", "/_engage/groups"),
     ("post", "/_engage/scim-tokens"),
     ("post", "/_engage/seed"),
+    ("post", "/_engage/workspaces"),
     ("post", "/_engage/requests/find"),
     ("post", "/_engage/requests/count"),
     ("post", "/_engage/faults"),

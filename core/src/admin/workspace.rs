@@ -33,10 +33,7 @@ pub async fn create_key<S: Store>(
     permissions: Vec<Permission>,
     ctx: Ctx,
 ) -> Result<String, ApiError> {
-    // The secret is the host's 128 random bits themselves: nothing derived, nothing
-    // shared with other ids.
-    let h: String = ctx.seed.iter().map(|b| format!("{b:02x}")).collect();
-    let secret = format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32]);
+    let secret = made_up_key(ctx);
     let record = KeyRecord {
         workspace: workspace.clone(),
         permissions,
@@ -49,6 +46,13 @@ pub async fn create_key<S: Store>(
     ops.extend(new_workspace(store, workspace, ctx.now.0).await?);
     store.commit(ChangeSet { ops, ack: None }).await?;
     Ok(secret)
+}
+
+/// A new key's secret: the host's 128 random bits themselves (nothing derived,
+/// nothing shared with other ids), spelled as a UUID is.
+pub fn made_up_key(ctx: Ctx) -> String {
+    let h: String = ctx.seed.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
 
 /// The writes that make `workspace` if it does not exist yet (none if it does): it

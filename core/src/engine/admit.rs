@@ -23,8 +23,9 @@ pub(super) enum Admitted {
     /// Nothing to carry: a public route, or an admin token or session shown.
     Open,
     /// An API key, its rate limit's count, and an injected delay it met (the
-    /// fault's id and the wait, ms).
-    Key(KeyRecord, Decision, Option<(String, u32)>),
+    /// fault's id and the wait, ms), and the request's context on its
+    /// workspace's clock.
+    Key(KeyRecord, Decision, Option<(String, u32)>, Ctx),
     /// A SCIM token, and the company's count.
     Scim(ScimToken, Decision),
     /// Answered already: a SCIM credential refused (in SCIM's shape), an injected
@@ -67,6 +68,9 @@ impl<S: Store> Engine<S> {
                     input::check_json_media_type(req)?;
                 }
                 let key = self.authenticate(req, ctx.now).await?;
+                // From here on the request runs on its workspace's clock (a test may
+                // have moved it: rate-limit windows, default times, link expiry).
+                let ctx = self.kit.clocks.at(key.workspace.as_str(), ctx);
                 if !key.allows(permission) {
                     return Err(ApiError::MissingPermission(permission));
                 }
@@ -107,7 +111,7 @@ impl<S: Store> Engine<S> {
                 if let Decision::Limited { retry_after } = decision {
                     return Err(ApiError::RateLimited { retry_after });
                 }
-                Ok(Admitted::Key(key, decision, delayed))
+                Ok(Admitted::Key(key, decision, delayed, ctx))
             }
         }
     }

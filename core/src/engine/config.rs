@@ -51,6 +51,8 @@ pub struct Config {
     /// Offer the test kit's faults (`/_engage/faults`): a test makes matching
     /// requests fail or wait.
     pub faults: bool,
+    /// `--id-seed N`: every id and the clock come from N (see [`crate::kit::fixed`]).
+    pub id_seed: Option<u64>,
     /// What the host has of the built playground at start-up (the landing page
     /// links it, says it is being built, or says how to build it); a host moves it
     /// on with [`crate::Engine::set_playground`].
@@ -78,6 +80,7 @@ impl std::fmt::Debug for Config {
             .field("test_clock", &self.test_clock)
             .field("journal_bodies", &self.journal_bodies)
             .field("faults", &self.faults)
+            .field("id_seed", &self.id_seed)
             .field("playground", &self.playground)
             .field("build", &self.build)
             .finish()
@@ -113,6 +116,7 @@ impl Default for Config {
             test_clock: false,
             journal_bodies: false,
             faults: false,
+            id_seed: None,
             playground: Playground::Served,
             build: Build::default(),
         }

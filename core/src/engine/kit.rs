@@ -4,11 +4,13 @@
 
 use serde_json::json;
 
+use super::state::workspace_param;
 use super::Engine;
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Request, Response, Then};
 use crate::ids::WorkspaceName;
+use crate::kit::documents::Doc;
 use crate::kit::journal::{Answered, CAPACITY};
 use crate::kit::seed::{Seed, SeedError, SeedRequest, SeedWorkspace};
 use crate::kit::{clock, inspect, page, requests, reset, seed};
@@ -51,13 +53,33 @@ impl<S: Store> Engine<S> {
                 Ok(Response::json(200, &self.reset(&scope, ctx).await?))
             }
             Kit::SetClock => {
-                // Without a test clock the route does not exist.
-                if !self.config.test_clock {
+                // Without a test clock the route does not exist (a server started
+                // with `--id-seed` has one: its clock stands still until moved).
+                if !self.config.test_clock && self.kit.fixed.is_none() {
                     return Err(ApiError::RouteNotFound);
                 }
-                let now = clock::target(&req.body, ctx.now)?;
-                Ok(Response::json(200, &json!({"now": now.to_rfc3339()})).then(Then::SetClock(now)))
+                match workspace_param(req)? {
+                    // One workspace's time: the engine keeps it.
+                    Some(ws) => {
+                        let now = clock::target(&req.body, self.kit.clocks.at(ws.as_str(), ctx).now)?;
+                        self.kit.clocks.set(ws.as_str(), now, ctx.now);
+                        Ok(Response::json(200, &json!({"now": now.to_rfc3339(), "workspace": ws.as_str()})))
+                    }
+                    None => {
+                        let now = clock::target(&req.body, ctx.now)?;
+                        if let Some(fixed) = &self.kit.fixed {
+                            fixed.set_now(now);
+                        }
+                        Ok(Response::json(200, &json!({"now": now.to_rfc3339()})).then(Then::SetClock(now)))
+                    }
+                }
             }
+            Kit::CreateWorkspace => self.create_workspace(req, ctx).await,
+            Kit::SaveSnapshot(name) => self.save_snapshot(&name, req, ctx).await,
+            Kit::RestoreSnapshot(name) => self.restore_snapshot(&name, req, ctx).await,
+            Kit::ListSnapshots => self.list_snapshots(req),
+            Kit::DeleteSnapshot(name) => self.delete_snapshot(&name, req),
+            Kit::State => self.state(req, ctx).await,
             Kit::Seed => {
                 let seed = seed::parse(&req.body).map_err(|e| ApiError::bad(e.to_string()))?;
                 let base = req.public_base(self.config.public_url.as_deref());
@@ -94,7 +116,7 @@ impl<S: Store> Engine<S> {
                 })
             }
             Kit::ClearRequests => {
-                let ws = workspace_param(req)?;
+                let ws = workspace_param(req)?.map(|w| w.as_str().to_string());
                 let cleared = self.kit.journal.forget(|e| ws.is_none() || e.workspace == ws);
                 Ok(Response::json(200, &json!({"cleared": cleared})))
             }
@@ -109,7 +131,10 @@ impl<S: Store> Engine<S> {
             Kit::ListFaults => Ok(Response::json(200, &json!({"faults": self.kit.faults.list()}))),
             Kit::ClearFaults => {
                 let ws = workspace_param(req)?;
-                Ok(Response::json(200, &json!({"removed": self.kit.faults.clear(ws.as_deref())})))
+                Ok(Response::json(
+                    200,
+                    &json!({"removed": self.kit.faults.clear(ws.as_ref().map(WorkspaceName::as_str))}),
+                ))
             }
             Kit::RemoveFault(id) => match self.kit.faults.remove(&id) {
                 true => Ok(Response::json(200, &json!({"removed": 1}))),
@@ -146,11 +171,20 @@ impl<S: Store> Engine<S> {
     /// turn: no queued job is applied during the reset or after it.
     pub async fn reset(&self, scope: &reset::Scope, ctx: Ctx) -> Result<reset::Report, ApiError> {
         let mut backlog = self.queue_turn().await;
-        track::queue::catch_up(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await?;
+        track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch).await?;
         let report = reset::reset(&self.store, scope).await?;
         drop(backlog);
-        self.limiter.forget(scope.workspace.as_ref().map(WorkspaceName::as_str));
-        if scope.workspace.is_none() {
+        let ws = scope.workspace.as_ref().map(WorkspaceName::as_str);
+        self.limiter.forget(ws);
+        // A reset's workspace keeps the deployment's time again; with `keep=none`
+        // nothing of it stays, in the test kit either.
+        self.kit.clocks.forget(ws);
+        if scope.keep == reset::Keep::Nothing {
+            self.kit.snapshots.clear(ws);
+            self.kit.faults.clear(ws);
+            self.kit.journal.forget(|e| ws.is_none_or(|w| e.workspace.as_deref() == Some(w)));
+        }
+        if ws.is_none() {
             self.kit.journal.clear();
         }
         Ok(report)
@@ -159,7 +193,7 @@ impl<S: Store> Engine<S> {
     /// Applies everything queued, in the queue's turn.
     pub(super) async fn apply_all(&self, ctx: Ctx) -> Result<(), ApiError> {
         let mut backlog = self.queue_turn().await;
-        track::queue::catch_up(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await?;
+        track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch).await?;
         Ok(())
     }
 
@@ -236,6 +270,10 @@ impl<S: Store> Engine<S> {
             step += 1;
             derive(ctx, step)
         };
+        // A state file's documents go in as they are, before anything else.
+        let mut n = put_documents(&self.store, &w.documents)
+            .await
+            .map_err(|e| at(&format!("workspaces.{ws}.documents"), &e))?;
         // The workspace exists (listed, its large profiles registered) even with no key.
         let made = crate::admin::workspace::new_workspace(&self.store, &w.name, ctx.now.0).await;
         let ops = made.map_err(|e| at(&format!("workspaces.{ws}"), &e))?;
@@ -246,7 +284,6 @@ impl<S: Store> Engine<S> {
                 return Err(at(&format!("workspaces.{ws}"), &ApiError::from(e)));
             }
         }
-        let mut n = 0;
         for (i, key) in w.keys.iter().enumerate() {
             crate::kit::key::ensure(&self.store, &w.name, key.permissions.clone(), &key.secret, next_ctx())
                 .await
@@ -290,7 +327,7 @@ impl<S: Store> Engine<S> {
 
     /// Creates the file's SCIM users; `tolerant`: a user name taken is left as it is.
     async fn load_scim(&self, seed: &Seed, base: &str, ctx: Ctx, tolerant: bool) -> Result<usize, SeedError> {
-        let mut n = 0;
+        let mut n = put_documents(&self.store, &seed.documents).await.map_err(|e| at("documents", &e))?;
         for (i, r) in seed.scim_users.iter().enumerate() {
             let created = scim::write::create(&self.store, &r.body, None, base, derive(ctx, 1 << 20 | i as u32)).await;
             match created {
@@ -324,10 +361,23 @@ impl Part<'_> {
 
 fn parts(seed: &Seed) -> Vec<Part<'_>> {
     let mut out: Vec<Part<'_>> = seed.workspaces.iter().map(Part::Workspace).collect();
-    if !seed.scim_users.is_empty() {
+    if seed.has_deployment_part() {
         out.push(Part::Scim);
     }
     out
+}
+
+/// Puts a state file's documents in place, in one unit of work: how many.
+async fn put_documents<S: Store>(store: &S, docs: &[Doc]) -> Result<usize, ApiError> {
+    if docs.is_empty() {
+        return Ok(0);
+    }
+    let ops = docs
+        .iter()
+        .map(|d| Op::Put { table: d.table, key: d.key.clone(), value: d.value.clone(), expect: Expect::Any })
+        .collect();
+    store.commit(ChangeSet { ops, ack: None }).await?;
+    Ok(docs.len())
 }
 
 /// Loads a fixtures file on an empty in-memory store: a bad entry is refused,
@@ -380,15 +430,5 @@ fn accept(
         Ok(1)
     } else {
         Err(refused(r, &resp))
-    }
-}
-
-/// The `workspace` a kit route is limited to (none: every workspace), the only
-/// parameter it takes.
-fn workspace_param(req: &Request) -> Result<Option<String>, ApiError> {
-    match req.query_pairs().as_slice() {
-        [] => Ok(None),
-        [(k, v)] if k == "workspace" => Ok(Some(inspect::workspace(v)?.as_str().to_string())),
-        _ => Err(ApiError::bad("the only parameter is 'workspace', once")),
     }
 }

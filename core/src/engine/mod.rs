@@ -41,6 +41,7 @@ mod admit;
 mod config;
 mod dispatch;
 pub(crate) mod kit;
+mod state;
 mod track_ack;
 
 pub use config::Config;
@@ -150,6 +151,7 @@ impl<S: Store> Engine<S> {
             config.admin_token.as_deref(),
             config.journal_bodies,
             config.admin_failures_per_minute,
+            config.id_seed,
         );
         let keys_noted = Default::default();
         let playground = AtomicU8::new(config.playground.to_u8());
@@ -250,6 +252,8 @@ impl<S: Store> Engine<S> {
     }
 
     async fn handle_as(&self, req: Request, ctx: Ctx, caught_up: bool) -> Response {
+        // `--id-seed`: the request's randomness and time are the server's, not the host's.
+        let ctx = self.kit.fixed.as_ref().map_or(ctx, |f| f.next(ctx));
         let shape = scim::protocol::shape(&req.path);
         let operator_path = req.path == "/_engage" || req.path.starts_with("/_engage/");
         let id = crate::http::request_id(&req.headers, ctx.seed);
@@ -297,7 +301,7 @@ impl<S: Store> Engine<S> {
                 let base = req.public_base(self.config.public_url.as_deref());
                 Ok(scim::handle(&self.store, endpoint, &req, (token, decision), &base, ctx).await)
             }
-            (Endpoint::Api(api), Admitted::Key(key, decision, delayed)) => {
+            (Endpoint::Api(api), Admitted::Key(key, decision, delayed, ctx)) => {
                 let mut resp =
                     self.api(api, &req, &key.workspace, ctx, caught_up).await.unwrap_or_else(ApiError::into_response);
                 resp.aside_mut().workspace = Some(key.workspace.as_str().into());
@@ -339,6 +343,12 @@ impl<S: Store> Engine<S> {
     /// A preference center's page: it reads and changes profiles, so it catches up
     /// with the queue first, as API reads do.
     async fn page(&self, token: &str, op: PageOp, req: &Request, ctx: Ctx) -> Response {
+        // The workspace's clock, should a test have moved it, decides the link's
+        // expiry: read its claims first whatever their time.
+        let ctx = match preference_center::link::verify(&self.store, token, Timestamp(0)).await {
+            Ok(Ok(claims)) => self.kit.clocks.at(claims.ws.as_str(), ctx),
+            _ => ctx,
+        };
         // The page's user, when the token holds; an invalid token reads nobody.
         let claims = match preference_center::link::verify(&self.store, token, ctx.now).await {
             Ok(claims) => claims.ok(),
@@ -353,6 +363,12 @@ impl<S: Store> Engine<S> {
         let links = self.links(req);
         let visit = Visit { token, op, req, links: &links, templates: &self.templates, ctx };
         preference_center::page::page(&self.store, &self.limiter, &visit).await
+    }
+
+    /// The randomness queued work is applied with: the context's, or with
+    /// `--id-seed` one that is always the same.
+    fn queue_seed(&self, ctx: Ctx) -> [u8; 16] {
+        self.kit.fixed.as_ref().map_or(ctx.seed, crate::kit::fixed::Fixed::queue_seed)
     }
 
     fn links(&self, req: &Request) -> LinkConfig {
@@ -390,9 +406,10 @@ impl<S: Store> Engine<S> {
     async fn catch_up(&self, ws: &WorkspaceName, seeds: Vec<Identifier>, ctx: Ctx) -> Result<QueueRun, ApiError> {
         let mut backlog = self.queue_turn().await;
         let run = if self.config.applies_in_background && !self.config.shared_store {
-            track::queue::catch_up_for(&self.store, &mut backlog, ws, seeds, ctx.seed).await?
+            track::queue::catch_up_for(&self.store, &mut backlog, ws, seeds, self.queue_seed(ctx)).await?
         } else {
-            let run = track::queue::catch_up(&self.store, &mut backlog, ctx.seed, self.config.apply_batch).await?;
+            let run = track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch)
+                .await?;
             self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
             run
         };
@@ -417,7 +434,7 @@ impl<S: Store> Engine<S> {
     /// a host that keeps its turns short while requests are arriving.
     pub async fn apply_queued_up_to(&self, ctx: Ctx, max_jobs: usize) -> Result<QueueRun, ApiError> {
         let mut backlog = self.gate.backlog.lock().await;
-        let run = track::queue::apply_batch(&self.store, &mut backlog, ctx.seed, max_jobs).await?;
+        let run = track::queue::apply_batch(&self.store, &mut backlog, self.queue_seed(ctx), max_jobs).await?;
         self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
         drop(backlog);
         self.note_applied(&run, ctx.now).await;
@@ -439,7 +456,7 @@ impl<S: Store> Engine<S> {
         let run = track::queue::apply_pipelined(
             &self.store,
             &mut backlog,
-            ctx.seed,
+            self.queue_seed(ctx),
             self.config.apply_batch,
             rounds,
             &waiting,

@@ -214,6 +214,10 @@ pub(super) fn example(route: &Route) -> Option<Example> {
         (Method::Post, "/_engage/faults") => {
             json(json!({"method": "GET", "path": "/nowhere", "status": 503, "times": 1, "retry_after_secs": 2}))
         }
+        (Method::Post, "/_engage/workspaces") => json(json!({"name": "fresh", "permissions": ["users.track"]})),
+        (Method::Post, "/_engage/snapshots/{}" | "/_engage/snapshots/{}/restore")
+        | (Method::Get, "/_engage/snapshots" | "/_engage/state")
+        | (Method::Delete, "/_engage/snapshots/{}") => query(&[("workspace", "test")]),
         (Method::Get, "/_engage/workspaces/{}/users") => query(&[("q", "u1")]),
         (Method::Get, "/_engage/cdi/integrations") => query(&[("workspace", "test")]),
         (Method::Post, "/_engage/inspector/login") => {

@@ -208,6 +208,7 @@ impl World {
             ("/preferences/{}", _) => one("§token"),
             ("/scim/v2/Users/{}", _) => one("§scim_user"),
             ("/_engage/keys/{}", _) => one("§spare_key"),
+            ("/_engage/snapshots/{}" | "/_engage/snapshots/{}/restore", _) => vec!["before".into()],
             ("/scim/v2/ResourceTypes/{}", _) => vec!["User".into()],
             ("/scim/v2/Schemas/{}", _) => vec![USER_URN.into(), USER_URN.to_uppercase()],
             ("/cdi/integrations/{}/job_sync_status" | "/_engage/cdi/integrations/{}/sync", _)

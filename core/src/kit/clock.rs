@@ -3,8 +3,19 @@
 //! host keeps the offset; everything that reads the time (link expiry, event times
 //! that default to now, rate-limit windows, sync schedules, `created_at` stamps)
 //! follows it.
+//!
+//! With `?workspace=W` only that workspace's time moves ([`Offsets`], kept by the
+//! engine): its requests (from its keys, and its preference pages) see it, so
+//! tests running at once, each in a workspace of its own, move their clocks
+//! without moving each other's. Background work (sync schedules, the inspector's
+//! sessions) keeps the deployment's clock.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use serde_json::Value;
+
+use crate::ctx::Ctx;
 
 use crate::error::ApiError;
 use crate::input;
@@ -41,6 +52,40 @@ pub fn target(body: &[u8], now: Timestamp) -> Result<Timestamp, ApiError> {
     }
 }
 
+/// Each workspace's clock, as milliseconds ahead of (or behind) the deployment's.
+#[derive(Default)]
+pub struct Offsets(Mutex<HashMap<String, i64>>);
+
+impl Offsets {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, i64>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The context of a request of `workspace`: its time, if a test moved it.
+    pub fn at(&self, workspace: &str, ctx: Ctx) -> Ctx {
+        match self.lock().get(workspace) {
+            Some(offset) => Ctx { now: Timestamp(ctx.now.0.saturating_add(*offset).clamp(0, LAST_MS - 1)), ..ctx },
+            None => ctx,
+        }
+    }
+
+    /// Sets `workspace`'s time to `target`, the deployment's being `now`.
+    pub fn set(&self, workspace: &str, target: Timestamp, now: Timestamp) {
+        self.lock().insert(workspace.to_string(), target.0 - now.0);
+    }
+
+    /// Back to the deployment's time: `workspace`'s, or every workspace's (a reset).
+    pub fn forget(&self, workspace: Option<&str>) {
+        match workspace {
+            Some(ws) => self.lock().remove(ws),
+            None => {
+                self.lock().clear();
+                None
+            }
+        };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +108,19 @@ mod tests {
         ] {
             assert!(matches!(target(bad, now), Err(ApiError::BadRequest(_))), "{}", String::from_utf8_lossy(bad));
         }
+    }
+
+    #[test]
+    fn a_workspace_clock_moves_that_workspace_only_and_keeps_ticking() {
+        let clocks = Offsets::default();
+        let ctx = Ctx::new(Timestamp(10_000), [0; 16]);
+        clocks.set("a", Timestamp(70_000), ctx.now);
+        assert_eq!(clocks.at("a", ctx).now, Timestamp(70_000));
+        assert_eq!(clocks.at("b", ctx).now, Timestamp(10_000));
+        // The deployment's time goes on: so does the workspace's, as far ahead.
+        assert_eq!(clocks.at("a", Ctx::new(Timestamp(11_000), [0; 16])).now, Timestamp(71_000));
+        assert_eq!(clocks.at("a", ctx).wall, Timestamp(10_000));
+        clocks.forget(Some("a"));
+        assert_eq!(clocks.at("a", ctx).now, Timestamp(10_000));
     }
 }

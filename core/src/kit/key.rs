@@ -75,3 +75,45 @@ pub async fn ensure<S: Store>(
     store.commit(ChangeSet { ops, ack: None }).await?;
     Ok(made)
 }
+
+/// Makes `workspace`, which must not exist, with one key: `secret` (which must not
+/// be a key already), or one made up. Both or neither are stored. Answers the key.
+pub async fn create_workspace<S: Store>(
+    store: &S,
+    workspace: &WorkspaceName,
+    permissions: Vec<Permission>,
+    secret: Option<&str>,
+    ctx: Ctx,
+) -> Result<String, ApiError> {
+    let taken = || ApiError::Conflict(format!("workspace '{}' exists: name a new one", workspace.as_str()));
+    let ops = new_workspace(store, workspace, ctx.now.0).await?;
+    if ops.is_empty() {
+        return Err(taken());
+    }
+    let secret = match secret {
+        Some(s) => {
+            check(s)?;
+            s.to_string()
+        }
+        None => crate::admin::workspace::made_up_key(ctx),
+    };
+    let hash = key_hash(&secret);
+    if store.get(Table::ApiKey, &hash).await?.is_some() {
+        return Err(ApiError::Conflict("this API key exists already: give another, or none to have one made".into()));
+    }
+    let record = KeyRecord {
+        workspace: workspace.clone(),
+        permissions,
+        hint: secret.chars().take(8).collect(),
+        created_at: ctx.now.0,
+        last_used_at: None,
+    };
+    let mut all = vec![Op::Put { table: Table::ApiKey, key: hash, value: encode(&record)?, expect: Expect::Absent }];
+    all.extend(ops);
+    match store.commit(ChangeSet { ops: all, ack: None }).await {
+        Ok(()) => Ok(secret),
+        // Made meanwhile, by another request.
+        Err(crate::store::CommitError::Conflict) => Err(taken()),
+        Err(crate::store::CommitError::Store(e)) => Err(e.into()),
+    }
+}

@@ -12,7 +12,9 @@
 //! runs the routes in `engine::kit`, where the queue and the journal are.
 
 pub mod clock;
+pub mod documents;
 pub mod faults;
+pub mod fixed;
 pub mod inspect;
 pub mod journal;
 pub mod key;
@@ -22,6 +24,7 @@ pub mod reset;
 pub mod schema;
 pub mod seed;
 pub mod session;
+pub mod snapshots;
 
 /// The test kit's state in a running engine: the operator's credential and what
 /// guards it, the request journal, and the lock that loads one fixtures file at a
@@ -40,13 +43,24 @@ pub struct State {
     pub faults: faults::Faults,
     /// The number of the next fault.
     pub next_fault: std::sync::atomic::AtomicU64,
+    /// The snapshots kept.
+    pub snapshots: snapshots::Shelf,
+    /// The workspaces whose clock a test moved.
+    pub clocks: clock::Offsets,
+    /// With `--id-seed`: the randomness and the clock every request gets.
+    pub fixed: Option<fixed::Fixed>,
 }
 
 impl State {
     /// The state of an engine configured with `admin_token` (ignored when too short
     /// to guard anything: hosts refuse to start with one, see
-    /// [`session::check_admin_token`]).
-    pub fn new(admin_token: Option<&str>, journal_bodies: bool, admin_failures_per_minute: u32) -> State {
+    /// [`session::check_admin_token`]) and `id_seed` (`--id-seed`).
+    pub fn new(
+        admin_token: Option<&str>,
+        journal_bodies: bool,
+        admin_failures_per_minute: u32,
+        id_seed: Option<u64>,
+    ) -> State {
         State {
             admin_token_hash: admin_token.filter(|t| session::check_admin_token(t).is_ok()).map(crate::auth::key_hash),
             journal: journal::Journal::new(journal_bodies),
@@ -54,6 +68,9 @@ impl State {
             guard: session::Guard::new(admin_failures_per_minute),
             faults: faults::Faults::default(),
             next_fault: std::sync::atomic::AtomicU64::new(1),
+            snapshots: snapshots::Shelf::default(),
+            clocks: clock::Offsets::default(),
+            fixed: id_seed.map(fixed::Fixed::new),
         }
     }
 }

@@ -8,6 +8,20 @@ use crate::describe::op::Op;
 use crate::describe::schema::{array, free_object, integer, nullable, object, refer, string};
 use crate::routes::Kit;
 
+fn snapshot() -> Value {
+    object(
+        "A snapshot.",
+        &[
+            ("name", string("")),
+            ("workspace", nullable(string("None: the deployment's."))),
+            ("documents", integer("Documents kept.")),
+            ("bytes", integer("Their size.")),
+            ("taken_at", string("RFC 3339.")),
+        ],
+        &["name", "workspace", "documents", "bytes", "taken_at"],
+    )
+}
+
 fn user_found() -> Value {
     free_object("A profile as `/users/export/ids` returns it with every field.")
 }
@@ -23,7 +37,8 @@ pub fn describe(endpoint: &Kit) -> Op {
         .reply(200, "Reset.", object("", &[("removed", integer("Documents removed.")), ("integrations_reset", integer("Integrations set back to never run."))], &["removed"]))
         .with_example("reset", json!({"removed": 42, "integrations_reset": 1}))
         .reply(400, "A bad parameter.", refer("Error")),
-        Kit::SetClock => Op::new("Sets (`now`) or advances (`advance_secs`) the server's clock: link expiry, default event times, rate-limit windows, sync schedules and creation times follow it. Exists only on a server started with `--test-clock`.")
+        Kit::SetClock => Op::new("Sets (`now`) or advances (`advance_secs`) the server's clock: link expiry, default event times, rate-limit windows, sync schedules and creation times follow it. With `?workspace=`, that workspace's clock only: its requests see it, other workspaces keep theirs (until a reset of it). Exists only on a server started with `--test-clock`.")
+            .query("workspace", false, "Only this workspace's clock.", crate::describe::schema::workspace_name(""))
             .body(object("", &[("now", string("An RFC 3339 time.")), ("advance_secs", integer("Seconds to move on (0 to ten years)."))], &[]))
             .example(json!({"advance_secs": 3600}))
             .reply(200, "The new time.", object("", &[("now", string("RFC 3339."))], &["now"]))
@@ -131,6 +146,44 @@ pub fn describe(endpoint: &Kit) -> Op {
             .with_example("integrations", json!({"integrations": [{"integration_id": "b2c8e6f0-1a2b-4c3d-9e8f-0123456789ab", "workspace": "default",
                 "name": "Users from the warehouse", "kind": "user_attributes", "table": "USERS", "paused": false, "jobs": 3,
                 "last_job": {"started_at": "2026-11-26T10:00:00.000Z", "status": "success"}, "synced_up_to": "2026-11-26T09:59:58.000Z"}]})),
+        Kit::CreateWorkspace => Op::new("Makes a workspace that did not exist, with one API key (all permissions unless `permissions` names them; made up unless `api_key` gives it), in one unit of work: each test of a suite gets a workspace of its own, and removes it with `POST /_engage/reset?workspace=NAME&keep=none`.")
+            .body(object("", &[
+                ("name", crate::describe::schema::workspace_name("The new workspace.")),
+                ("api_key", string("The key to make: 32 to 256 visible ASCII characters.")),
+                ("permissions", free_object("\"all\" (the default) or an array of permission names.")),
+            ], &["name"]))
+            .example(json!({"name": "test-7f3a"}))
+            .reply(201, "Made.", object("", &[("name", string("")), ("api_key", string("The key (shown once)."))], &["name", "api_key"]))
+            .with_example("made", json!({"name": "test-7f3a", "api_key": "0b6f2c1e-4a5d-4e8f-9c3b-7d1a2e5f6c90"}))
+            .reply(400, "A bad body.", refer("Error"))
+            .reply(409, "The workspace, or the key given, exists already.", refer("Error")),
+        Kit::SaveSnapshot(_) => Op::new(format!("Keeps a copy of the state, of one workspace (`?workspace=`) or the whole deployment, in this server's memory under a name (one of that name and scope is replaced). Everything queued is applied first. At most {} snapshots and {} MiB together; gone when the server stops (`GET /_engage/state` is the durable form).", super::snapshots::MAX_SNAPSHOTS, super::snapshots::MAX_BYTES >> 20))
+            .path("name", "1 to 64 letters, digits, `-`, `_` and `.`.")
+            .query("workspace", false, "Only this workspace's state.", crate::describe::schema::workspace_name(""))
+            .reply(201, "Kept.", snapshot())
+            .with_example("kept", json!({"name": "before", "workspace": "shop", "documents": 120, "bytes": 48213, "taken_at": "2026-11-26T10:00:00Z"}))
+            .reply(400, "A bad name or parameter.", refer("Error"))
+            .reply(409, "Over the bounds: delete a snapshot first.", refer("Error")),
+        Kit::RestoreSnapshot(_) => Op::new("Puts a snapshot's state back, in one unit of work: the scope's documents that differ are written, those the snapshot did not have are removed. Everything queued is applied first; the scope's rate-limit counts start again.")
+            .path("name", "The snapshot.")
+            .query("workspace", false, "The workspace the snapshot is of.", crate::describe::schema::workspace_name(""))
+            .reply(200, "Restored.", object("", &[("name", string("")), ("workspace", nullable(string(""))), ("written", integer("Documents written.")), ("removed", integer("Documents removed."))], &["name", "written", "removed"]))
+            .with_example("restored", json!({"name": "before", "workspace": "shop", "written": 12, "removed": 3}))
+            .reply(404, "No snapshot of this name (in this scope).", refer("Error")),
+        Kit::ListSnapshots => Op::new("The snapshots kept (of `?workspace=`), by workspace and name.")
+            .query("workspace", false, "Only this workspace's.", crate::describe::schema::workspace_name(""))
+            .reply(200, "The snapshots.", object("", &[("snapshots", array(snapshot(), ""))], &["snapshots"]))
+            .with_example("snapshots", json!({"snapshots": [{"name": "before", "workspace": "shop", "documents": 120, "bytes": 48213, "taken_at": "2026-11-26T10:00:00Z"}]})),
+        Kit::DeleteSnapshot(_) => Op::new("Forgets a snapshot.")
+            .path("name", "The snapshot.")
+            .query("workspace", false, "The workspace the snapshot is of.", crate::describe::schema::workspace_name(""))
+            .reply(200, "Forgotten.", object("", &[("removed", integer(""))], &["removed"]))
+            .with_example("removed", json!({"removed": 1}))
+            .reply(404, "No snapshot of this name (in this scope).", refer("Error")),
+        Kit::State => Op::new("The state, of one workspace (`?workspace=`) or the whole deployment, as a fixtures file: each workspace's stored documents under its `documents`, the deployment's (SCIM) at the top. `POST /_engage/seed`, `engage seed` and `--seed` load it back to an equal state; `engage serve --state FILE` writes it at a clean stop. API keys are in it by their hash, never as secrets. Everything queued is applied first.")
+            .query("workspace", false, "Only this workspace's state.", crate::describe::schema::workspace_name(""))
+            .reply(200, "The fixtures file.", free_object("`{\"workspaces\": {NAME: {\"documents\": [{\"table\", \"key\", \"value\" | \"text\"}]}}, \"documents\": [...]}`."))
+            .with_example("state", json!({"workspaces": {"shop": {"documents": [{"table": "workspace", "key": "shop", "value": {"name": "shop", "created_at": 1_764_151_200_000_i64}}]}}})),
         Kit::Inspector => Op::new("The inspector: a page to see workspaces, users, recent requests, the queue, preference centers and syncs. Without a session, a login form for the admin token.")
             .reply_in(200, "The page.", "text/html", string("HTML."))
             .with_example("page", json!("<!doctype html><html lang=\"en\"><head><title>Engage inspector</title></head><body>...</body></html>")),

@@ -29,6 +29,7 @@
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::documents::Doc;
 use crate::ids::WorkspaceName;
 use crate::permission::{parse_permission_value, Permission};
 use crate::subscriptions::groups::Channel;
@@ -37,6 +38,10 @@ use crate::time::Timestamp;
 
 /// A seed file bigger than this is refused (it is loaded in memory, twice).
 pub const MAX_SEED_BYTES: usize = 16 * 1024 * 1024;
+
+/// A state file (`engage serve --state`) bigger than this is refused: a test
+/// suite's state, not a production database's.
+pub const MAX_STATE_BYTES: usize = 256 * 1024 * 1024;
 
 /// A bad seed file: where, and what.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -146,6 +151,9 @@ pub struct SeedWorkspace {
     pub preference_centers: Vec<SeedRequest>,
     /// Entries of the email and SMS lists.
     pub lists: Vec<SeedListed>,
+    /// Stored documents, as `GET /_engage/state` writes them: put in place first,
+    /// as they are.
+    pub documents: Vec<Doc>,
 }
 
 /// A checked seed file.
@@ -157,6 +165,32 @@ pub struct Seed {
     pub workspaces: Vec<SeedWorkspace>,
     /// `POST /scim/v2/Users` bodies.
     pub scim_users: Vec<SeedRequest>,
+    /// The deployment's stored documents (SCIM), as `GET /_engage/state` writes them.
+    pub documents: Vec<Doc>,
+}
+
+impl Seed {
+    /// Whether the file has a deployment's part (SCIM users or documents).
+    pub fn has_deployment_part(&self) -> bool {
+        !self.scim_users.is_empty() || !self.documents.is_empty()
+    }
+}
+
+/// The documents listed at `key` of `m`, each checked to belong to `scope`.
+fn documents(m: &Map<String, Value>, path: &str, scope: Option<&WorkspaceName>) -> Result<Vec<Doc>, SeedError> {
+    let entries = list(m, "documents", path)?;
+    // The integrations listed here: the only ones a document keyed by one may name.
+    let integrations: std::collections::BTreeSet<String> = entries
+        .iter()
+        .filter(|(_, v)| v["table"] == "cdi_integration")
+        .filter_map(|(_, v)| v["key"].as_str().map(str::to_string))
+        .collect();
+    entries
+        .into_iter()
+        .map(|(p, v)| {
+            super::documents::from_json(v, scope, &integrations).map_err(|e| bad(p.trim_start_matches('.'), e))
+        })
+        .collect()
 }
 
 fn object<'a>(v: &'a Value, path: &str, allowed: &[&str]) -> Result<&'a Map<String, Value>, SeedError> {
@@ -300,12 +334,17 @@ fn check_unique(workspaces: &[SeedWorkspace]) -> Result<(), SeedError> {
 
 /// Checks a seed file's shape (pure); the engine checks each request as it runs.
 pub fn parse(bytes: &[u8]) -> Result<Seed, SeedError> {
-    if bytes.len() > MAX_SEED_BYTES {
-        return Err(bad("", format!("the seed file is over {} MiB", MAX_SEED_BYTES >> 20)));
+    parse_sized(bytes, MAX_SEED_BYTES)
+}
+
+/// [`parse`], for a file of up to `limit` bytes.
+pub fn parse_sized(bytes: &[u8], limit: usize) -> Result<Seed, SeedError> {
+    if bytes.len() > limit {
+        return Err(bad("", format!("the seed file is over {} MiB", limit >> 20)));
     }
     let Unique(value) = serde_json::from_slice(bytes)
         .map_err(|e| bad("", format!("not JSON (line {}, column {}): {e}", e.line(), e.column())))?;
-    let top = object(&value, "(the file)", &["workspaces", "scim_users"])?;
+    let top = object(&value, "(the file)", &["workspaces", "scim_users", "documents"])?;
     let mut workspaces = Vec::new();
     if let Some(all) = top.get("workspaces") {
         let all = all.as_object().ok_or_else(|| bad("workspaces", "must be an object of workspaces by name"))?;
@@ -322,6 +361,7 @@ pub fn parse(bytes: &[u8]) -> Result<Seed, SeedError> {
                 "hard_bounces",
                 "unsubscribes",
                 "invalid_phone_numbers",
+                "documents",
             ];
             let m = object(w, &path, &allowed)?;
             let mut lists = Vec::new();
@@ -331,13 +371,14 @@ pub fn parse(bytes: &[u8]) -> Result<Seed, SeedError> {
                 }
             }
             workspaces.push(SeedWorkspace {
-                name: ws,
                 keys: list(m, "keys", &path)?.into_iter().map(|(p, v)| key(v, &p)).collect::<Result<_, _>>()?,
                 groups: list(m, "groups", &path)?.into_iter().map(|(p, v)| group(v, &p)).collect::<Result<_, _>>()?,
                 users: requests(m, "users", &path)?,
                 subscriptions: requests(m, "subscriptions", &path)?,
                 preference_centers: requests(m, "preference_centers", &path)?,
                 lists,
+                documents: documents(m, &path, Some(&ws))?,
+                name: ws,
             });
         }
     }
@@ -346,8 +387,9 @@ pub fn parse(bytes: &[u8]) -> Result<Seed, SeedError> {
         .into_iter()
         .map(|r| SeedRequest { path: r.path.trim_start_matches('.').to_string(), ..r })
         .collect();
+    let documents = documents(top, "", None)?;
     let digest = Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
-    Ok(Seed { digest, workspaces, scim_users })
+    Ok(Seed { digest, workspaces, scim_users, documents })
 }
 
 #[cfg(test)]
@@ -372,7 +414,14 @@ mod tests {
         assert_eq!(seed.digest.len(), 64);
 
         assert!(err("{").starts_with("not JSON (line 1"));
-        assert_eq!(err(r#"{"users": []}"#), "(the file): unknown field 'users' (allowed: workspaces, scim_users)");
+        assert_eq!(
+            err(r#"{"users": []}"#),
+            "(the file): unknown field 'users' (allowed: workspaces, scim_users, documents)"
+        );
+        assert!(err(r#"{"workspaces": {"w": {"documents": [{"table": "profile", "key": "x", "value": {}}]}}}"#)
+            .starts_with("workspaces.w.documents[0]: this profile document does not belong to workspace 'w'"));
+        assert!(err(r#"{"documents": [{"table": "workspace", "key": "w", "value": {}}]}"#)
+            .starts_with("documents[0]: this workspace document does not belong to the deployment"));
         assert!(err(r#"{"workspaces": {"a b": {}}}"#).starts_with("workspaces.a b: a workspace name"));
         assert!(err(r#"{"workspaces": {"w": {"keys": [{"key": "short"}]}}}"#)
             .starts_with("workspaces.w.keys[0]: an API key must be 32"));

@@ -211,6 +211,18 @@ pub enum Kit {
     ClearFaults,
     /// DELETE /_engage/faults/{id}: remove one fault.
     RemoveFault(String),
+    /// POST /_engage/workspaces: a new workspace with a key, in one call.
+    CreateWorkspace,
+    /// POST /_engage/snapshots/{name}: keep a copy of the (a workspace's) state.
+    SaveSnapshot(String),
+    /// POST /_engage/snapshots/{name}/restore: put a snapshot's state back.
+    RestoreSnapshot(String),
+    /// GET /_engage/snapshots: the snapshots kept.
+    ListSnapshots,
+    /// DELETE /_engage/snapshots/{name}: forget a snapshot.
+    DeleteSnapshot(String),
+    /// GET /_engage/state: the (a workspace's) state as a fixtures file.
+    State,
     /// GET /_engage/workspaces/{ws}/users: profiles found by any identifier.
     FindUsers(String),
     /// GET /_engage/workspaces/{ws}/preference-centers: a workspace's centers.
@@ -281,7 +293,15 @@ impl Endpoint {
             // The inspector shows profiles as the API would read them; a reset and a
             // fixtures file apply the queue first (a host that serializes the queue's
             // turns, the edge, runs them in that turn).
-            Endpoint::Kit(Kit::FindUsers(_) | Kit::Reset | Kit::Seed) => CatchUp::Named,
+            // So do a snapshot, its restore and the state's export.
+            Endpoint::Kit(
+                Kit::FindUsers(_)
+                | Kit::Reset
+                | Kit::Seed
+                | Kit::SaveSnapshot(_)
+                | Kit::RestoreSnapshot(_)
+                | Kit::State,
+            ) => CatchUp::Named,
             Endpoint::Scim(_) | Endpoint::Operator(_) | Endpoint::Kit(_) | Endpoint::Public(_) => CatchUp::Nothing,
         }
     }

@@ -271,6 +271,12 @@ pub static ROUTES: &[Route] = &[
     kit!(Get "/_engage/faults", "The faults injected (test kit, with --faults)", |_| Kit::ListFaults),
     kit!(Delete "/_engage/faults", "Remove every fault, of one workspace or all (test kit, with --faults)", |_| Kit::ClearFaults),
     kit!(Delete "/_engage/faults/{}" [id], "Remove one fault (test kit, with --faults)", |v| Kit::RemoveFault(param(v))),
+    kit!(Post "/_engage/workspaces", "Make a workspace with an API key, in one call (test kit)", |_| Kit::CreateWorkspace),
+    kit!(Post "/_engage/snapshots/{}" [name], "Keep a copy of the state, of one workspace or all (test kit)", |v| Kit::SaveSnapshot(param(v))),
+    kit!(Post "/_engage/snapshots/{}/restore" [name], "Put a snapshot's state back (test kit)", |v| Kit::RestoreSnapshot(param(v))),
+    kit!(Get "/_engage/snapshots", "The snapshots kept (test kit)", |_| Kit::ListSnapshots),
+    kit!(Delete "/_engage/snapshots/{}" [name], "Forget a snapshot (test kit)", |v| Kit::DeleteSnapshot(param(v))),
+    kit!(Get "/_engage/state", "The state, of one workspace or all, as a fixtures file (test kit)", |_| Kit::State),
     kit!(Get "/_engage/workspaces/{}/users" [workspace], "Find profiles by any identifier (test kit)", |v| Kit::FindUsers(param(v))),
     kit!(Get "/_engage/workspaces/{}/preference-centers" [workspace], "A workspace's preference centers (test kit)", |v| Kit::Centers(param(v))),
     kit!(Get "/_engage/workspaces/{}/preference-centers/{}/url/{}" [workspace, id, external_id], "A link to a center's page as a user (test kit)", |v| {

@@ -68,7 +68,7 @@ pub async fn apply_batch<S: Store>(
     max_jobs: usize,
 ) -> Result<QueueRun, ApiError> {
     backlog.load(store).await?;
-    for attempt in 0..MAX_ATTEMPTS {
+    for _ in 0..MAX_ATTEMPTS {
         let jobs = store.queued(0, max_jobs.max(1)).await?;
         let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else {
             backlog.ledger().settle();
@@ -78,10 +78,9 @@ pub async fn apply_batch<S: Store>(
         // a store several servers share, by another's applier.
         backlog.applied_through(first.seq - 1);
         let through = last.seq;
-        // Distinct ids for every batch and attempt: the same request seed may drive
-        // several batches (catch-up) and then the request's own handler.
-        let mut ids = IdGen::derive(seed, "queue", jobs[0].seq.wrapping_mul(64).wrapping_add(attempt as u64));
-        let (batch, txs) = prepare(store, &jobs, backlog, &mut ids).await?;
+        // Ids per operation (`IdGen::for_op`): the same in any batch and attempt (an
+        // attempt that did not commit made nothing).
+        let (batch, txs) = prepare(store, &jobs, backlog, seed).await?;
         let applied = backlog.ledger().applied(&batch.jobs);
         let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
         for tx in txs.into_values() {
@@ -110,7 +109,9 @@ pub async fn apply_early<S: Store>(
     seed: [u8; 16],
     keys: &[OpKey],
 ) -> Result<QueueRun, ApiError> {
-    let Some(&(first, _)) = keys.first() else { return Ok(QueueRun::default()) };
+    if keys.is_empty() {
+        return Ok(QueueRun::default());
+    }
     let mut wanted: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
     for &(seq, op) in keys {
         wanted.entry(seq).or_default().push(op);
@@ -128,8 +129,7 @@ pub async fn apply_early<S: Store>(
     if queued.is_empty() {
         return Ok(QueueRun::default());
     }
-    for attempt in 0..MAX_ATTEMPTS {
-        let mut ids = IdGen::derive(seed, "early", first.wrapping_mul(64).wrapping_add(u64::from(attempt)));
+    for _ in 0..MAX_ATTEMPTS {
         let mut jobs: Vec<(u64, TrackJob)> = Vec::new();
         let mut records: Vec<OpKey> = Vec::new();
         let mut changes = ChangeSet::default();
@@ -143,7 +143,7 @@ pub async fn apply_early<S: Store>(
             jobs.push((q.seq, job));
         }
         let mut txs = BTreeMap::new();
-        apply_jobs(store, &mut txs, &jobs, &mut ids).await?;
+        apply_jobs(store, &mut txs, &jobs, seed).await?;
         for tx in txs.into_values() {
             changes.ops.extend(tx.into_changes()?.ops);
         }
@@ -253,11 +253,11 @@ async fn prepare<'s, S: Store>(
     store: &'s S,
     queued: &[QueuedJob],
     backlog: &Backlog,
-    ids: &mut IdGen,
+    seed: [u8; 16],
 ) -> Result<(Batch, BTreeMap<WorkspaceName, Tx<'s, S>>), StoreError> {
     let batch = Batch::decode(queued, backlog)?;
     let mut txs = BTreeMap::new();
-    apply_jobs(store, &mut txs, &batch.jobs, ids).await?;
+    apply_jobs(store, &mut txs, &batch.jobs, seed).await?;
     Ok((batch, txs))
 }
 
@@ -267,7 +267,7 @@ async fn apply_jobs<'s, S: Store>(
     store: &'s S,
     txs: &mut BTreeMap<WorkspaceName, Tx<'s, S>>,
     jobs: &[(u64, TrackJob)],
-    ids: &mut IdGen,
+    seed: [u8; 16],
 ) -> Result<(), StoreError> {
     let mut targets: BTreeMap<&WorkspaceName, Vec<Identifier>> = BTreeMap::new();
     for (_, job) in jobs {
@@ -276,10 +276,10 @@ async fn apply_jobs<'s, S: Store>(
     for (ws, idents) in targets {
         txs.entry(ws.clone()).or_insert_with(|| Tx::new(store, ws.clone())).prefetch(&idents).await?;
     }
-    for (_, job) in jobs {
+    for (seq, job) in jobs {
         let tx = txs.entry(job.workspace.clone()).or_insert_with(|| Tx::new(store, job.workspace.clone()));
         for op in &job.ops {
-            apply_op(tx, op, job.at, ids).await?;
+            apply_op(tx, op, job.at, &mut IdGen::for_op(seed, *seq, &op.target().ident)).await?;
         }
         // A job acknowledged is applied: the bounds on a profile's size were checked
         // when it was acknowledged, counting the jobs queued before it
@@ -334,15 +334,12 @@ pub async fn apply_pipelined<S: Store>(
                 backlog.applied_through(first.seq - 1);
             }
             let through = last.seq;
-            // Distinct ids for every batch: each starts at a different sequence number,
-            // and every call brings a fresh seed.
-            let mut ids = IdGen::derive(seed, "pipeline", first.seq);
             let batch = Batch::decode(&jobs, backlog)?;
             if !hand_over(store, in_order, &mut built, &mut submitted, backlog, &mut done).await? {
                 contended = true;
                 return Ok(());
             }
-            apply_jobs(store, &mut txs, &batch.jobs, &mut ids).await?;
+            apply_jobs(store, &mut txs, &batch.jobs, seed).await?;
             let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
             for tx in txs.values_mut() {
                 changes.ops.extend(tx.settle()?.ops);

@@ -16,5 +16,6 @@ mod operations;
 mod postgres_restart;
 mod postgres_servers;
 mod security;
+mod state;
 mod strict;
 mod test_kit;

@@ -15,12 +15,12 @@ use support::{engage, engage_result, Conn, Server};
 const KEY: &str = "ci-known-key-0123456789abcdef0123456789";
 const ADMIN: &str = "kit-test-admin-token-0123456789abcdef";
 
-fn example_seed() -> String {
+pub(crate) fn example_seed() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/seed.example.json").to_string_lossy().into_owned()
 }
 
 /// Stops a server as an operator does (SIGTERM) and waits for it to exit.
-fn stop(server: &mut Server) {
+pub(crate) fn stop(server: &mut Server) {
     let _ = Command::new("kill").arg(server.child.id().to_string()).status();
     let started = Instant::now();
     while server.child.try_wait().ok().flatten().is_none() {

@@ -149,9 +149,22 @@ impl Conn {
 
     /// Sends a request with a JSON body (or none) and reads the response.
     pub fn send(&mut self, method: &str, path: &str, auth: &str, body: Option<&Value>) -> std::io::Result<Reply> {
+        self.send_with(method, path, auth, &[], body)
+    }
+
+    /// [`Conn::send`] with more headers.
+    pub fn send_with(
+        &mut self,
+        method: &str,
+        path: &str,
+        auth: &str,
+        extra: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> std::io::Result<Reply> {
         let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let extra: String = extra.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
         let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {auth}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {auth}\r\n{extra}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
             body.len()
         );
         let mut bytes = head.into_bytes();
