@@ -1,6 +1,7 @@
 // The inspector in a real browser (Debian's chromium, playwright-core), against
 // `engage serve --ephemeral` with a known key: sign in with the admin token, find
 // the user the test tracked, see its attribute, see the request in the journal,
+// see a fault and a snapshot, restore the snapshot from the page,
 // and write a screenshot (e2e/screenshot-inspector.png). Needs ENGAGE_BIN.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -79,6 +80,36 @@ test("the inspector: sign in, find the tracked user and its attribute, see the r
     assert.match(journal, /POST\/users\/track201/);
     assert.match(journal, /favorite_color/);
     assert.ok(!journal.includes(KEY) && !journal.includes(ADMIN));
+
+    // Faults and snapshots: what a test made shows, and a snapshot restores from the page.
+    const admin = (method, route, body) => fetch(`${base}${route}`, {
+      method,
+      headers: { Authorization: `Bearer ${ADMIN}`, "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    assert.equal((await admin("POST", "/_engage/faults", { path: "/users/export/ids", status: 503, times: 3 })).status, 201);
+    assert.equal((await admin("POST", "/_engage/snapshots/before?workspace=default")).status, 201);
+    const later = await fetch(`${base}/users/track/sync`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ attributes: [{ external_id: "after-snapshot" }] }),
+    });
+    assert.equal(later.status, 201);
+    await page.click("#refresh");
+    await page.waitForFunction(() => document.querySelector("#faults")?.textContent.includes("/users/export/ids"));
+    assert.match(await page.textContent("#faults"), /503/);
+    await page.waitForFunction(() => document.querySelector("#snapshots")?.textContent.includes("before"));
+    const restored = new Promise((resolve) => page.once("dialog", async (d) => { resolve(d.message()); await d.accept(); }));
+    await page.click("#snapshots button");
+    assert.match(await restored, /^Restored: \d+ written, [1-9]\d* removed\.$/);
+    await admin("DELETE", "/_engage/faults");
+    const exported = await fetch(`${base}/users/export/ids`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" },
+      body: JSON.stringify({ external_ids: ["after-snapshot", "inspected-1"] }),
+    });
+    const users = (await exported.json()).users.map((u) => u.external_id);
+    assert.deepEqual(users, ["inspected-1"], "the user made after the snapshot is gone");
 
     await page.screenshot({ path: path.join(here, "screenshot-inspector.png"), fullPage: true });
 

@@ -71,13 +71,24 @@ fn contacts() -> Value {
     array(crate::describe::schema::email("An email address."), "Email addresses.")
 }
 
+/// A key's permissions, as a body gives them: `"all"` or some by name.
+pub fn permissions() -> Value {
+    let names: Vec<&str> = Permission::ALL.iter().map(|p| p.as_str()).collect();
+    one_of(
+        vec![
+            values(&["all"], "Every permission."),
+            with(array(values(&names, ""), "These permissions."), "minItems", json!(1)),
+        ],
+        "Default `all`.",
+    )
+}
+
 /// An operator route.
 pub fn describe(endpoint: &Operator) -> Op {
     let not_found = |op: Op, what: &str| op.reply(404, what, refer("Error"));
     match endpoint {
         Operator::CreateKey => {
-            let names: Vec<&str> = Permission::ALL.iter().map(|p| p.as_str()).collect();
-            let perms = one_of(vec![values(&["all"], "Every permission."), with(array(values(&names, ""), "These permissions."), "minItems", json!(1))], "Default `all`.");
+            let perms = permissions();
             Op::new("Creates an API key (as `engage keys create`). The key is shown once.")
                 .body(object("", &[workspace("Its workspace, made when new"), ("permissions", nullable(perms))], &[]))
                 .example(json!({"workspace": "shop", "permissions": ["users.track", "users.export.ids"]}))

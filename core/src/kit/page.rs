@@ -120,7 +120,34 @@ async function loadSyncs() {
     show("syncs", box);
   } catch (e) { fail("syncs", e); }
 }
-function refresh() { loadWorkspaces(); loadJournal(); loadQueue(); loadSyncs(); }
+async function loadFaults() {
+  try {
+    const r = await fetch("/_engage/faults", { credentials: "same-origin" });
+    if (r.status === 404) { show("faults", el("p", "Faults are off: start the server with --faults (or --ephemeral).", { className: "muted" })); return; }
+    if (!r.ok) throw new Error(r.status);
+    const { faults } = await r.json();
+    show("faults", table(faults, ["id", "method", "path", "workspace", "status", "times", "probability", "delay_ms", "retry_after_secs"]));
+  } catch (e) { fail("faults", e); }
+}
+async function loadSnapshots() {
+  try {
+    const { snapshots } = await get("/_engage/snapshots");
+    const box = el("div"); box.append(table(snapshots, ["name", "workspace", "documents", "bytes", "taken_at"]));
+    snapshots.forEach((s) => {
+      const scope = s.workspace ? `?workspace=${encodeURIComponent(s.workspace)}` : "";
+      const button = el("button", `Restore ${s.name}${s.workspace ? " of " + s.workspace : ""}`, { type: "button" });
+      button.onclick = async () => {
+        const r = await fetch(`/_engage/snapshots/${encodeURIComponent(s.name)}/restore${scope}`, { method: "POST", headers: { "CSRF_HEADER": "1" } });
+        const body = await r.json();
+        alert(r.ok ? `Restored: ${body.written} written, ${body.removed} removed.` : (body.message || r.status));
+        refresh();
+      };
+      box.append(button);
+    });
+    show("snapshots", box);
+  } catch (e) { fail("snapshots", e); }
+}
+function refresh() { loadWorkspaces(); loadJournal(); loadQueue(); loadSyncs(); loadFaults(); loadSnapshots(); }
 $("workspace").onchange = () => { workspace = $("workspace").value; loadCenters(); };
 $("find").onsubmit = findUser;
 $("refresh").onclick = refresh;
@@ -138,6 +165,8 @@ const APP: &str = r#"<header><h1>Engage inspector</h1><label>Workspace <select i
 <section><h2>Queue</h2><div id="queue"></div></section>
 <section><h2>Preference centers</h2><div id="centers"></div></section>
 <section class="wide"><h2>Warehouse syncs</h2><div id="syncs"></div></section>
+<section class="wide"><h2>Faults</h2><div id="faults"></div></section>
+<section><h2>Snapshots</h2><div id="snapshots"></div></section>
 </main>"#;
 
 fn script() -> String {

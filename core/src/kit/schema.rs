@@ -8,6 +8,10 @@ use crate::describe::op::Op;
 use crate::describe::schema::{array, free_object, integer, nullable, object, refer, string};
 use crate::routes::Kit;
 
+fn snapshot_name() -> Value {
+    json!({"type": "string", "pattern": format!("^[A-Za-z0-9._-]{{1,64}}{}", crate::describe::schema::END)})
+}
+
 fn snapshot() -> Value {
     object(
         "A snapshot.",
@@ -147,25 +151,25 @@ pub fn describe(endpoint: &Kit) -> Op {
                 "name": "Users from the warehouse", "kind": "user_attributes", "table": "USERS", "paused": false, "jobs": 3,
                 "last_job": {"started_at": "2026-11-26T10:00:00.000Z", "status": "success"}, "synced_up_to": "2026-11-26T09:59:58.000Z"}]})),
         Kit::CreateWorkspace => Op::new("Makes a workspace that did not exist, with one API key (all permissions unless `permissions` names them; made up unless `api_key` gives it), in one unit of work: each test of a suite gets a workspace of its own, and removes it with `POST /_engage/reset?workspace=NAME&keep=none`.")
-            .body(object("", &[
+            .body(crate::describe::schema::closed(object("Unknown fields are refused.", &[
                 ("name", crate::describe::schema::workspace_name("The new workspace.")),
-                ("api_key", string("The key to make: 32 to 256 visible ASCII characters.")),
-                ("permissions", free_object("\"all\" (the default) or an array of permission names.")),
-            ], &["name"]))
+                ("api_key", crate::describe::schema::with(string("The key to make: 32 to 256 visible ASCII characters."), "pattern", json!(format!("^[!-~]{{32,256}}{}", crate::describe::schema::END)))),
+                ("permissions", nullable(crate::admin::schema::permissions())),
+            ], &["name"])))
             .example(json!({"name": "test-7f3a"}))
             .reply(201, "Made.", object("", &[("name", string("")), ("api_key", string("The key (shown once)."))], &["name", "api_key"]))
             .with_example("made", json!({"name": "test-7f3a", "api_key": "0b6f2c1e-4a5d-4e8f-9c3b-7d1a2e5f6c90"}))
             .reply(400, "A bad body.", refer("Error"))
             .reply(409, "The workspace, or the key given, exists already.", refer("Error")),
         Kit::SaveSnapshot(_) => Op::new(format!("Keeps a copy of the state, of one workspace (`?workspace=`) or the whole deployment, in this server's memory under a name (one of that name and scope is replaced). Everything queued is applied first. At most {} snapshots and {} MiB together; gone when the server stops (`GET /_engage/state` is the durable form).", super::snapshots::MAX_SNAPSHOTS, super::snapshots::MAX_BYTES >> 20))
-            .path("name", "1 to 64 letters, digits, `-`, `_` and `.`.")
+            .path_with("name", "1 to 64 letters, digits, `-`, `_` and `.`.", snapshot_name())
             .query("workspace", false, "Only this workspace's state.", crate::describe::schema::workspace_name(""))
             .reply(201, "Kept.", snapshot())
             .with_example("kept", json!({"name": "before", "workspace": "shop", "documents": 120, "bytes": 48213, "taken_at": "2026-11-26T10:00:00Z"}))
             .reply(400, "A bad name or parameter.", refer("Error"))
             .reply(409, "Over the bounds: delete a snapshot first.", refer("Error")),
         Kit::RestoreSnapshot(_) => Op::new("Puts a snapshot's state back, in one unit of work: the scope's documents that differ are written, those the snapshot did not have are removed. Everything queued is applied first; the scope's rate-limit counts start again.")
-            .path("name", "The snapshot.")
+            .path_with("name", "The snapshot.", snapshot_name())
             .query("workspace", false, "The workspace the snapshot is of.", crate::describe::schema::workspace_name(""))
             .reply(200, "Restored.", object("", &[("name", string("")), ("workspace", nullable(string(""))), ("written", integer("Documents written.")), ("removed", integer("Documents removed."))], &["name", "written", "removed"]))
             .with_example("restored", json!({"name": "before", "workspace": "shop", "written": 12, "removed": 3}))
@@ -175,7 +179,7 @@ pub fn describe(endpoint: &Kit) -> Op {
             .reply(200, "The snapshots.", object("", &[("snapshots", array(snapshot(), ""))], &["snapshots"]))
             .with_example("snapshots", json!({"snapshots": [{"name": "before", "workspace": "shop", "documents": 120, "bytes": 48213, "taken_at": "2026-11-26T10:00:00Z"}]})),
         Kit::DeleteSnapshot(_) => Op::new("Forgets a snapshot.")
-            .path("name", "The snapshot.")
+            .path_with("name", "The snapshot.", snapshot_name())
             .query("workspace", false, "The workspace the snapshot is of.", crate::describe::schema::workspace_name(""))
             .reply(200, "Forgotten.", object("", &[("removed", integer(""))], &["removed"]))
             .with_example("removed", json!({"removed": 1}))

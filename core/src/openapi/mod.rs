@@ -250,7 +250,8 @@ fn parameters(route: &Route, op: &Op) -> Vec<Value> {
         .map(|name| {
             let doc = op.params.iter().find(|p| p.at == In::Path && p.name == *name);
             let description = doc.map_or_else(|| format!("The `{name}` of the path."), |p| p.description.clone());
-            json!({"name": name, "in": "path", "required": true, "description": description, "schema": {"type": "string"}})
+            let schema = doc.map_or_else(|| json!({"type": "string"}), |p| p.schema.clone());
+            json!({"name": name, "in": "path", "required": true, "description": description, "schema": schema})
         })
         .collect();
     for p in op.params.iter().filter(|p| p.at != In::Path) {

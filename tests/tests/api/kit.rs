@@ -261,3 +261,53 @@ async fn a_test_finds_and_counts_the_calls_its_code_made_and_forgets_them() {
     assert_eq!(r.status, 404, "{}", r.body);
     assert_eq!(api.track(json!({"attributes": [{"external_id": "v3"}]})).await.status, 201);
 }
+
+/// A workspace of its own for a test, in one call; a snapshot of it put back in
+/// one unit of work; its state as a fixtures file that loads back to an equal
+/// state. Each host keeps snapshots in its memory (the edge: its isolate's).
+#[tokio::test]
+async fn a_test_s_own_workspace_goes_back_to_a_snapshot_and_its_state_loads_back_equal() {
+    let ws = unique_workspace();
+    let made = admin("POST", "/_engage/workspaces", json!({"name": ws})).await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    let key = made.body["api_key"].as_str().expect("api_key").to_string();
+    assert_eq!(admin("POST", "/_engage/workspaces", json!({"name": ws})).await.status, 409, "taken");
+    let track = |user: &'static str| {
+        let key = key.clone();
+        async move {
+            let body = json!({"attributes": [{"external_id": user, "email": format!("{user}@example.com")}]});
+            let auth = bearer(&key);
+            let headers = [("Authorization", auth.as_str()), ("Content-Type", "application/json")];
+            send("POST", "/users/track", &headers, Some(body.to_string().into_bytes())).await.status
+        }
+    };
+    assert_eq!(track("s1").await, 201);
+    let saved = admin("POST", &format!("/_engage/snapshots/start?workspace={ws}"), Value::Null).await;
+    assert_eq!(saved.status, 201, "{}", saved.body);
+    assert_eq!((&saved.body["name"], &saved.body["workspace"]), (&json!("start"), &json!(ws)));
+    assert_eq!(track("s2").await, 201);
+    let restored = admin("POST", &format!("/_engage/snapshots/start/restore?workspace={ws}"), Value::Null).await;
+    assert_eq!(restored.status, 200, "{}", restored.body);
+    assert_eq!(export(&key, "s2").await.body["users"], json!([]), "written after the snapshot: gone");
+    assert_eq!(export(&key, "s1").await.body["users"][0]["email"], "s1@example.com");
+    let missing = admin("POST", &format!("/_engage/snapshots/nope/restore?workspace={ws}"), Value::Null).await;
+    assert_eq!(missing.status, 404);
+
+    // The state: out, the workspace removed, back in, equal; the key works again.
+    let state = admin("GET", &format!("/_engage/state?workspace={ws}"), Value::Null).await;
+    assert_eq!(state.status, 200, "{}", state.body);
+    let documents = state.body["workspaces"][&ws]["documents"].as_array().expect("documents").len();
+    assert!(documents >= 5, "{}", state.body);
+    assert_eq!(admin("POST", &format!("/_engage/reset?workspace={ws}&keep=none"), json!({})).await.status, 200);
+    assert_eq!(export(&key, "s1").await.status, 401);
+    let loaded = admin("POST", "/_engage/seed", state.body.clone()).await;
+    assert_eq!(loaded.status, 200, "{}", loaded.body);
+    let again = admin("GET", &format!("/_engage/state?workspace={ws}"), Value::Null).await;
+    assert_eq!(again.body, state.body);
+    assert_eq!(export(&key, "s1").await.body["users"][0]["email"], "s1@example.com");
+    assert_eq!(
+        admin("DELETE", &format!("/_engage/snapshots/start?workspace={ws}"), Value::Null).await.status,
+        404,
+        "the workspace's removal took its snapshots"
+    );
+}
