@@ -70,6 +70,8 @@ bash tests/readme/run.sh
 if [ -z "${ENGAGE_SKIP_RELEASE:-}" ]; then
   step "release artifacts: the static binary with the playground inside, its tarball, the container image"
   bash tests/release/run.sh
+  step "test-kit packages: the wheel and the npm tarball installed into empty environments, their example suites"
+  bash tests/packages/run.sh
 fi
 
 if [ -z "${ENGAGE_SKIP_WWW:-}" ] && [ -f www/test.sh ]; then

@@ -93,6 +93,8 @@ pub async fn run_with(
     let refusal = crate::conn::raw_response(&engine.refuse_overloaded());
     let mut backoff = AcceptBackoff::default();
     tokio::pin!(shutdown);
+    // Told to every connection when the server stops.
+    let (stopped, _) = tokio::sync::watch::channel(false);
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -115,6 +117,7 @@ pub async fn run_with(
                 let engine = engine.clone();
                 let lanes = lanes.clone();
                 let guard = connections.clone();
+                let mut stop = stopped.subscribe();
                 tokio::spawn(async move {
                     let _guard = (guard, permit, crate::metrics::OpenConnection::default());
                     let phase = Arc::new(Phase::default());
@@ -128,7 +131,18 @@ pub async fn run_with(
                             response
                         }
                     });
-                    if let Err(e) = http1::Builder::new().serve_connection(io, service).await {
+                    let conn = http1::Builder::new().serve_connection(io, service);
+                    tokio::pin!(conn);
+                    // At a stop, a connection waiting for its next request closes at
+                    // once; one in a request finishes it first (then closes).
+                    let ended = tokio::select! {
+                        ended = conn.as_mut() => ended,
+                        _ = stop.changed() => {
+                            conn.as_mut().graceful_shutdown();
+                            conn.as_mut().await
+                        }
+                    };
+                    if let Err(e) = ended {
                         tracing::debug!("connection from {peer} ended: {e}");
                     }
                 });
@@ -138,6 +152,7 @@ pub async fn run_with(
     }
     tracing::info!("shutting down: finishing in-flight requests");
     drop(listener);
+    let _ = stopped.send(true);
     // Wait (bounded) for open connections to finish their current request.
     for _ in 0..100 {
         if Arc::strong_count(&connections) == 1 {

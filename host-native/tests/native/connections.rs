@@ -343,3 +343,32 @@ fn errors_of_the_http_layer_have_the_platform_shape_a_request_id_and_the_rfc_sta
     let replies = exchange(&server, b"GET /healthz HTTP/1.0\r\n\r\n");
     assert_eq!(replies.first().map(|r| r.status), Some(200));
 }
+
+/// A stop does not wait for kept-alive connections between requests: they are
+/// closed at once (a test suite's client keeps one open), while a request in
+/// flight still gets its answer.
+#[test]
+fn a_stop_closes_idle_kept_alive_connections_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("e.db");
+    let key = key(&db);
+    let mut server = Server::start(&db, &[], &[]);
+    let mut idle: Vec<Conn> = (0..4).map(|_| server.conn()).collect();
+    for c in &mut idle {
+        assert_eq!(c.post("/users/track", &key, &track("stop")).unwrap().status, 201);
+    }
+    let started = Instant::now();
+    let _ = std::process::Command::new("kill").arg(server.child.id().to_string()).status();
+    for c in &mut idle {
+        let rest = c.read_until_closed(Duration::from_secs(15)).expect("closed by the server");
+        assert!(rest.is_empty(), "nothing more was sent");
+    }
+    while server.child.try_wait().ok().flatten().is_none() {
+        assert!(started.elapsed() < Duration::from_secs(15), "the server did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // It used to wait out five seconds for them.
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(4), "stopped {took:?} after the signal");
+    assert!(server.log_text().contains("stopped"), "{}", server.log_text());
+}
