@@ -109,7 +109,7 @@ impl<'s, S: Store> Pipeline<'s, S> {
         }
         let after = self.cursor.clone();
         self.count += 1;
-        let mut ids = IdGen::derive(ctx.seed, "cdi-pipeline", self.count);
+        let mut ids = IdGen::new(begun.batch_seed(ctx.seed, &format!("pipeline {}", self.count)));
         let tx = self.tx.get_or_insert_with(|| Tx::new(store, begun.integration.workspace.clone()));
         let oversized = Cell::new(None);
         let built = async {

@@ -37,6 +37,24 @@ pub struct Begun {
     pub seq: u64,
 }
 
+impl Begun {
+    /// The randomness of one batch of this job (`n`: which), from a context's: ids
+    /// a batch makes are its job's own even where every context's randomness is the
+    /// same (`--id-seed`), so two jobs, or two batches, never draw the same ones.
+    pub fn batch_seed(&self, seed: [u8; 16], n: &str) -> [u8; 16] {
+        use sha2::{Digest, Sha256};
+        let d = Sha256::new()
+            .chain_update(seed)
+            .chain_update(self.integration.id.as_bytes())
+            .chain_update(self.seq.to_le_bytes())
+            .chain_update(n.as_bytes())
+            .finalize();
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&d[..16]);
+        out
+    }
+}
+
 /// Most jobs an integration keeps (the oldest go first).
 pub const MAX_JOBS: u64 = 1000;
 
@@ -254,7 +272,8 @@ pub async fn commit_prepared<S: Store>(
     // Each pass either commits or finds one more row too large for its profile.
     loop {
         let oversized = std::cell::Cell::new(None);
-        let committed = transact(store, &ws, ctx.seed, async |tx, ids| {
+        let seed = begun.batch_seed(ctx.seed, &format!("{to:?}"));
+        let committed = transact(store, &ws, seed, async |tx, ids| {
             let report = apply_batch(tx, ids, begun, after, &to, &rows, &prepared, ctx.now, &oversized).await?;
             Ok((report, Some(to.clone())))
         })

@@ -365,6 +365,12 @@ impl<S: Store> Engine<S> {
         preference_center::page::page(&self.store, &self.limiter, &visit).await
     }
 
+    /// The context background work runs in (a host's warehouse syncs): the host's,
+    /// or with `--id-seed` the server's clock and randomness.
+    pub fn background_ctx(&self, host: Ctx) -> Ctx {
+        self.kit.fixed.as_ref().map_or(host, |f| f.background(host))
+    }
+
     /// The randomness queued work is applied with: the context's, or with
     /// `--id-seed` one that is always the same.
     fn queue_seed(&self, ctx: Ctx) -> [u8; 16] {

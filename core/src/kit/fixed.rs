@@ -47,6 +47,13 @@ impl Fixed {
         Ctx { now: Timestamp(self.now.load(Ordering::SeqCst)), wall: host.wall, seed: derive(self.seed, b"request", n) }
     }
 
+    /// The context of background work (warehouse syncs): the clock where it stands,
+    /// the queue's randomness (what such work makes derives its ids from its job,
+    /// `crate::cdi::sync::Begun::batch_seed`).
+    pub fn background(&self, host: Ctx) -> Ctx {
+        Ctx { now: Timestamp(self.now.load(Ordering::SeqCst)), wall: host.wall, seed: self.queue_seed() }
+    }
+
     /// The randomness of every application of the queue.
     pub fn queue_seed(&self) -> [u8; 16] {
         derive(self.seed, b"queue", 0)

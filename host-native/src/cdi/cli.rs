@@ -281,13 +281,13 @@ pub fn run(command: CdiCommand) -> Result<(), String> {
                 // On PostgreSQL the server holding the sync runner's lease runs the
                 // job; with none, this command takes the lease and runs it.
                 NativeStore::Postgres(pg) => match pg.try_lease(SYNC_RUNNER_LOCK).map_err(|e| e.to_string())? {
-                    Some(_lease) => super::run(&store, &i)?,
+                    Some(_lease) => super::run(&store, &i, &ctx)?,
                     None => {
                         let serving = || pg.try_lease(SYNC_RUNNER_LOCK).is_ok_and(|lease| lease.is_none());
                         ask_the_server(&store, &serving, &i, timeout)?
                     }
                 },
-                NativeStore::Sqlite(_) if store.is_owner() => super::run(&store, &i)?,
+                NativeStore::Sqlite(_) if store.is_owner() => super::run(&store, &i, &ctx)?,
                 NativeStore::Sqlite(_) => {
                     if !crate::startup::server_runs_on(&db) {
                         return Err(

@@ -94,20 +94,24 @@ pub fn quoted(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// Where a job's time and randomness come from: the host's (`crate::ctx`), or the
+/// engine's for background work (`--id-seed`).
+pub type Clock<'a> = &'a (dyn Fn() -> engage_core::Ctx + Sync);
+
 /// Runs one job of `i` now and returns it as finished.
-pub fn run<S: Store + Sync>(store: &S, i: &Integration) -> Result<Job, String> {
-    let begun = pollster::block_on(warehouse::begin(store, &i.id, ctx())).map_err(|e| format!("{e:?}"))?;
-    let failure = match sync_rows(store, &begun) {
+pub fn run<S: Store + Sync>(store: &S, i: &Integration, clock: Clock<'_>) -> Result<Job, String> {
+    let begun = pollster::block_on(warehouse::begin(store, &i.id, clock())).map_err(|e| format!("{e:?}"))?;
+    let failure = match sync_rows(store, &begun, clock) {
         Ok(()) => None,
         Err(SourceError::Config(why)) => Some((JobStatus::ConfigError, why)),
         Err(SourceError::Read(why)) => Some((JobStatus::Error, why)),
     };
-    pollster::block_on(warehouse::finish(store, &begun, failure, ctx())).map_err(|e| format!("{e:?}"))
+    pollster::block_on(warehouse::finish(store, &begun, failure, clock())).map_err(|e| format!("{e:?}"))
 }
 
-fn sync_rows<S: Store + Sync>(store: &S, begun: &Begun) -> Result<(), SourceError> {
+fn sync_rows<S: Store + Sync>(store: &S, begun: &Begun, clock: Clock<'_>) -> Result<(), SourceError> {
     let mut source = open(&begun.integration)?;
-    sync_from(store, begun, source.as_mut(), BATCH_ROWS)
+    sync_from(store, begun, source.as_mut(), BATCH_ROWS, clock)
 }
 
 /// What the reading thread hands the committing one, in the source's order.
@@ -127,6 +131,7 @@ fn sync_from<S: Store + Sync>(
     begun: &Begun,
     source: &mut dyn Source,
     batch_rows: usize,
+    clock: Clock<'_>,
 ) -> Result<(), SourceError> {
     let i = &begun.integration;
     let columns = Columns::check(&source.columns(&i.table)?, i.kind).map_err(SourceError::Config)?;
@@ -139,9 +144,12 @@ fn sync_from<S: Store + Sync>(
     // job's critical path.
     let (retire, retired) = std::sync::mpsc::sync_channel::<warehouse::Released>(1);
     std::thread::scope(|scope| {
-        let reader = scope.spawn(|| read_batches(store, begun, source, &columns, start.clone(), batch_rows, send));
+        let reader = scope.spawn(|| {
+            let reading = Reading { columns: &columns, start: start.clone(), batch_rows };
+            read_batches(store, begun, source, reading, send, clock)
+        });
         scope.spawn(move || retired.into_iter().for_each(drop));
-        let committed = commit_steps(store, begun, start.clone(), steps, retire);
+        let committed = commit_steps(store, begun, start.clone(), steps, retire, clock);
         // A commit that failed dropped the receiver: the reader stops at its next send.
         let read = reader.join().unwrap_or_else(|_| Err(SourceError::Read("the reading thread failed".into())));
         match (committed, read) {
@@ -159,14 +167,15 @@ fn commit_steps<S: Store>(
     cursor: Option<Cursor>,
     steps: std::sync::mpsc::Receiver<Step>,
     retire: std::sync::mpsc::SyncSender<warehouse::Released>,
+    clock: Clock<'_>,
 ) -> Result<(), String> {
     let mut pipeline = warehouse::Pipeline::new(store, begun, cursor);
     for step in steps {
         match step {
-            Step::Unreadable(failed) => pollster::block_on(pipeline.fail_rows(failed, ctx()))
+            Step::Unreadable(failed) => pollster::block_on(pipeline.fail_rows(failed, clock()))
                 .map_err(|e| format!("recording failed rows failed: {e:?}"))?,
             Step::Batch(batch, continues) => {
-                pollster::block_on(pipeline.push(batch, continues, ctx()))
+                pollster::block_on(pipeline.push(batch, continues, clock()))
                     .map_err(|e| format!("committing a batch failed: {e:?}"))?;
                 // Should the freeing thread be gone, this one frees it.
                 if let Some(r) = pipeline.take_released() {
@@ -175,7 +184,14 @@ fn commit_steps<S: Store>(
             }
         }
     }
-    pollster::block_on(pipeline.flush(ctx())).map_err(|e| format!("committing a batch failed: {e:?}"))
+    pollster::block_on(pipeline.flush(clock())).map_err(|e| format!("committing a batch failed: {e:?}"))
+}
+
+/// What a job reads: the columns checked, after which cursor, how many rows a batch.
+struct Reading<'a> {
+    columns: &'a Columns,
+    start: Option<Cursor>,
+    batch_rows: usize,
 }
 
 /// Reads the source after `start`, parses its rows in batches, and sends them.
@@ -183,15 +199,15 @@ fn read_batches<S: Store>(
     store: &S,
     begun: &Begun,
     source: &mut dyn Source,
-    columns: &Columns,
-    start: Option<Cursor>,
-    batch_rows: usize,
+    reading: Reading<'_>,
     send: std::sync::mpsc::SyncSender<Step>,
+    clock: Clock<'_>,
 ) -> Result<(), SourceError> {
+    let Reading { columns, start, batch_rows } = reading;
     let i = &begun.integration;
     let stopped = || "the job stopped committing".to_string();
     let ship = |rows: Vec<Row>, continues: bool| -> Result<(), String> {
-        let batch = pollster::block_on(warehouse::prepare_batch(store, i, rows, ctx().now))
+        let batch = pollster::block_on(warehouse::prepare_batch(store, i, rows, clock().now))
             .map_err(|e| format!("reading a batch failed: {e:?}"))?;
         send.send(Step::Batch(batch, continues)).map_err(|_| stopped())
     };
@@ -255,6 +271,8 @@ pub fn spawn_runner(
         .spawn(move || {
             crate::priority::background();
             let store = engine.store();
+            let clocked = engine.clone();
+            let clock = move || clocked.background_ctx(ctx());
             // Only the database's owner runs jobs (they write profiles its cache holds).
             if !store.is_owner() {
                 tracing::warn!("cdi: another process owns the database; this server runs no syncs");
@@ -266,7 +284,7 @@ pub fn spawn_runner(
             match pollster::block_on(warehouse::all(store)) {
                 Ok(all) => {
                     for i in all {
-                        if let Err(e) = pollster::block_on(warehouse::close_interrupted(store, &i, ctx())) {
+                        if let Err(e) = pollster::block_on(warehouse::close_interrupted(store, &i, clock())) {
                             tracing::error!("cdi integration {}: closing its interrupted job failed: {e:?}", i.id);
                         }
                     }
@@ -294,7 +312,7 @@ pub fn spawn_runner(
                 running.retain(|(_, job)| !job.is_finished());
                 let busy: Vec<String> = running.iter().map(|(id, _)| id.clone()).collect();
                 let room = MAX_PARALLEL_JOBS.saturating_sub(running.len());
-                let now = ctx();
+                let now = clock();
                 match pollster::block_on(warehouse::due(store, now.now, now.seed, &busy, room)) {
                     Ok(due) => {
                         for i in due {
@@ -302,7 +320,8 @@ pub fn spawn_runner(
                             let id = i.id.clone();
                             let job = std::thread::Builder::new().name("engage-cdi-job".into()).spawn(move || {
                                 crate::priority::background();
-                                log_job(&i, run(engine.store(), &i));
+                                let clock = || engine.background_ctx(ctx());
+                                log_job(&i, run(engine.store(), &i, &clock));
                             });
                             match job {
                                 Ok(job) => running.push((id, job)),

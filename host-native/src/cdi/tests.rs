@@ -65,13 +65,13 @@ fn a_job_cut_short_keeps_its_committed_batches_and_the_next_resumes_after_them()
     // committed, the rows after it are not.
     let begun = pollster::block_on(warehouse::begin(&store, &i.id, ctx())).unwrap();
     let mut failing = Failing { inner: Box::new(sqlite::SqliteSource::open(&spec.source).unwrap()), left: 1500 };
-    let err = sync_from(&store, &begun, &mut failing, 1000).unwrap_err();
+    let err = sync_from(&store, &begun, &mut failing, 1000, &ctx).unwrap_err();
     assert!(matches!(err, SourceError::Read(ref m) if m.contains("connection lost")), "{err:?}");
     let cut =
         pollster::block_on(warehouse::finish(&store, &begun, Some((JobStatus::Error, "lost".into())), ctx())).unwrap();
     assert_eq!((cut.status, cut.rows_synced), (JobStatus::Error, 1000));
     // The next job reads after the committed batch: 1,500 rows, none twice.
-    let next = run(&store, &pollster::block_on(warehouse::integration(&store, &i.id)).unwrap().unwrap()).unwrap();
+    let next = run(&store, &pollster::block_on(warehouse::integration(&store, &i.id)).unwrap().unwrap(), &ctx).unwrap();
     assert_eq!((next.status, next.rows_synced), (JobStatus::Success, 1500));
     assert_eq!(next.last_timestamp_synced, Some(Timestamp::parse("2024-01-01T00:41:39Z").unwrap()));
     // Every row counted once: ten users, 250 visits each.
@@ -209,7 +209,7 @@ fn a_group_resumes_where_it_stopped(store: SqliteStore, i: &Integration, open: &
     let mut synced = 0;
     for left in [1500, 1200] {
         let begun = pollster::block_on(warehouse::begin(&store, &i.id, ctx())).unwrap();
-        let err = sync_from(&store, &begun, &mut Failing { inner: open(), left }, 1000).unwrap_err();
+        let err = sync_from(&store, &begun, &mut Failing { inner: open(), left }, 1000, &ctx).unwrap_err();
         assert!(matches!(err, SourceError::Read(ref m) if m.contains("connection lost")), "{err:?}");
         let cut = pollster::block_on(warehouse::finish(&store, &begun, Some((JobStatus::Error, "lost".into())), ctx()))
             .unwrap();
@@ -220,12 +220,12 @@ fn a_group_resumes_where_it_stopped(store: SqliteStore, i: &Integration, open: &
         assert!(within.seen >= 1);
     }
     let current = pollster::block_on(warehouse::integration(&store, &i.id)).unwrap().unwrap();
-    let last = run(&store, &current).unwrap();
+    let last = run(&store, &current, &ctx).unwrap();
     assert_eq!((last.status, last.rows_synced + synced), (JobStatus::Success, total as u64));
     assert_eq!(last.last_timestamp_synced, Some(Timestamp::parse("2024-01-03T00:03:19Z").unwrap()));
     let current = pollster::block_on(warehouse::integration(&store, &i.id)).unwrap().unwrap();
     assert_eq!(current.cursor.as_ref().and_then(|c| c.within.as_ref()), None, "the group is done");
-    assert_eq!(run(&store, &current).unwrap().rows_synced, 0);
+    assert_eq!(run(&store, &current, &ctx).unwrap().rows_synced, 0);
     let ws = i.workspace.clone();
     let want: Vec<(String, i64)> = expected.clone().into_iter().collect();
     assert_eq!(visits(store, &ws, &expected), want);

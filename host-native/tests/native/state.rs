@@ -234,6 +234,42 @@ fn two_servers_with_one_id_seed_answer_the_same_byte_for_byte() {
     for (n, (x, y)) in first.iter().zip(&second).enumerate() {
         assert_eq!(x, y, "answer {n}");
     }
+    // A warehouse sync's new profiles: their ids come from the job, not from when it ran.
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().join("w.db");
+    rusqlite::Connection::open(&warehouse)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE T (UPDATED_AT TEXT, EXTERNAL_ID TEXT, PAYLOAD TEXT);
+             INSERT INTO T VALUES ('2024-01-01T00:00:00Z', 'c1', '{\"plan\": \"gold\"}');
+             INSERT INTO T VALUES ('2024-01-01T00:00:01Z', 'c2', '{\"plan\": \"tin\"}');",
+        )
+        .unwrap();
+    let source = format!("sqlite:{}", warehouse.display());
+    let synced = |server: &Server| {
+        let mut conn = server.conn();
+        let spec = json!({"workspace": "w", "name": "n", "source": source, "table": "T"});
+        let (status, made) = call(&mut conn, "POST", "/_engage/cdi/integrations", ADMIN, Some(spec));
+        assert_eq!(status, 201, "{made}");
+        let id = made["integration_id"].as_str().unwrap().to_string();
+        call(&mut conn, "POST", &format!("/_engage/cdi/integrations/{id}/sync"), ADMIN, None);
+        let started = std::time::Instant::now();
+        loop {
+            let (_, jobs) = call(&mut conn, "GET", &format!("/_engage/cdi/integrations/{id}/jobs"), ADMIN, None);
+            if jobs["jobs"].as_array().is_some_and(|j| j.iter().any(|j| j["job_status"] == "success")) {
+                break;
+            }
+            assert!(started.elapsed() < std::time::Duration::from_secs(30), "{jobs}");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let key = first[0].2.split('"').nth(3).unwrap().to_string();
+        let (_, users) =
+            call(&mut conn, "POST", "/users/export/ids", &key, Some(json!({"external_ids": ["c1", "c2"]})));
+        (id, users["users"].clone())
+    };
+    let (one, two) = (synced(&a), synced(&b));
+    assert_eq!(one.1.as_array().map(Vec::len), Some(2), "{one:?}");
+    assert_eq!(one, two);
     // Another seed, other ids.
     let c = Server::start(
         Path::new(":memory:"),
