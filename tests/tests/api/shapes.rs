@@ -247,3 +247,45 @@ async fn routing_and_credential_error_shapes() {
         })
     );
 }
+
+#[tokio::test]
+async fn kit_shapes() {
+    use engage_tests::{admin, unique_workspace};
+    let ws = unique_workspace();
+    let made = admin("POST", "/_engage/workspaces", json!({"name": ws})).await;
+    let key = made.body["api_key"].as_str().unwrap_or_default().to_string();
+    let taken = admin("POST", "/_engage/workspaces", json!({"name": ws})).await;
+    let bad = admin("POST", "/_engage/workspaces", json!({"name": format!("{ws}-x"), "api_key": "short"})).await;
+    let auth = format!("Bearer {key}");
+    let body = json!({"attributes": [{"external_id": "shape-1"}]}).to_string().into_bytes();
+    send("POST", "/users/track", &[("Authorization", &auth), ("Content-Type", "application/json")], Some(body)).await;
+    let saved = admin("POST", &format!("/_engage/snapshots/shape?workspace={ws}"), Value::Null).await;
+    let listed = admin("GET", &format!("/_engage/snapshots?workspace={ws}"), Value::Null).await;
+    let restored = admin("POST", &format!("/_engage/snapshots/shape/restore?workspace={ws}"), Value::Null).await;
+    let missing = admin("POST", &format!("/_engage/snapshots/none/restore?workspace={ws}"), Value::Null).await;
+    let bad_name = admin("POST", &format!("/_engage/snapshots/a%20b?workspace={ws}"), Value::Null).await;
+    let state = admin("GET", &format!("/_engage/state?workspace={ws}"), Value::Null).await;
+    // The state's documents by table (their keys and values hold ids and times).
+    let tables: Vec<Value> = state.body["workspaces"][&ws]["documents"]
+        .as_array()
+        .map(|d| d.iter().map(|d| json!([d["table"], d.get("value").map_or("text", |_| "value")])).collect())
+        .unwrap_or_default();
+    let all = json!({
+        "workspace": shape(&made), "workspace_taken": shape(&taken), "workspace_bad_key": shape(&bad),
+        "snapshot": shape(&saved), "snapshots": shape(&listed), "restore": shape(&restored),
+        "restore_unknown": shape(&missing), "snapshot_bad_name": shape(&bad_name),
+        "state": {"status": state.status, "tables": tables},
+    });
+    let mut text = all.to_string().replace(&ws, "[workspace]");
+    if !key.is_empty() {
+        text = text.replace(&key, "[key]");
+    }
+    let mut v: Value = serde_json::from_str(&text).unwrap_or(all);
+    for path in ["/snapshot/body", "/snapshots/body/snapshots/0"] {
+        if let Some(s) = v.pointer_mut(path) {
+            s["taken_at"] = json!("[time]");
+            s["bytes"] = json!("[bytes]");
+        }
+    }
+    insta::assert_json_snapshot!("kit", v);
+}
