@@ -127,6 +127,22 @@ pub fn incremental_sql(schema: &str, name: &str, columns: &Columns, resuming: bo
     )
 }
 
+/// The rows without a time on the cursor (NULL, ±infinity), each column as text. Said
+/// as equalities, which an index on the time column answers (`NOT isfinite(ts)` made
+/// every job read the whole table).
+pub fn unreadable_sql(schema: &str, name: &str, columns: &Columns) -> String {
+    let ts = columns.names[0].as_deref().map(quoted).unwrap_or_default();
+    let rest: Vec<String> = (1..8)
+        .map(|i| columns.names[i].as_deref().map(|c| format!("{}::text", quoted(c))).unwrap_or("NULL::text".into()))
+        .collect();
+    format!(
+        "SELECT {ts}::text, {} FROM {}.{} WHERE {ts} IS NULL OR {ts} = 'infinity' OR {ts} = '-infinity'",
+        rest.join(", "),
+        quoted(schema),
+        quoted(name)
+    )
+}
+
 impl Source for PostgresSource {
     fn columns(&mut self, table: &str) -> Result<Vec<String>, SourceError> {
         let (schema, name) = match table.split_once('.') {
@@ -186,18 +202,7 @@ impl Source for PostgresSource {
             // A query that cannot start (a column of the wrong type, no access) is the
             // integration's configuration; a failure while reading is the job's.
             // Rows without a time on the cursor first (NULL, ±infinity): they fail.
-            let ts = columns.names[0].as_deref().map(quoted).unwrap_or_default();
-            let rest: Vec<String> = (1..8)
-                .map(|i| {
-                    columns.names[i].as_deref().map(|c| format!("{}::text", quoted(c))).unwrap_or("NULL::text".into())
-                })
-                .collect();
-            let odd = format!(
-                "SELECT {ts}::text, {} FROM {}.{} WHERE {ts} IS NULL OR NOT isfinite({ts})",
-                rest.join(", "),
-                quoted(&schema),
-                quoted(&name)
-            );
+            let odd = unreadable_sql(&schema, &name, columns);
             let unreadable = timed(client.query(&odd, &[]))
                 .await?
                 .map_err(|e| SourceError::Config(format!("cannot read the table: {}", reason(&e))))?;
@@ -291,6 +296,17 @@ mod tests {
             let plan = plan.join("\n");
             assert!(plan.contains("Index"), "the index on UPDATED_AT is used (resuming: {resuming}):\n{plan}");
         }
+        // The rows without a time are found through the index too, not by reading the table.
+        let odd = unreadable_sql(&schema, &name, &columns);
+        let plan: Vec<String> = source
+            .runtime
+            .block_on(source.client.query(&format!("EXPLAIN {odd}"), &[]))
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(plan.contains("Index") && !plan.contains("Seq Scan"), "{plan}");
         // The rows after a cursor, oldest first, the infinities left out, none twice.
         let (mut seen, mut unreadable) = (Vec::new(), Vec::new());
         let after = Cursor { updated_at: Timestamp::parse("2024-01-01T03:19:59Z").unwrap(), within: None };
