@@ -121,6 +121,30 @@ fn a_workspace_per_test_its_snapshots_and_its_clock_stay_its_own() {
         call(&mut conn, "POST", "/_engage/clock?workspace=t1", ADMIN, Some(json!({"advance_secs": 86400})));
     assert!(advanced["now"].as_str().unwrap().starts_with("2031-05-02T00:00"), "{advanced}");
 
+    // Rate-limit windows and link expiry follow the workspace's clock: ten centers a
+    // minute, then a 429 until t1's minute is over; t2's count is its own.
+    let center =
+        |n: usize| json!({"name": format!("c{n}"), "preference_center_page_html": "x", "confirmation_page_html": "y"});
+    let mut last = 0;
+    for n in 0..11 {
+        last = call(&mut conn, "POST", "/preference_center/v1", &k1, Some(center(n))).0;
+    }
+    assert_eq!(last, 429);
+    assert_eq!(call(&mut conn, "POST", "/preference_center/v1", &k2, Some(center(0))).0, 201, "t2 counts apart");
+    call(&mut conn, "POST", "/_engage/clock?workspace=t1", ADMIN, Some(json!({"advance_secs": 61})));
+    let (status, made) = call(&mut conn, "POST", "/preference_center/v1", &k1, Some(center(11)));
+    assert_eq!(status, 201, "a new minute on t1's clock: {made}");
+    let id = made["preference_center_api_id"].as_str().unwrap().to_string();
+    track(&mut conn, &k1, "linked");
+    let (_, link) = call(&mut conn, "GET", &format!("/preference_center/v1/{id}/url/linked?expires_in=600"), &k1, None);
+    let url = link["preference_center_url"].as_str().unwrap().to_string();
+    let page = &url[url.find("/preferences/").unwrap()..];
+    assert_eq!(conn.send("GET", page, "", None).unwrap().status, 200);
+    call(&mut conn, "POST", "/_engage/clock?workspace=t2", ADMIN, Some(json!({"advance_secs": 3600})));
+    assert_eq!(conn.send("GET", page, "", None).unwrap().status, 200, "another workspace's clock moved");
+    call(&mut conn, "POST", "/_engage/clock?workspace=t1", ADMIN, Some(json!({"advance_secs": 601})));
+    assert_eq!(conn.send("GET", page, "", None).unwrap().status, 403, "expired on t1's clock");
+
     // Removed with keep=none: its key, its snapshots and its clock are gone.
     let (status, _) = call(&mut conn, "POST", "/_engage/reset?workspace=t1&keep=none", ADMIN, None);
     assert_eq!(status, 200);
