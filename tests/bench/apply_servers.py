@@ -75,7 +75,7 @@ def run(n, args, base, proxy_port, logs):
     for i, port in enumerate(ports):
         log = open(os.path.join(logs, f"server-{n}-{i}.log"), "w")
         servers.append(subprocess.Popen([ENGAGE, "serve", "--db", url, "--listen", f"127.0.0.1:{port}",
-                                         "--no-rate-limits", "--admin-token", ADMIN], stderr=log, stdout=log))
+                                         "--no-rate-limits", "--max-backlog-secs", "0", "--admin-token", ADMIN], stderr=log, stdout=log))
         wait_for(port, f"server {i}")
     try:
         env = dict(os.environ, BENCH_TARGET=f"http://127.0.0.1:{ports[0]}", BENCH_KEY=key,
