@@ -23,7 +23,7 @@ impl<S: Store> Engine<S> {
         let docs = {
             let mut backlog = self.queue_turn().await;
             track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch).await?;
-            documents::collect(&self.store, ws.as_ref(), Purpose::Snapshot).await?
+            documents::collect(&self.store, ws.as_ref(), Purpose::Snapshot, snapshots::MAX_BYTES).await?
         };
         let taken_at = ws.as_ref().map_or(ctx, |w| self.kit.clocks.at(w.as_str(), ctx)).now;
         let saved = self.kit.snapshots.save(scope_name(ws.as_ref()), name, docs, taken_at)?;
@@ -50,7 +50,7 @@ impl<S: Store> Engine<S> {
     async fn put_back(&self, ws: Option<&WorkspaceName>, docs: &[Doc], ctx: Ctx) -> Result<(usize, usize), ApiError> {
         let mut backlog = self.queue_turn().await;
         track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch).await?;
-        let now = documents::collect(&self.store, ws, Purpose::Snapshot).await?;
+        let now = documents::collect(&self.store, ws, Purpose::Snapshot, snapshots::MAX_BYTES).await?;
         let wanted: std::collections::HashMap<(Table, &str), &[u8]> =
             docs.iter().map(|d| ((d.table, d.key.as_str()), d.value.as_slice())).collect();
         let held: std::collections::HashMap<(Table, &str), &[u8]> =
@@ -103,7 +103,9 @@ impl<S: Store> Engine<S> {
         let docs = {
             let mut backlog = self.queue_turn().await;
             track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch).await?;
-            documents::collect(&self.store, ws, Purpose::Export).await?
+            // Half the bound on a state file read back: written as JSON, the documents
+            // take more (escapes, names), and a state written must load again.
+            documents::collect(&self.store, ws, Purpose::Export, crate::kit::seed::MAX_STATE_BYTES / 2).await?
         };
         documents::state_file(&docs)
     }

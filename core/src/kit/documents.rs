@@ -17,7 +17,7 @@ use crate::error::ApiError;
 use crate::ids::WorkspaceName;
 use crate::repo::codec::decode;
 use crate::repo::keys::{workspace_prefix, SEP};
-use crate::store::{Store, StoreError, Table, MAX_SCAN};
+use crate::store::{Store, StoreError, Table};
 
 /// One stored document, without its version (a copy put back gets a new one).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,35 +107,53 @@ fn inside(table: Table, value: &[u8]) -> Result<WorkspaceName, StoreError> {
     })
 }
 
+/// Most documents a snapshot or a state file holds: a test suite's data, not a
+/// production database's (which `engage backup` copies). Reading stops past it, so a
+/// mistaken snapshot of a large deployment cannot take the server's memory.
+pub const MAX_DOCUMENTS: usize = 1_000_000;
+
+fn too_large(what: &str) -> ApiError {
+    ApiError::Conflict(format!(
+        "this state is over {what}: snapshots and state files are for a test suite's data (back a database up with `engage backup`)"
+    ))
+}
+
 /// Every document of `scope` (a workspace, or with none the whole deployment), in
-/// table order, then key order.
+/// table order, then key order; refused past [`MAX_DOCUMENTS`] or `max_bytes`.
 pub async fn collect<S: Store>(
     store: &S,
     scope: Option<&WorkspaceName>,
     purpose: Purpose,
+    max_bytes: usize,
 ) -> Result<Vec<Doc>, ApiError> {
     let mut out = Vec::new();
+    let mut bytes = 0;
     let mut integrations = BTreeSet::new();
     let prefix = scope.map(workspace_prefix).unwrap_or_default();
     let mut tables = Table::ALL;
     // Integrations before the documents keyed by their ids.
     tables.sort_by_key(|t| (owner(*t) == Owner::Integration, *t));
     for table in tables {
+        // One more than may be kept: finding it says the state is too large.
+        let room = MAX_DOCUMENTS + 1 - out.len();
         let rows = match owner(table) {
             Owner::Bookkeeping => continue,
             Owner::SeedMark if purpose == Purpose::Export => continue,
             Owner::Deployment if scope.is_some() => continue,
-            Owner::Prefixed => store.scan(table, &prefix, MAX_SCAN).await?,
+            Owner::Prefixed => store.scan(table, &prefix, room).await?,
             Owner::Named => match scope {
                 Some(ws) => {
                     store.get(table, ws.as_str()).await?.map(|e| (ws.as_str().to_string(), e)).into_iter().collect()
                 }
-                None => store.scan(table, "", MAX_SCAN).await?,
+                None => store.scan(table, "", room).await?,
             },
             Owner::Inside | Owner::Integration | Owner::Deployment | Owner::SeedMark => {
-                store.scan(table, "", MAX_SCAN).await?
+                store.scan(table, "", room).await?
             }
         };
+        if rows.len() >= room {
+            return Err(too_large(&format!("{MAX_DOCUMENTS} documents")));
+        }
         for (key, entry) in rows {
             let mine = match (owner(table), scope) {
                 (_, None) => true,
@@ -149,6 +167,10 @@ pub async fn collect<S: Store>(
             }
             if table == Table::CdiIntegration {
                 integrations.insert(key.clone());
+            }
+            bytes += key.len() + entry.value.len();
+            if bytes > max_bytes {
+                return Err(too_large(&format!("{} MiB", max_bytes >> 20)));
             }
             out.push(Doc { table, key, value: entry.value });
         }
@@ -286,6 +308,27 @@ mod tests {
     fn every_table_has_a_name_of_its_own() {
         let names: BTreeSet<_> = Table::ALL.iter().map(|t| table_name(*t)).collect();
         assert_eq!(names.len(), Table::ALL.len());
+    }
+
+    #[test]
+    fn a_state_over_its_bound_is_refused_not_read_whole() {
+        use crate::store::{memory::MemoryStore, ChangeSet, Expect, Op};
+        let store = MemoryStore::new();
+        let ws = WorkspaceName::parse("big").unwrap();
+        let ops = (0..20)
+            .map(|n| Op::Put {
+                table: Table::Profile,
+                key: format!("big{SEP}{n:04}"),
+                value: vec![b'1'; 100],
+                expect: Expect::Any,
+            })
+            .collect();
+        futures_util::FutureExt::now_or_never(store.commit(ChangeSet { ops, ack: None })).unwrap().unwrap();
+        let collect =
+            |max| futures_util::FutureExt::now_or_never(collect(&store, Some(&ws), Purpose::Snapshot, max)).unwrap();
+        assert_eq!(collect(1 << 20).unwrap().len(), 20);
+        let Err(ApiError::Conflict(why)) = collect(1000) else { panic!("refused") };
+        assert!(why.contains("engage backup"), "{why}");
     }
 
     #[test]

@@ -161,7 +161,7 @@ pub fn describe(endpoint: &Kit) -> Op {
             .with_example("made", json!({"name": "test-7f3a", "api_key": "0b6f2c1e-4a5d-4e8f-9c3b-7d1a2e5f6c90"}))
             .reply(400, "A bad body.", refer("Error"))
             .reply(409, "The workspace, or the key given, exists already.", refer("Error")),
-        Kit::SaveSnapshot(_) => Op::new(format!("Keeps a copy of the state, of one workspace (`?workspace=`) or the whole deployment, in this server's memory under a name (one of that name and scope is replaced). Everything queued is applied first. At most {} snapshots and {} MiB together; gone when the server stops (`GET /_engage/state` is the durable form).", super::snapshots::MAX_SNAPSHOTS, super::snapshots::MAX_BYTES >> 20))
+        Kit::SaveSnapshot(_) => Op::new(format!("Keeps a copy of the state, of one workspace (`?workspace=`) or the whole deployment, in this server's memory under a name (one of that name and scope is replaced). Everything queued is applied first. At most {} snapshots and {} MiB together (and a million documents each); gone when the server stops (`GET /_engage/state` is the durable form).", super::snapshots::MAX_SNAPSHOTS, super::snapshots::MAX_BYTES >> 20))
             .path_with("name", "1 to 64 letters, digits, `-`, `_` and `.`.", snapshot_name())
             .query("workspace", false, "Only this workspace's state.", crate::describe::schema::workspace_name(""))
             .reply(201, "Kept.", snapshot())
@@ -173,7 +173,8 @@ pub fn describe(endpoint: &Kit) -> Op {
             .query("workspace", false, "The workspace the snapshot is of.", crate::describe::schema::workspace_name(""))
             .reply(200, "Restored.", object("", &[("name", string("")), ("workspace", nullable(string(""))), ("written", integer("Documents written.")), ("removed", integer("Documents removed."))], &["name", "written", "removed"]))
             .with_example("restored", json!({"name": "before", "workspace": "shop", "written": 12, "removed": 3}))
-            .reply(404, "No snapshot of this name (in this scope).", refer("Error")),
+            .reply(404, "No snapshot of this name (in this scope).", refer("Error"))
+            .reply(409, "The scope's state grew past the bounds on a snapshot's: nothing is changed.", refer("Error")),
         Kit::ListSnapshots => Op::new("The snapshots kept (of `?workspace=`), by workspace and name.")
             .query("workspace", false, "Only this workspace's.", crate::describe::schema::workspace_name(""))
             .reply(200, "The snapshots.", object("", &[("snapshots", array(snapshot(), ""))], &["snapshots"]))
@@ -187,7 +188,8 @@ pub fn describe(endpoint: &Kit) -> Op {
         Kit::State => Op::new("The state, of one workspace (`?workspace=`) or the whole deployment, as a fixtures file: each workspace's stored documents under its `documents`, the deployment's (SCIM) at the top. `POST /_engage/seed`, `engage seed` and `--seed` load it back to an equal state; `engage serve --state FILE` writes it at a clean stop. API keys are in it by their hash, never as secrets. Everything queued is applied first.")
             .query("workspace", false, "Only this workspace's state.", crate::describe::schema::workspace_name(""))
             .reply(200, "The fixtures file.", free_object("`{\"workspaces\": {NAME: {\"documents\": [{\"table\", \"key\", \"value\" | \"text\"}]}}, \"documents\": [...]}`."))
-            .with_example("state", json!({"workspaces": {"shop": {"documents": [{"table": "workspace", "key": "shop", "value": {"name": "shop", "created_at": 1_764_151_200_000_i64}}]}}})),
+            .with_example("state", json!({"workspaces": {"shop": {"documents": [{"table": "workspace", "key": "shop", "value": {"name": "shop", "created_at": 1_764_151_200_000_i64}}]}}}))
+            .reply(409, format!("Over {} documents or {} MiB of them: a state file is for a test suite's data.", super::documents::MAX_DOCUMENTS, super::seed::MAX_STATE_BYTES >> 21).as_str(), refer("Error")),
         Kit::Inspector => Op::new("The inspector: a page to see workspaces, users, recent requests, the queue, preference centers and syncs. Without a session, a login form for the admin token.")
             .reply_in(200, "The page.", "text/html", string("HTML."))
             .with_example("page", json!("<!doctype html><html lang=\"en\"><head><title>Engage inspector</title></head><body>...</body></html>")),
