@@ -226,14 +226,18 @@ impl IdGen {
     /// A generator for a sub-task (a queue batch, a retry), derived from a seed by
     /// hashing, so that ids of different sub-tasks of one request never repeat.
     pub fn derive(seed: [u8; 16], domain: &str, n: u64) -> IdGen {
+        IdGen::hashed(&[&seed, domain.as_bytes(), &n.to_le_bytes()])
+    }
+
+    /// A generator seeded with the first 16 bytes of the SHA-256 of `parts`.
+    fn hashed(parts: &[&[u8]]) -> IdGen {
         use sha2::{Digest, Sha256};
         let mut h = Sha256::new();
-        h.update(seed);
-        h.update(domain.as_bytes());
-        h.update(n.to_le_bytes());
-        let d = h.finalize();
+        for part in parts {
+            h.update(part);
+        }
         let mut out = [0u8; 16];
-        out.copy_from_slice(&d[..16]);
+        out.copy_from_slice(&h.finalize()[..16]);
         IdGen::new(out)
     }
 
@@ -244,11 +248,6 @@ impl IdGen {
     /// is the same for every batch (`--id-seed`), the ids do not depend on how the
     /// queue was cut into batches.
     pub fn for_op(seed: [u8; 16], seq: u64, target: &Identifier) -> IdGen {
-        use sha2::{Digest, Sha256};
-        let mut h = Sha256::new();
-        h.update(seed);
-        h.update(b"op");
-        h.update(seq.to_le_bytes());
         let (tag, first, second) = match target {
             Identifier::External(e) => (1u8, e.as_str(), ""),
             Identifier::Alias(a) => (2, a.alias_name.as_str(), a.alias_label.as_str()),
@@ -257,14 +256,8 @@ impl IdGen {
             Identifier::Phone(p) => (5, p.as_str(), ""),
         };
         // Lengths first: ("ab", "c") and ("a", "bc") hash apart.
-        h.update([tag]);
-        h.update((first.len() as u64).to_le_bytes());
-        h.update(first.as_bytes());
-        h.update(second.as_bytes());
-        let d = h.finalize();
-        let mut out = [0u8; 16];
-        out.copy_from_slice(&d[..16]);
-        IdGen::new(out)
+        let len = (first.len() as u64).to_le_bytes();
+        IdGen::hashed(&[&seed, b"op", &seq.to_le_bytes(), &[tag], &len, first.as_bytes(), second.as_bytes()])
     }
 
     fn mix(mut z: u64) -> u64 {

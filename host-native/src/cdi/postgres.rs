@@ -260,6 +260,12 @@ mod tests {
         assert!(PostgresSource::open(&named).is_ok());
     }
 
+    /// The planner's plan for `sql`, one line a step.
+    fn explain(source: &mut PostgresSource, sql: &str) -> String {
+        let rows = source.runtime.block_on(source.client.query(&format!("EXPLAIN {sql}"), &[])).unwrap();
+        rows.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>().join("\n")
+    }
+
     #[test]
     fn an_incremental_job_reads_through_an_index_on_updated_at() {
         let Some(url) = url() else { return };
@@ -286,26 +292,11 @@ mod tests {
             let sql = sql
                 .replace("$2::text", "'2024-01-01T05:30:00Z'::text")
                 .replace("$1::text", "'2024-01-01T05:30:00.001Z'::text");
-            let plan: Vec<String> = source
-                .runtime
-                .block_on(source.client.query(&format!("EXPLAIN {sql}"), &[]))
-                .unwrap()
-                .iter()
-                .map(|r| r.get::<_, String>(0))
-                .collect();
-            let plan = plan.join("\n");
+            let plan = explain(&mut source, &sql);
             assert!(plan.contains("Index"), "the index on UPDATED_AT is used (resuming: {resuming}):\n{plan}");
         }
         // The rows without a time are found through the index too, not by reading the table.
-        let odd = unreadable_sql(&schema, &name, &columns);
-        let plan: Vec<String> = source
-            .runtime
-            .block_on(source.client.query(&format!("EXPLAIN {odd}"), &[]))
-            .unwrap()
-            .iter()
-            .map(|r| r.get::<_, String>(0))
-            .collect();
-        let plan = plan.join("\n");
+        let plan = explain(&mut source, &unreadable_sql(&schema, &name, &columns));
         assert!(plan.contains("Index") && !plan.contains("Seq Scan"), "{plan}");
         // The rows after a cursor, oldest first, the infinities left out, none twice.
         let (mut seen, mut unreadable) = (Vec::new(), Vec::new());
