@@ -215,6 +215,20 @@ pub struct IdGen {
     object: Option<(u64, u32)>,
 }
 
+/// Randomness derived from `parts` (a seed and what the derived one is for): the
+/// first 16 bytes of their SHA-256, one after the other. Every sub-seed is made
+/// here, so that two derivations never differ only in how they hash.
+pub fn derived_seed(parts: &[&[u8]]) -> [u8; 16] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for part in parts {
+        h.update(part);
+    }
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&h.finalize()[..16]);
+    out
+}
+
 impl IdGen {
     /// Starts from a seed.
     pub fn new(seed: [u8; 16]) -> IdGen {
@@ -226,19 +240,7 @@ impl IdGen {
     /// A generator for a sub-task (a queue batch, a retry), derived from a seed by
     /// hashing, so that ids of different sub-tasks of one request never repeat.
     pub fn derive(seed: [u8; 16], domain: &str, n: u64) -> IdGen {
-        IdGen::hashed(&[&seed, domain.as_bytes(), &n.to_le_bytes()])
-    }
-
-    /// A generator seeded with the first 16 bytes of the SHA-256 of `parts`.
-    fn hashed(parts: &[&[u8]]) -> IdGen {
-        use sha2::{Digest, Sha256};
-        let mut h = Sha256::new();
-        for part in parts {
-            h.update(part);
-        }
-        let mut out = [0u8; 16];
-        out.copy_from_slice(&h.finalize()[..16]);
-        IdGen::new(out)
+        IdGen::new(derived_seed(&[&seed, domain.as_bytes(), &n.to_le_bytes()]))
     }
 
     /// A generator for what one queued operation creates: from the seed, its job's
@@ -257,7 +259,7 @@ impl IdGen {
         };
         // Lengths first: ("ab", "c") and ("a", "bc") hash apart.
         let len = (first.len() as u64).to_le_bytes();
-        IdGen::hashed(&[&seed, b"op", &seq.to_le_bytes(), &[tag], &len, first.as_bytes(), second.as_bytes()])
+        IdGen::new(derived_seed(&[&seed, b"op", &seq.to_le_bytes(), &[tag], &len, first.as_bytes(), second.as_bytes()]))
     }
 
     fn mix(mut z: u64) -> u64 {

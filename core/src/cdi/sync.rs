@@ -42,16 +42,7 @@ impl Begun {
     /// a batch makes are its job's own even where every context's randomness is the
     /// same (`--id-seed`), so two jobs, or two batches, never draw the same ones.
     pub fn batch_seed(&self, seed: [u8; 16], n: &str) -> [u8; 16] {
-        use sha2::{Digest, Sha256};
-        let d = Sha256::new()
-            .chain_update(seed)
-            .chain_update(self.integration.id.as_bytes())
-            .chain_update(self.seq.to_le_bytes())
-            .chain_update(n.as_bytes())
-            .finalize();
-        let mut out = [0u8; 16];
-        out.copy_from_slice(&d[..16]);
-        out
+        crate::ids::derived_seed(&[&seed, self.integration.id.as_bytes(), &self.seq.to_le_bytes(), n.as_bytes()])
     }
 }
 

@@ -390,11 +390,7 @@ pub async fn check_seed(seed: &Seed, base: &str, ctx: Ctx) -> Result<(), SeedErr
 /// A context of its own for each entry: the base one's time, and randomness
 /// derived from its seed and the entry's number (the core makes none).
 fn derive(ctx: Ctx, step: u32) -> Ctx {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::new().chain_update(ctx.seed).chain_update(step.to_le_bytes()).finalize();
-    let mut seed = [0u8; 16];
-    seed.copy_from_slice(&digest[..16]);
-    Ctx { seed, ..ctx }
+    Ctx { seed: crate::ids::derived_seed(&[&ctx.seed, &step.to_le_bytes()]), ..ctx }
 }
 
 fn request(r: &SeedRequest) -> Request {

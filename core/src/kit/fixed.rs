@@ -10,8 +10,6 @@
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-use sha2::{Digest, Sha256};
-
 use crate::ctx::Ctx;
 use crate::time::Timestamp;
 
@@ -27,10 +25,7 @@ pub struct Fixed {
 }
 
 fn derive(seed: u64, what: &[u8], n: u64) -> [u8; 16] {
-    let d = Sha256::new().chain_update(seed.to_le_bytes()).chain_update(what).chain_update(n.to_le_bytes()).finalize();
-    let mut out = [0u8; 16];
-    out.copy_from_slice(&d[..16]);
-    out
+    crate::ids::derived_seed(&[&seed.to_le_bytes(), what, &n.to_le_bytes()])
 }
 
 impl Fixed {
