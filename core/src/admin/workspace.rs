@@ -34,18 +34,28 @@ pub async fn create_key<S: Store>(
     ctx: Ctx,
 ) -> Result<String, ApiError> {
     let secret = made_up_key(ctx);
-    let record = KeyRecord {
-        workspace: workspace.clone(),
-        permissions,
-        hint: secret[..8].to_string(),
-        created_at: ctx.now.0,
-        last_used_at: None,
-    };
-    let mut ops =
-        vec![Op::Put { table: Table::ApiKey, key: key_hash(&secret), value: encode(&record)?, expect: Expect::Absent }];
+    let mut ops = vec![new_key(workspace, permissions, &secret, ctx.now.0)?];
     ops.extend(new_workspace(store, workspace, ctx.now.0).await?);
     store.commit(ChangeSet { ops, ack: None }).await?;
     Ok(secret)
+}
+
+/// The write that makes `secret` a new key of `workspace` with `permissions`, made
+/// at `now` (ms): only its hash is stored, and no key may have that hash yet.
+pub fn new_key(
+    workspace: &WorkspaceName,
+    permissions: Vec<Permission>,
+    secret: &str,
+    now: i64,
+) -> Result<Op, ApiError> {
+    let record = KeyRecord {
+        workspace: workspace.clone(),
+        permissions,
+        hint: secret.chars().take(8).collect(),
+        created_at: now,
+        last_used_at: None,
+    };
+    Ok(Op::Put { table: Table::ApiKey, key: key_hash(secret), value: encode(&record)?, expect: Expect::Absent })
 }
 
 /// A new key's secret: the host's 128 random bits themselves (nothing derived,

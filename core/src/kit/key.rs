@@ -97,18 +97,10 @@ pub async fn create_workspace<S: Store>(
         }
         None => crate::admin::workspace::made_up_key(ctx),
     };
-    let hash = key_hash(&secret);
-    if store.get(Table::ApiKey, &hash).await?.is_some() {
+    if store.get(Table::ApiKey, &key_hash(&secret)).await?.is_some() {
         return Err(ApiError::Conflict("this API key exists already: give another, or none to have one made".into()));
     }
-    let record = KeyRecord {
-        workspace: workspace.clone(),
-        permissions,
-        hint: secret.chars().take(8).collect(),
-        created_at: ctx.now.0,
-        last_used_at: None,
-    };
-    let mut all = vec![Op::Put { table: Table::ApiKey, key: hash, value: encode(&record)?, expect: Expect::Absent }];
+    let mut all = vec![crate::admin::workspace::new_key(workspace, permissions, &secret, ctx.now.0)?];
     all.extend(ops);
     match store.commit(ChangeSet { ops: all, ack: None }).await {
         Ok(()) => Ok(secret),
