@@ -19,7 +19,7 @@ use crate::routes::{Api, Kit};
 use crate::store::memory::MemoryStore;
 use crate::store::{ChangeSet, Expect, Op, Store, Table};
 use crate::subscriptions::fixtures::Listed;
-use crate::{preference_center, scim, subscriptions, track};
+use crate::{preference_center, scim, subscriptions};
 
 /// What is remembered of a part of a fixtures file: when, and whether it is
 /// loaded or being loaded.
@@ -170,8 +170,7 @@ impl<S: Store> Engine<S> {
     /// Applies everything queued, then removes what `scope` names, in the queue's
     /// turn: no queued job is applied during the reset or after it.
     pub async fn reset(&self, scope: &reset::Scope, ctx: Ctx) -> Result<reset::Report, ApiError> {
-        let mut backlog = self.queue_turn().await;
-        track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch).await?;
+        let backlog = self.caught_up_turn(ctx).await?;
         let report = reset::reset(&self.store, scope).await?;
         drop(backlog);
         let ws = scope.workspace.as_ref().map(WorkspaceName::as_str);
@@ -192,9 +191,7 @@ impl<S: Store> Engine<S> {
 
     /// Applies everything queued, in the queue's turn.
     pub(super) async fn apply_all(&self, ctx: Ctx) -> Result<(), ApiError> {
-        let mut backlog = self.queue_turn().await;
-        track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch).await?;
-        Ok(())
+        self.caught_up_turn(ctx).await.map(drop)
     }
 
     /// Loads a checked fixtures file: first on an empty in-memory store (a bad

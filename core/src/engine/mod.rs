@@ -431,6 +431,15 @@ impl<S: Store> Engine<S> {
         backlog
     }
 
+    /// The queue's turn, held, with everything queued applied: what copies,
+    /// removes or puts back whole state holds while it does, so that no queued job
+    /// is applied during it or over it afterwards.
+    async fn caught_up_turn(&self, ctx: Ctx) -> Result<futures_util::lock::MutexGuard<'_, Backlog>, ApiError> {
+        let mut backlog = self.queue_turn().await;
+        track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch).await?;
+        Ok(backlog)
+    }
+
     /// Applies up to one batch of queued jobs. Hosts call this from a background task.
     pub async fn apply_queued(&self, ctx: Ctx) -> Result<QueueRun, ApiError> {
         self.apply_queued_up_to(ctx, self.config.apply_batch).await

@@ -13,7 +13,6 @@ use crate::ids::WorkspaceName;
 use crate::kit::documents::{self, Doc, Purpose};
 use crate::kit::{inspect, snapshots};
 use crate::store::{ChangeSet, Expect, Op, Store, Table};
-use crate::track;
 
 impl<S: Store> Engine<S> {
     /// POST /_engage/snapshots/{name}(`?workspace=`).
@@ -21,8 +20,7 @@ impl<S: Store> Engine<S> {
         snapshots::check_name(name)?;
         let ws = workspace_param(req)?;
         let docs = {
-            let mut backlog = self.queue_turn().await;
-            track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch).await?;
+            let _turn = self.caught_up_turn(ctx).await?;
             documents::collect(&self.store, ws.as_ref(), Purpose::Snapshot, snapshots::MAX_BYTES).await?
         };
         let taken_at = ws.as_ref().map_or(ctx, |w| self.kit.clocks.at(w.as_str(), ctx)).now;
@@ -48,8 +46,7 @@ impl<S: Store> Engine<S> {
     /// Makes the scope's documents `docs`: removes the others, writes those that
     /// differ. Answers how many were removed and written.
     async fn put_back(&self, ws: Option<&WorkspaceName>, docs: &[Doc], ctx: Ctx) -> Result<(usize, usize), ApiError> {
-        let mut backlog = self.queue_turn().await;
-        track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch).await?;
+        let turn = self.caught_up_turn(ctx).await?;
         let now = documents::collect(&self.store, ws, Purpose::Snapshot, snapshots::MAX_BYTES).await?;
         let wanted: std::collections::HashMap<(Table, &str), &[u8]> =
             docs.iter().map(|d| ((d.table, d.key.as_str()), d.value.as_slice())).collect();
@@ -71,7 +68,7 @@ impl<S: Store> Engine<S> {
         if !ops.is_empty() {
             self.store.commit(ChangeSet { ops, ack: None }).await?;
         }
-        drop(backlog);
+        drop(turn);
         Ok((removed, written))
     }
 
@@ -101,8 +98,7 @@ impl<S: Store> Engine<S> {
     /// `--state` writes at a clean stop).
     pub async fn export_state(&self, ws: Option<&WorkspaceName>, ctx: Ctx) -> Result<Value, ApiError> {
         let docs = {
-            let mut backlog = self.queue_turn().await;
-            track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch).await?;
+            let _turn = self.caught_up_turn(ctx).await?;
             // Half the bound on a state file read back: written as JSON, the documents
             // take more (escapes, names), and a state written must load again.
             documents::collect(&self.store, ws, Purpose::Export, crate::kit::seed::MAX_STATE_BYTES / 2).await?
