@@ -343,18 +343,15 @@ impl<S: Store> Engine<S> {
     /// A preference center's page: it reads and changes profiles, so it catches up
     /// with the queue first, as API reads do.
     async fn page(&self, token: &str, op: PageOp, req: &Request, ctx: Ctx) -> Response {
-        // The workspace's clock, should a test have moved it, decides the link's
-        // expiry: read its claims first whatever their time.
-        let ctx = match preference_center::link::verify(&self.store, token, Timestamp(0)).await {
-            Ok(Ok(claims)) => self.kit.clocks.at(claims.ws.as_str(), ctx),
-            _ => ctx,
-        };
-        // The page's user, when the token holds; an invalid token reads nobody.
-        let claims = match preference_center::link::verify(&self.store, token, ctx.now).await {
-            Ok(claims) => claims.ok(),
+        // The page's user, when the token holds; an invalid token reads nobody. The
+        // workspace it names keeps the clock (a test may have moved it) that decides
+        // its expiry.
+        let claims = match preference_center::link::claims(&self.store, token).await {
+            Ok(claims) => claims,
             Err(e) => return ApiError::from(e).into_response(),
         };
-        if let Some(claims) = claims {
+        let ctx = claims.as_ref().map_or(ctx, |c| self.kit.clocks.at(c.ws.as_str(), ctx));
+        if let Some(claims) = claims.filter(|c| !c.expired(ctx.now)) {
             let seeds = vec![Identifier::External(claims.external_id)];
             if let Err(e) = self.catch_up(&claims.ws, seeds, ctx).await {
                 return e.into_response();
