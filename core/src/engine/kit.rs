@@ -369,11 +369,7 @@ async fn put_documents<S: Store>(store: &S, docs: &[Doc]) -> Result<usize, ApiEr
     if docs.is_empty() {
         return Ok(0);
     }
-    let ops = docs
-        .iter()
-        .map(|d| Op::Put { table: d.table, key: d.key.clone(), value: d.value.clone(), expect: Expect::Any })
-        .collect();
-    store.commit(ChangeSet { ops, ack: None }).await?;
+    store.commit(ChangeSet { ops: docs.iter().map(Doc::put).collect(), ack: None }).await?;
     Ok(docs.len())
 }
 

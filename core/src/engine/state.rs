@@ -61,7 +61,7 @@ impl<S: Store> Engine<S> {
         let removed = ops.len();
         for d in docs {
             if held.get(&(d.table, d.key.as_str())) != Some(&d.value.as_slice()) {
-                ops.push(Op::Put { table: d.table, key: d.key.clone(), value: d.value.clone(), expect: Expect::Any });
+                ops.push(d.put());
             }
         }
         let written = ops.len() - removed;

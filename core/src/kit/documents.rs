@@ -35,6 +35,16 @@ impl Doc {
     pub fn size(&self) -> usize {
         self.key.len() + self.value.len() + 48
     }
+
+    /// The write that puts it in place, over whatever is there.
+    pub fn put(&self) -> crate::store::Op {
+        crate::store::Op::Put {
+            table: self.table,
+            key: self.key.clone(),
+            value: self.value.clone(),
+            expect: crate::store::Expect::Any,
+        }
+    }
 }
 
 /// Where a table's documents belong.
