@@ -97,6 +97,12 @@ pub mod testing {
     pub use crate::kit::session::check_admin_token;
 }
 
+/// The queue's records, for a store that moves queued jobs itself (a PostgreSQL
+/// database whose one queue becomes partitions).
+pub mod queue {
+    pub use crate::track::partition::split_record;
+}
+
 /// The route table as data, for documentation and the playground's examples.
 pub mod api {
     pub use crate::routes::{find, Auth, Endpoint, Family, Route, ROUTES};

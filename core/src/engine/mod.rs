@@ -33,11 +33,12 @@ use crate::store::Store;
 use crate::time::Timestamp;
 use crate::track::backlog::Backlog;
 use crate::track::ledger::Ledger;
-use crate::track::pressure::{Pressure, UNMEASURED_ROUNDS};
+use crate::track::pressure::Pressure;
 use crate::track::queue::QueueRun;
 use crate::{input, preference_center, scim, service, track};
 
 mod admit;
+mod applying;
 mod config;
 mod dispatch;
 pub(crate) mod kit;
@@ -107,14 +108,18 @@ struct Gate {
     waiting: AtomicUsize,
     /// When a turn last found the queue empty or applied something (ms): readiness.
     progress_at: AtomicI64,
+    /// The partitions of the queue this process applies.
+    lanes: std::sync::Mutex<applying::Lanes>,
 }
 
 impl Gate {
-    fn new() -> Gate {
+    /// `shared`: other servers apply the same store's queue.
+    fn new(shared: bool) -> Gate {
         let ledger = std::sync::Arc::new(Ledger::default());
         let pressure = std::sync::Arc::new(Pressure::default());
         Gate {
-            backlog: futures_util::lock::Mutex::new(Backlog::with(ledger.clone(), pressure.clone())),
+            backlog: futures_util::lock::Mutex::new(Backlog::with(ledger.clone(), pressure.clone(), shared)),
+            lanes: Default::default(),
             ledger,
             pressure,
             exact: futures_util::lock::Mutex::new(()),
@@ -155,7 +160,7 @@ impl<S: Store> Engine<S> {
         );
         let keys_noted = Default::default();
         let playground = AtomicU8::new(config.playground.to_u8());
-        let gate = Gate::new();
+        let gate = Gate::new(config.shared_store);
         let templates = Default::default();
         Engine { store, config, limiter, gate, keys_noted, kit, playground, templates }
     }
@@ -404,11 +409,11 @@ impl<S: Store> Engine<S> {
     }
 
     /// Read-your-writes: applies the queued jobs acknowledged before this request
-    /// that concern the users `seeds` name (with a background applier, on a store of
-    /// this process's own), or all of them (otherwise), in its turn at the gate.
+    /// that concern the users `seeds` name (with a background applier), or all of
+    /// them (otherwise), in its turn at the gate.
     async fn catch_up(&self, ws: &WorkspaceName, seeds: Vec<Identifier>, ctx: Ctx) -> Result<QueueRun, ApiError> {
         let mut backlog = self.queue_turn().await;
-        let run = if self.config.applies_in_background && !self.config.shared_store {
+        let run = if self.config.applies_in_background {
             track::queue::catch_up_for(&self.store, &mut backlog, ws, seeds, self.queue_seed(ctx)).await?
         } else {
             let run = track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch)
@@ -435,51 +440,6 @@ impl<S: Store> Engine<S> {
         let mut backlog = self.queue_turn().await;
         track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch).await?;
         Ok(backlog)
-    }
-
-    /// Applies up to one batch of queued jobs. Hosts call this from a background task.
-    pub async fn apply_queued(&self, ctx: Ctx) -> Result<QueueRun, ApiError> {
-        self.apply_queued_up_to(ctx, self.config.apply_batch).await
-    }
-
-    /// Applies up to `max_jobs` queued jobs (at least one) in one unit of work: for
-    /// a host that keeps its turns short while requests are arriving.
-    pub async fn apply_queued_up_to(&self, ctx: Ctx, max_jobs: usize) -> Result<QueueRun, ApiError> {
-        let mut backlog = self.gate.backlog.lock().await;
-        let run = track::queue::apply_batch(&self.store, &mut backlog, self.queue_seed(ctx), max_jobs).await?;
-        self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
-        drop(backlog);
-        self.note_applied(&run, ctx.now).await;
-        Ok(run)
-    }
-
-    /// Applies up to `rounds` batches of queued jobs, each prepared while the one
-    /// before it commits, for hosts whose store commits on another thread or machine.
-    /// Stops after the first batch when requests wait for their turn to catch up.
-    pub async fn apply_queued_pipelined(&self, ctx: Ctx, rounds: usize) -> Result<QueueRun, ApiError> {
-        let bounded = self.config.max_backlog_secs.is_some();
-        let pressure = &self.gate.pressure;
-        pressure.turn_started(ctx.now);
-        // Until the appliers' rate is measured the backlog bound refuses nothing: short
-        // turns measure it within seconds of the first backlog.
-        let rounds = if bounded && !pressure.measured() { rounds.min(UNMEASURED_ROUNDS) } else { rounds };
-        let mut backlog = self.gate.backlog.lock().await;
-        let waiting = || self.requests_waiting();
-        let run = track::queue::apply_pipelined(
-            &self.store,
-            &mut backlog,
-            self.queue_seed(ctx),
-            self.config.apply_batch,
-            rounds,
-            &waiting,
-        )
-        .await?;
-        self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
-        drop(backlog);
-        if bounded {
-            pressure.turn_ended(ctx.now, run.applied + run.set_aside, self.backlog_left().await);
-        }
-        Ok(run)
     }
 
     /// True when requests wait for their turn to apply queued jobs: a background

@@ -116,14 +116,14 @@ async fn queue<S: Store>(s: &S) {
     // A failing expectation leaves the queue untouched.
     let failing = ChangeSet {
         ops: vec![put(Table::Profile, "p", "1", Expect::Version(3))],
-        ack: Some(QueueAck { through: b, count: 2 }),
+        ack: Some(QueueAck { part: 0, through: b, count: 2 }),
     };
     assert_eq!(s.commit(failing).await, Err(CommitError::Conflict));
     assert_eq!(s.queued(0, 10).await.unwrap().len(), 3);
 
     let ok = ChangeSet {
         ops: vec![put(Table::Profile, "p", "1", Expect::Absent)],
-        ack: Some(QueueAck { through: b, count: 2 }),
+        ack: Some(QueueAck { part: 0, through: b, count: 2 }),
     };
     s.commit(ok).await.unwrap();
     assert_eq!(s.queued(0, 10).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![c]);
@@ -131,11 +131,46 @@ async fn queue<S: Store>(s: &S) {
     assert_eq!(value(s, Table::Profile, "p").await, Some((1, "1".into())));
 
     // A second applier acknowledging the same jobs conflicts.
-    let again = ChangeSet { ops: vec![], ack: Some(QueueAck { through: b, count: 2 }) };
+    let again = ChangeSet { ops: vec![], ack: Some(QueueAck { part: 0, through: b, count: 2 }) };
     assert_eq!(s.commit(again).await, Err(CommitError::Conflict));
     assert_eq!(s.queue_tail().await.unwrap(), c);
     let d = s.enqueue(b"d".to_vec()).await.unwrap();
     assert!(d > c);
+}
+
+/// A store of several partitions ([`Store::partitions`]) keeps each in the order
+/// its jobs were queued, enqueues a request's parts all or none, and acknowledges
+/// one partition's jobs without touching another's. (A store of one: nothing to check.)
+async fn partitions<S: Store>(s: &S) {
+    let parts = s.partitions();
+    if parts < 2 {
+        return;
+    }
+    let seqs = s.enqueue_parts(vec![(0, b"a0".to_vec()), (1, b"a1".to_vec())]).await.unwrap();
+    let more = s.enqueue_parts(vec![(1, b"b1".to_vec())]).await.unwrap();
+    let last = s.enqueue_parts(vec![(0, b"c0".to_vec())]).await.unwrap();
+    assert!(seqs[0] < seqs[1] && seqs[1] < more[0] && more[0] < last[0], "{seqs:?} {more:?} {last:?}");
+    assert!(s.enqueue_parts(vec![(0, b"x".to_vec()), (parts, b"y".to_vec())]).await.is_err());
+    assert_eq!(s.queue_tail().await.unwrap(), last[0], "a refused enqueue stores nothing");
+    let jobs = |part| async move {
+        s.queued_in(part, 0, 10).await.unwrap().into_iter().map(|j| (j.part, j.job)).collect::<Vec<_>>()
+    };
+    assert_eq!(jobs(0).await, vec![(0, b"a0".to_vec()), (0, b"c0".to_vec())]);
+    assert_eq!(jobs(1).await, vec![(1, b"a1".to_vec()), (1, b"b1".to_vec())]);
+    let all: Vec<u16> = s.queued(0, 10).await.unwrap().iter().map(|j| j.part).collect();
+    assert_eq!(all, vec![0, 1, 1, 0], "every partition in one order");
+    // Partition 1's two jobs, acknowledged: partition 0 keeps its own.
+    let ack = |part, through, count| ChangeSet { ops: vec![], ack: Some(QueueAck { part, through, count }) };
+    assert_eq!(s.commit(ack(1, more[0], 3)).await, Err(CommitError::Conflict));
+    s.commit(ack(1, more[0], 2)).await.unwrap();
+    assert!(jobs(1).await.is_empty());
+    assert_eq!(jobs(0).await.len(), 2);
+    assert_eq!(s.commit(ack(1, more[0], 2)).await, Err(CommitError::Conflict), "taken already");
+    s.commit(ack(0, seqs[0], 1)).await.unwrap();
+    assert_eq!(jobs(0).await, vec![(0, b"c0".to_vec())]);
+    if let Some(cursors) = s.applied_cursors().await.unwrap() {
+        assert_eq!((cursors[0], cursors[1]), (seqs[0], more[0]));
+    }
 }
 
 /// Lists the checks once: their names and the runner that runs each of them.
@@ -195,6 +230,7 @@ macro_rules! store_conformance_tests {
             prefix_scans,
             batched_reads,
             queue,
+            partitions,
             operations_in_order,
             named_profiles
         );
@@ -299,6 +335,7 @@ checks!(
     prefix_scans,
     batched_reads,
     queue,
+    partitions,
     operations_in_order,
     named_profiles
 );
@@ -313,4 +350,10 @@ mod memory {
     use crate::store::memory::MemoryStore;
 
     crate::store_conformance_tests!(async || MemoryStore::new(), |s| s);
+
+    /// The memory store with partitions, as the core's partitioned queue is tested.
+    mod partitioned {
+        use crate::store::memory::MemoryStore;
+        crate::store_conformance_tests!(async || MemoryStore::with_partitions(4), |s| s);
+    }
 }

@@ -11,18 +11,33 @@ struct Inner {
     docs: BTreeMap<(Table, String), Entry>,
     queue: VecDeque<QueuedJob>,
     next_seq: u64,
+    /// Per partition, the highest sequence number acknowledged.
+    cursors: BTreeMap<u16, u64>,
 }
 
 /// A store held entirely in memory.
 #[derive(Default)]
 pub struct MemoryStore {
-    inner: Mutex<Inner>,
+    inner: std::sync::Arc<Mutex<Inner>>,
+    /// Partitions of the queue less one (0: one queue), as in a store several servers
+    /// share: for testing the core's partitioned queue without one.
+    more_partitions: u16,
 }
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> MemoryStore {
         MemoryStore::default()
+    }
+
+    /// The same store, for a second engine (as two servers share one database).
+    pub fn sharing(&self) -> MemoryStore {
+        MemoryStore { inner: self.inner.clone(), more_partitions: self.more_partitions }
+    }
+
+    /// An empty store whose queue has `n` partitions (at least one).
+    pub fn with_partitions(n: u16) -> MemoryStore {
+        MemoryStore { more_partitions: n.max(1) - 1, ..MemoryStore::default() }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -87,13 +102,13 @@ impl Store for MemoryStore {
             staged.insert(k, new);
         }
         if let Some(ack) = changes.ack {
-            let applied = inner.queue.iter().take_while(|j| j.seq <= ack.through).count() as u64;
-            if applied != ack.count {
+            let acked = |j: &QueuedJob| j.part == ack.part && j.seq <= ack.through;
+            if inner.queue.iter().filter(|j| acked(j)).count() as u64 != ack.count {
                 return Err(CommitError::Conflict);
             }
-            for _ in 0..applied {
-                inner.queue.pop_front();
-            }
+            inner.queue.retain(|j| !acked(j));
+            let cursor = inner.cursors.entry(ack.part).or_default();
+            *cursor = (*cursor).max(ack.through);
         }
         for (k, v) in staged {
             match v {
@@ -109,11 +124,39 @@ impl Store for MemoryStore {
     }
 
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
+        Ok(self.enqueue_parts(vec![(0, job)]).await?[0])
+    }
+
+    fn partitions(&self) -> u16 {
+        self.more_partitions + 1
+    }
+
+    async fn enqueue_parts(&self, jobs: Vec<(u16, Vec<u8>)>) -> Result<Vec<u64>, StoreError> {
+        if jobs.iter().any(|(part, _)| *part > self.more_partitions) {
+            return Err(StoreError("no such partition of the queue".into()));
+        }
         let mut inner = self.lock();
-        inner.next_seq += 1;
-        let seq = inner.next_seq;
-        inner.queue.push_back(QueuedJob { seq, job });
-        Ok(seq)
+        let mut seqs = Vec::with_capacity(jobs.len());
+        for (part, job) in jobs {
+            inner.next_seq += 1;
+            let seq = inner.next_seq;
+            inner.queue.push_back(QueuedJob { seq, part, job });
+            seqs.push(seq);
+        }
+        Ok(seqs)
+    }
+
+    /// A store with partitions stands for one several servers share.
+    async fn applied_cursors(&self) -> Result<Option<Vec<u64>>, StoreError> {
+        if self.more_partitions == 0 {
+            return Ok(None);
+        }
+        let inner = self.lock();
+        Ok(Some((0..=self.more_partitions).map(|p| inner.cursors.get(&p).copied().unwrap_or(0)).collect()))
+    }
+
+    async fn queued_in(&self, part: u16, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        Ok(self.lock().queue.iter().filter(|j| j.part == part && j.seq > after).take(limit).cloned().collect())
     }
 
     async fn queue_tail(&self) -> Result<u64, StoreError> {

@@ -223,14 +223,17 @@ pub enum Op {
     },
 }
 
-/// Acknowledges queued jobs as applied: removes the oldest `count` jobs, which
-/// must be exactly the ones through `through`. If another applier already removed
-/// them, the commit fails with [`CommitError::Conflict`].
+/// Acknowledges queued jobs as applied: removes the oldest `count` jobs of
+/// partition `part`, which must be exactly its jobs through `through`. If another
+/// applier already removed them, the commit fails with [`CommitError::Conflict`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueAck {
+    /// The partition of the queue the jobs are in (0 on a store of one).
+    pub part: u16,
     /// Sequence number of the last job applied.
     pub through: u64,
-    /// Number of jobs applied (all jobs with a sequence number `<= through`).
+    /// Number of jobs applied (all jobs of the partition with a sequence number
+    /// `<= through`).
     pub count: u64,
 }
 
@@ -278,8 +281,10 @@ impl From<StoreError> for CommitError {
 /// A queued asynchronous job.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueuedJob {
-    /// Increasing sequence number assigned by the store.
+    /// Increasing sequence number assigned by the store, one order over all partitions.
     pub seq: u64,
+    /// The partition of the queue it is in ([`Store::partitions`]; 0 on a store of one).
+    pub part: u16,
     /// The serialized job.
     pub job: Vec<u8>,
 }
@@ -351,10 +356,57 @@ pub trait Store {
     /// Appends a job to the durable queue; once this returns `Ok` the job survives a crash.
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError>;
 
+    /// How many partitions the queue has, fixed when the store was created: each
+    /// partition is applied in order, apart from the others (see
+    /// [`crate::track::partition`]). A store of one (the default) keeps one order.
+    fn partitions(&self) -> u16 {
+        1
+    }
+
+    /// Appends jobs, each to its partition, in one transaction: all are durable or
+    /// none. Their sequence numbers follow each other in the order given. Only a
+    /// store of several partitions is given more than one job (the default takes one).
+    async fn enqueue_parts(&self, jobs: Vec<(u16, Vec<u8>)>) -> Result<Vec<u64>, StoreError> {
+        let mut jobs = jobs.into_iter();
+        match (jobs.next(), jobs.next()) {
+            (Some((0, job)), None) => Ok(vec![self.enqueue(job).await?]),
+            _ => Err(StoreError("this store's queue has one partition".into())),
+        }
+    }
+
     /// The oldest jobs not yet applied whose sequence number is above `after` (0: from
-    /// the oldest), at most `limit`, in sequence order. An applier passes the last job
-    /// of a batch it is still committing, to prepare the next batch meanwhile.
+    /// the oldest), at most `limit`, in sequence order, of every partition. An applier
+    /// passes the last job of a batch it is still committing, to prepare the next
+    /// batch meanwhile.
     async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError>;
+
+    /// As [`Store::queued`], the jobs of partition `part` only.
+    async fn queued_in(&self, part: u16, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        let mut jobs = self.queued(after, limit).await?;
+        jobs.retain(|j| j.part == part);
+        Ok(jobs)
+    }
+
+    /// The partitions this process's applier applies now. A store several servers
+    /// share hands each a share of them, on a lease it renews at each call (at most
+    /// every second or so) and that another server takes over once it runs out;
+    /// other stores answer every partition.
+    async fn lease_partitions(&self) -> Result<Vec<u16>, StoreError> {
+        Ok((0..self.partitions()).collect())
+    }
+
+    /// Gives up this process's leases of partitions (when it stops applying), so
+    /// that other servers take them at once.
+    async fn release_partitions(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// For a store several servers share: per partition, the sequence number its
+    /// appliers have applied through (every job of it at or below is applied). `None`
+    /// (the default): only this process applies, and knows.
+    async fn applied_cursors(&self) -> Result<Option<Vec<u64>>, StoreError> {
+        Ok(None)
+    }
 
     /// The highest sequence number ever assigned (0 before the first job).
     async fn queue_tail(&self) -> Result<u64, StoreError>;

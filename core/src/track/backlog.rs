@@ -27,10 +27,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use serde_json::Value;
 
 use super::parse::{AttrUpdate, TrackOp};
+use super::partition::user_key;
 use super::record;
 use crate::http::Request;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias, WorkspaceName};
-use crate::repo::keys::{profile_key, shared_prefix, unique_key};
 use crate::repo::Tx;
 use crate::store::{Store, StoreError};
 
@@ -43,10 +43,12 @@ const MAX_SEEDS: usize = 4096;
 
 pub use super::early::{early_key, OpKey};
 
-/// A pending operation as the index keeps it: its workspace and the identifiers it names.
+/// A pending operation as the index keeps it: its workspace, the identifiers it
+/// names, and the partition of the queue its job is in.
 struct Pending {
     ws: WorkspaceName,
     idents: Vec<Identifier>,
+    part: u16,
 }
 
 /// The pending operations this engine knows of, by identifier, and those applied early.
@@ -54,10 +56,17 @@ struct Pending {
 pub struct Backlog {
     /// The early-applied records have been read from the store.
     loaded: bool,
+    /// The queue's partitions (read from the store at the first load).
+    parts: u16,
+    /// The store is shared with other servers' appliers (PostgreSQL): what they
+    /// applied, in order or early, is read from the store, not known here.
+    shared: bool,
     /// Highest sequence number indexed (or known applied).
     indexed: u64,
     ops: BTreeMap<OpKey, Pending>,
     by_key: HashMap<String, BTreeSet<OpKey>>,
+    /// Pending operations indexed, by partition.
+    by_part: HashMap<u16, BTreeSet<OpKey>>,
     /// Pending operations indexed, by workspace: a workspace without any needs no lookups.
     per_ws: HashMap<WorkspaceName, usize>,
     /// Applied ahead of the queue cursor; the in-order applier skips them.
@@ -69,17 +78,24 @@ pub struct Backlog {
 }
 
 impl Backlog {
-    /// A backlog that tells `ledger` what is applied and `pressure` where the cursor is.
+    /// A backlog that tells `ledger` what is applied and `pressure` where the cursor
+    /// is; `shared`: other servers apply the same store's queue.
     pub fn with(
         ledger: std::sync::Arc<super::ledger::Ledger>,
         pressure: std::sync::Arc<super::pressure::Pressure>,
+        shared: bool,
     ) -> Backlog {
-        Backlog { ledger, pressure, ..Backlog::default() }
+        Backlog { ledger, pressure, shared, ..Backlog::default() }
     }
 
     /// The ledger to tell what is committed.
     pub fn ledger(&self) -> &super::ledger::Ledger {
         &self.ledger
+    }
+
+    /// True when other servers apply the same store's queue.
+    pub fn shared(&self) -> bool {
+        self.shared
     }
 
     /// Reads the records of jobs applied early, once per engine (they survive a
@@ -88,9 +104,35 @@ impl Backlog {
         self.ledger.load(store).await?;
         if !self.loaded {
             self.early = super::early::read_early(store).await?;
+            self.parts = store.partitions();
             self.loaded = true;
         }
         Ok(())
+    }
+
+    /// On a shared store, reads again the records of operations applied early among
+    /// jobs `first..=last` (another server's request may have applied some since):
+    /// true when one is new here.
+    pub async fn reload_early<S: Store>(&mut self, store: &S, first: u64, last: u64) -> Result<bool, StoreError> {
+        if !self.shared {
+            return Ok(false);
+        }
+        let mut new = false;
+        for key in super::early::read_early_between(store, first, last).await? {
+            if self.early.insert(key) {
+                self.remove(key);
+                new = true;
+            }
+        }
+        Ok(new)
+    }
+
+    /// The records of these operations applied early were deleted (the in-order
+    /// applier passed them).
+    pub fn early_passed(&mut self, keys: &[OpKey]) {
+        for key in keys {
+            self.early.remove(key);
+        }
     }
 
     /// The operations of job `seq` applied early: the in-order applier skips them.
@@ -111,27 +153,37 @@ impl Backlog {
                     for (i, op) in job.ops.iter().enumerate() {
                         let key = (q.seq, i as u32);
                         if !self.early.contains(&key) {
-                            self.insert(key, &job.workspace, op);
+                            self.insert(key, &job.workspace, op, q.part);
                         }
                     }
                 }
             }
             self.indexed = last;
         }
+        // What other servers' appliers applied since is no longer pending.
+        if let Some(cursors) = store.applied_cursors().await? {
+            for (part, through) in cursors.into_iter().enumerate() {
+                self.applied_through(part as u16, through);
+            }
+        }
         Ok(())
     }
 
-    fn insert(&mut self, key: OpKey, ws: &WorkspaceName, op: &TrackOp) {
+    fn insert(&mut self, key: OpKey, ws: &WorkspaceName, op: &TrackOp, part: u16) {
         let idents = named(ws, op);
         for ident in &idents {
-            self.by_key.entry(index_key(ws, ident)).or_default().insert(key);
+            self.by_key.entry(user_key(ws, ident)).or_default().insert(key);
         }
         *self.per_ws.entry(ws.clone()).or_default() += 1;
-        self.ops.insert(key, Pending { ws: ws.clone(), idents });
+        self.by_part.entry(part).or_default().insert(key);
+        self.ops.insert(key, Pending { ws: ws.clone(), idents, part });
     }
 
     fn remove(&mut self, seq: OpKey) {
         if let Some(p) = self.ops.remove(&seq) {
+            if let Some(keys) = self.by_part.get_mut(&p.part) {
+                keys.remove(&seq);
+            }
             if let Some(n) = self.per_ws.get_mut(&p.ws) {
                 *n -= 1;
                 if *n == 0 {
@@ -139,7 +191,7 @@ impl Backlog {
                 }
             }
             for ident in &p.idents {
-                let key = index_key(&p.ws, ident);
+                let key = user_key(&p.ws, ident);
                 if let Some(seqs) = self.by_key.get_mut(&key) {
                     seqs.remove(&seq);
                     if seqs.is_empty() {
@@ -150,15 +202,33 @@ impl Backlog {
         }
     }
 
-    /// The queue cursor passed `through`: forget what it applied or skipped.
-    pub fn applied_through(&mut self, through: u64) {
-        let done: Vec<OpKey> = self.ops.range(..=(through, u32::MAX)).map(|(k, _)| *k).collect();
+    /// The cursor of partition `part` passed `through`: forget what it applied or
+    /// skipped.
+    pub fn applied_through(&mut self, part: u16, through: u64) {
+        let done: Vec<OpKey> = match self.by_part.get(&part) {
+            Some(keys) => keys.range(..=(through, u32::MAX)).copied().collect(),
+            None => Vec::new(),
+        };
         for key in done {
             self.remove(key);
         }
-        self.early = self.early.split_off(&(through + 1, 0));
-        self.indexed = self.indexed.max(through);
+        if self.parts <= 1 {
+            // One order: every job through `through` is applied, indexed or not.
+            self.early = self.early.split_off(&(through + 1, 0));
+            self.indexed = self.indexed.max(through);
+        }
         self.pressure.applied_through(through);
+    }
+
+    /// Job `seq` is no longer queued: applied (by another server's applier, on a
+    /// store several share), with every job of its partition before it.
+    pub fn job_gone(&mut self, seq: u64) {
+        let part = self.ops.range((seq, 0)..=(seq, u32::MAX)).next().map(|(_, p)| p.part);
+        match part {
+            Some(part) => self.applied_through(part, seq),
+            None if self.parts <= 1 => self.applied_through(0, seq),
+            None => {}
+        }
     }
 
     /// These operations were applied early (committed with their records).
@@ -186,7 +256,7 @@ impl Backlog {
         let mut seen: HashSet<String> = HashSet::new();
         let mut todo = seeds;
         while let Some(ident) = todo.pop() {
-            let ident_key = index_key(ws, &ident);
+            let ident_key = user_key(ws, &ident);
             if !seen.insert(ident_key.clone()) {
                 continue;
             }
@@ -224,17 +294,9 @@ fn named(ws: &WorkspaceName, op: &TrackOp) -> Vec<Identifier> {
             }
         }
     }
-    out.sort_by_cached_key(|i| index_key(ws, i));
+    out.sort_by_cached_key(|i| user_key(ws, i));
     out.dedup();
     out
-}
-
-/// One text per identifier of a workspace (the identifier index's keys).
-fn index_key(ws: &WorkspaceName, ident: &Identifier) -> String {
-    match ident {
-        Identifier::Service(id) => profile_key(ws, id),
-        other => unique_key(ws, other).or_else(|| shared_prefix(ws, other)).unwrap_or_default(),
-    }
 }
 
 /// Every identifier a request may name, read without knowing its endpoint: each

@@ -14,15 +14,30 @@ pub fn early_key((seq, op): OpKey) -> String {
     format!("{seq:020}/{op:05}")
 }
 
+/// The operations of jobs `first..=last` recorded as applied early: one scan of
+/// the keys sharing the two numbers' leading digits, read past them.
+pub async fn read_early_between<S: Store>(store: &S, first: u64, last: u64) -> Result<Vec<OpKey>, StoreError> {
+    let (a, b) = (format!("{first:020}"), format!("{last:020}"));
+    let common = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let mut out = Vec::new();
+    for (key, _) in store.scan(Table::QueueEarly, &a[..common], MAX_SCAN).await? {
+        if let Some(k) = parse(&key).filter(|(seq, _)| (first..=last).contains(seq)) {
+            out.push(k);
+        }
+    }
+    Ok(out)
+}
+
+fn parse(key: &str) -> Option<OpKey> {
+    let (seq, op) = key.split_once('/')?;
+    Some((seq.parse().ok()?, op.parse().ok()?))
+}
+
 /// Every operation recorded as applied early.
 pub async fn read_early<S: Store>(store: &S) -> Result<BTreeSet<OpKey>, StoreError> {
     let mut early = BTreeSet::new();
     for (key, _) in store.scan(Table::QueueEarly, "", MAX_SCAN).await? {
-        if let Some((seq, op)) = key.split_once('/') {
-            if let (Ok(seq), Ok(op)) = (seq.parse(), op.parse()) {
-                early.insert((seq, op));
-            }
-        }
+        early.extend(parse(&key));
     }
     Ok(early)
 }

@@ -30,9 +30,9 @@ use foldhash::HashMap;
 use super::growth::{count_name, growth, NameCount};
 pub use super::growth::{Growth, Names};
 use super::parse::{TrackJob, TrackOp};
+use super::partition::user_key;
 use super::record;
-use crate::ids::{Identifier, WorkspaceName};
-use crate::repo::keys::{profile_key, shared_prefix, unique_key};
+use crate::ids::WorkspaceName;
 use crate::store::{Store, StoreError};
 use crate::time::Timestamp;
 
@@ -43,15 +43,6 @@ const LOAD_CHUNK: usize = 1000;
 /// abandoned ([`Ledger::load_unless_loading`]): the edge's lane presumes a silent
 /// holder gone after as long.
 const STALE_CLAIM_MS: i64 = 10_000;
-
-/// The ledger key of an operation's target: the identifier index's key, or its
-/// prefix for an email or phone (every operation naming the address counts there).
-fn target_key(ws: &WorkspaceName, ident: &Identifier) -> String {
-    match ident {
-        Identifier::Service(id) => profile_key(ws, id),
-        other => unique_key(ws, other).or_else(|| shared_prefix(ws, other)).unwrap_or_default(),
-    }
-}
 
 /// A target's key, hashed (keyed as names are: see [`Ledger`]): the ledger keeps
 /// one small entry per user with queued operations, whatever the backlog's length.
@@ -296,9 +287,7 @@ impl Ledger {
         Applied(
             jobs.iter()
                 .flat_map(|(_, job)| {
-                    job.ops
-                        .iter()
-                        .map(|op| (self.slot(&target_key(&job.workspace, &op.target().ident)), self.names(op)))
+                    job.ops.iter().map(|op| (self.slot(&user_key(&job.workspace, &op.target().ident)), self.names(op)))
                 })
                 .collect(),
         )
@@ -358,7 +347,7 @@ impl Ledger {
                 let Ok(job) = record::decode(&q.job) else { continue };
                 for (i, op) in job.ops.iter().enumerate() {
                     if !early.contains(&(q.seq, i as u32)) {
-                        found.push((self.slot(&target_key(&job.workspace, &op.target().ident)), self.names(op)));
+                        found.push((self.slot(&user_key(&job.workspace, &op.target().ident)), self.names(op)));
                     }
                 }
             }
@@ -382,7 +371,7 @@ impl Ledger {
     /// What `ops` (of one request in `ws`) add, per operation: its target's slot and
     /// its names, computed once for the snapshot and every try at reserving.
     pub fn request(&self, ws: &WorkspaceName, ops: &[TrackOp]) -> Request {
-        Request(ops.iter().map(|op| (self.slot(&target_key(ws, &op.target().ident)), self.names(op))).collect())
+        Request(ops.iter().map(|op| (self.slot(&user_key(ws, &op.target().ident)), self.names(op))).collect())
     }
 
     /// Taken before the stored profiles are read, so that an operation committed in

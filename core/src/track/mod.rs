@@ -9,6 +9,7 @@ pub mod early;
 mod growth;
 pub mod ledger;
 pub mod parse;
+pub mod partition;
 pub mod pressure;
 pub mod queue;
 pub mod record;
@@ -19,6 +20,8 @@ mod sync;
 mod early_tests;
 #[cfg(test)]
 mod ledger_tests;
+#[cfg(test)]
+mod partition_tests;
 #[cfg(test)]
 mod size_tests;
 
@@ -155,7 +158,7 @@ pub async fn track<S: Store>(
     let body = parsed.success_body();
     let ops = parsed.ops.into_iter().map(|(_, op)| op).collect();
     let job = TrackJob { workspace: ws.clone(), at: ctx.now, ops };
-    let encoded = record::encode(store, &job)?;
+    let encoded = partition::encode(store, &job)?;
     ledger.load(store).await?;
     let seeds = || job.ops.iter().map(|op| op.target().ident.clone()).collect();
     let request = ledger.request(ws, &job.ops);
@@ -181,7 +184,7 @@ pub async fn track<S: Store>(
     // What was committed since the snapshot no longer needs counting for this request.
     drop(snapshot);
     let Some(reservation) = reservation else { return Ok(Tracked::CatchUp(seeds())) };
-    if let Err(e) = store.enqueue(encoded).await {
+    if let Err(e) = store.enqueue_parts(encoded).await {
         ledger.cancel(reservation);
         return Err(e.into());
     }

@@ -58,38 +58,47 @@ impl QueueRun {
 /// Jobs applied per commit by default.
 pub const DEFAULT_BATCH: usize = 64;
 
-/// Applies up to `max_jobs` of the oldest queued jobs in one commit; returns how
-/// many were applied (0 when the queue is empty). Jobs the backlog says were
-/// applied early are skipped, and their records deleted with the acknowledgement.
+/// Applies up to `max_jobs` of the oldest queued jobs of partition `part` in one
+/// commit; returns how many were applied (0 when the partition is empty). Jobs the
+/// backlog says were applied early are skipped, and their records deleted with the
+/// acknowledgement.
 pub async fn apply_batch<S: Store>(
     store: &S,
     backlog: &mut Backlog,
     seed: [u8; 16],
+    part: u16,
     max_jobs: usize,
 ) -> Result<QueueRun, ApiError> {
     backlog.load(store).await?;
     for _ in 0..MAX_ATTEMPTS {
-        let jobs = store.queued(0, max_jobs.max(1)).await?;
+        let jobs = store.queued_in(part, 0, max_jobs.max(1)).await?;
         let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else {
             backlog.ledger().settle();
             return Ok(QueueRun::default());
         };
-        // Every job before the oldest pending one is applied: by this process or, on
-        // a store several servers share, by another's applier.
-        backlog.applied_through(first.seq - 1);
-        let through = last.seq;
+        // Every job of the partition before its oldest pending one is applied: by
+        // this process or, on a store several servers share, by another's applier.
+        backlog.applied_through(part, first.seq - 1);
+        let (first, through) = (first.seq, last.seq);
+        backlog.reload_early(store, first, through).await?;
         // Ids per operation (`IdGen::for_op`): the same in any batch and attempt (an
         // attempt that did not commit made nothing).
         let (batch, txs) = prepare(store, &jobs, backlog, seed).await?;
+        // Another server's request may have applied some of these early while this
+        // batch read what they touch: built again without them.
+        if backlog.reload_early(store, first, through).await? {
+            continue;
+        }
         let applied = backlog.ledger().applied(&batch.jobs);
         let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
         for tx in txs.into_values() {
             changes.ops.extend(tx.into_changes()?.ops);
         }
-        changes.ack = Some(QueueAck { through, count: jobs.len() as u64 });
+        changes.ack = Some(QueueAck { part, through, count: jobs.len() as u64 });
         match store.commit(changes).await {
             Ok(()) => {
-                backlog.applied_through(through);
+                backlog.applied_through(part, through);
+                backlog.early_passed(&batch.passed);
                 backlog.ledger().release(applied);
                 return Ok(batch.run());
             }
@@ -116,16 +125,7 @@ pub async fn apply_early<S: Store>(
     for &(seq, op) in keys {
         wanted.entry(seq).or_default().push(op);
     }
-    let mut queued = Vec::with_capacity(wanted.len());
-    for &seq in wanted.keys() {
-        // Pending jobs stay in the queue until the cursor passes them: a job gone is
-        // one the cursor passed meanwhile (another process's applier, on a store that
-        // several servers share), applied already, with every job before it.
-        match store.queued(seq - 1, 1).await?.pop() {
-            Some(job) if job.seq == seq => queued.push(job),
-            _ => backlog.applied_through(seq),
-        }
-    }
+    let mut queued = still_queued(store, backlog, wanted.keys().copied()).await?;
     if queued.is_empty() {
         return Ok(QueueRun::default());
     }
@@ -136,7 +136,12 @@ pub async fn apply_early<S: Store>(
         for q in &queued {
             // A job that cannot be decoded names nobody: it is not in the set.
             let Ok(mut job) = record::decode(&q.job) else { continue };
-            let ops = &wanted[&q.seq];
+            // On a shared store, another server's request may have applied some first.
+            let early = backlog.early_ops(q.seq);
+            let ops: Vec<u32> = wanted[&q.seq].iter().copied().filter(|op| !early.contains(op)).collect();
+            if ops.is_empty() {
+                continue;
+            }
             records.extend(ops.iter().map(|&op| (q.seq, op)));
             job.ops =
                 job.ops.into_iter().enumerate().filter(|(i, _)| ops.contains(&(*i as u32))).map(|(_, o)| o).collect();
@@ -144,6 +149,19 @@ pub async fn apply_early<S: Store>(
         }
         let mut txs = BTreeMap::new();
         apply_jobs(store, &mut txs, &jobs, seed).await?;
+        if backlog.shared() {
+            // Another server's applier may have applied one of these jobs in order
+            // before this read what it touches: read again without it.
+            let seqs: Vec<u64> = queued.iter().map(|q| q.seq).collect();
+            let still = still_queued(store, backlog, seqs.iter().copied()).await?;
+            if still.len() < queued.len() {
+                queued = still;
+                if queued.is_empty() {
+                    return Ok(QueueRun::default());
+                }
+                continue;
+            }
+        }
         for tx in txs.into_values() {
             changes.ops.extend(tx.into_changes()?.ops);
         }
@@ -159,11 +177,42 @@ pub async fn apply_early<S: Store>(
             }
             // Another writer (a request, not an applier: the gate keeps those apart)
             // changed one of these profiles first: read again.
-            Err(CommitError::Conflict) => {}
+            Err(CommitError::Conflict) => {
+                // On a shared store: another server's request applied some of these
+                // early, or its applier applied their jobs.
+                if backlog.shared() {
+                    let (first, last) = (queued[0].seq, queued[queued.len() - 1].seq);
+                    backlog.reload_early(store, first, last).await?;
+                    let seqs: Vec<u64> = queued.iter().map(|q| q.seq).collect();
+                    queued = still_queued(store, backlog, seqs.into_iter()).await?;
+                    if queued.is_empty() {
+                        return Ok(QueueRun::default());
+                    }
+                }
+            }
             Err(CommitError::Store(e)) => return Err(e.into()),
         }
     }
     Err(ApiError::Busy)
+}
+
+/// The jobs `seqs` (in order) still queued. Pending jobs stay in the queue until
+/// their partition's cursor passes them: a job gone is one the cursor passed
+/// meanwhile (another process's applier, on a store that several servers share),
+/// applied already, with every job of its partition before it.
+async fn still_queued<S: Store>(
+    store: &S,
+    backlog: &mut Backlog,
+    seqs: impl Iterator<Item = u64>,
+) -> Result<Vec<QueuedJob>, StoreError> {
+    let mut still = Vec::new();
+    for seq in seqs {
+        match store.queued(seq - 1, 1).await?.pop() {
+            Some(job) if job.seq == seq => still.push(job),
+            _ => backlog.job_gone(seq),
+        }
+    }
+    Ok(still)
 }
 
 /// A queued job that could not be decoded (written by another version, or damaged),
@@ -205,16 +254,24 @@ struct Batch {
     jobs: Vec<(u64, TrackJob)>,
     set_aside: Vec<Op>,
     early: Vec<Op>,
+    /// The operations whose early records `early` deletes.
+    passed: Vec<OpKey>,
 }
 
 impl Batch {
     /// The batch of `queued`, less the jobs applied early, with those in `refused`
     /// (and those that cannot be decoded) set aside.
     fn decode(queued: &[QueuedJob], backlog: &Backlog) -> Result<Batch, StoreError> {
-        let mut batch = Batch { jobs: Vec::with_capacity(queued.len()), set_aside: Vec::new(), early: Vec::new() };
+        let mut batch = Batch {
+            jobs: Vec::with_capacity(queued.len()),
+            set_aside: Vec::new(),
+            early: Vec::new(),
+            passed: Vec::new(),
+        };
         for q in queued {
             let early = backlog.early_ops(q.seq);
             for &op in &early {
+                batch.passed.push((q.seq, op));
                 batch.early.push(Op::Delete {
                     table: Table::QueueEarly,
                     key: early_key((q.seq, op)),
@@ -289,7 +346,7 @@ async fn apply_jobs<'s, S: Store>(
     Ok(())
 }
 
-/// Applies queued jobs in up to `rounds` batches of `max_jobs`, each batch prepared
+/// Applies queued jobs of partition `part` in up to `rounds` batches of `max_jobs`, each batch prepared
 /// (the profiles its jobs name read, its operations applied) while the one before
 /// it commits:
 /// on a store whose commits run elsewhere (a writer thread, a remote database) the
@@ -307,6 +364,7 @@ pub async fn apply_pipelined<S: Store>(
     store: &S,
     backlog: &mut Backlog,
     seed: [u8; 16],
+    part: u16,
     max_jobs: usize,
     rounds: usize,
     yield_now: &dyn Fn() -> bool,
@@ -327,26 +385,37 @@ pub async fn apply_pipelined<S: Store>(
             if round > 0 && yield_now() {
                 break;
             }
-            let jobs = store.queued(after, max_jobs.max(1)).await?;
+            let jobs = store.queued_in(part, after, max_jobs.max(1)).await?;
             let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else { break };
             if after == 0 {
                 // As in `apply_batch`: the jobs before the oldest pending one are applied.
-                backlog.applied_through(first.seq - 1);
+                backlog.applied_through(part, first.seq - 1);
             }
-            let through = last.seq;
+            let (first, through) = (first.seq, last.seq);
+            backlog.reload_early(store, first, through).await?;
             let batch = Batch::decode(&jobs, backlog)?;
             if !hand_over(store, in_order, &mut built, &mut submitted, backlog, &mut done).await? {
                 contended = true;
                 return Ok(());
             }
             apply_jobs(store, &mut txs, &batch.jobs, seed).await?;
+            if backlog.reload_early(store, first, through).await? {
+                // As in `apply_batch`: applied early meanwhile. What was handed over
+                // lands; this batch goes the plain way.
+                if let Some(last) = submitted.take() {
+                    land(last, backlog, &mut done).await?;
+                }
+                contended = true;
+                return Ok(());
+            }
             let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
             for tx in txs.values_mut() {
                 changes.ops.extend(tx.settle()?.ops);
             }
-            changes.ack = Some(QueueAck { through, count: jobs.len() as u64 });
+            changes.ack = Some(QueueAck { part, through, count: jobs.len() as u64 });
             let applied = backlog.ledger().applied(&batch.jobs);
-            built = Some((changes, Landing { run: batch.run(), through, applied }));
+            let landing = Landing { run: batch.run(), part, through, applied, passed: batch.passed };
+            built = Some((changes, landing));
             after = through;
         }
         Ok(())
@@ -367,7 +436,7 @@ pub async fn apply_pipelined<S: Store>(
         contended = true;
     }
     if contended {
-        return Ok(done.plus(apply_batch(store, backlog, seed, max_jobs).await?));
+        return Ok(done.plus(apply_batch(store, backlog, seed, part, max_jobs).await?));
     }
     if done.is_empty() {
         // Nothing queued: the names this applier released are taken off now.
@@ -410,8 +479,10 @@ async fn hand_over<'s, S: Store>(
 /// What a pipelined batch does once its commit has returned.
 struct Landing {
     run: QueueRun,
+    part: u16,
     through: u64,
     applied: Applied,
+    passed: Vec<OpKey>,
 }
 
 /// Waits for a pipelined batch's commit and, once it has committed, counts it: false
@@ -423,7 +494,8 @@ async fn land(
 ) -> Result<bool, ApiError> {
     match commit.await {
         Ok(()) => {
-            backlog.applied_through(landing.through);
+            backlog.applied_through(landing.part, landing.through);
+            backlog.early_passed(&landing.passed);
             backlog.ledger().release(landing.applied);
             *done = done.plus(landing.run);
             Ok(true)
@@ -444,8 +516,9 @@ pub async fn catch_up<S: Store>(
     let tail = store.queue_tail().await?;
     let mut done = QueueRun::default();
     loop {
+        // The partition of the oldest job, until every job through the tail is applied.
         match store.queued(0, 1).await?.first() {
-            Some(j) if j.seq <= tail => done = done.plus(apply_batch(store, backlog, seed, batch).await?),
+            Some(j) if j.seq <= tail => done = done.plus(apply_batch(store, backlog, seed, j.part, batch).await?),
             _ => return Ok(done),
         }
     }

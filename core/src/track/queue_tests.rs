@@ -55,7 +55,7 @@ fn pipelined_batches_build_on_the_one_still_committing() {
 }
 
 async fn queue_run<S: Store>(store: &S, batch: usize, rounds: usize) -> usize {
-    apply_pipelined(store, &mut Backlog::default(), [7; 16], batch, rounds, &|| false).await.unwrap().applied
+    apply_pipelined(store, &mut Backlog::default(), [7; 16], 0, batch, rounds, &|| false).await.unwrap().applied
 }
 
 /// A store whose applier commits land only after the applier has prepared its
@@ -162,7 +162,7 @@ fn a_job_that_cannot_be_decoded_is_kept_aside_not_dropped_and_the_queue_goes_on(
     let bad_text = pollster::block_on(store.enqueue(b"{\"not\": \"a job\"}".to_vec())).unwrap();
     let bad_bytes = pollster::block_on(store.enqueue(vec![0xff, 0x00, 0x41])).unwrap();
     kit.track(json!({"attributes": [{"external_id": "after", "n": 2}]}));
-    let run = pollster::block_on(apply_batch(store, &mut Backlog::default(), [1; 16], 64)).unwrap();
+    let run = pollster::block_on(apply_batch(store, &mut Backlog::default(), [1; 16], 0, 64)).unwrap();
     assert_eq!(run, QueueRun { applied: 2, set_aside: 2 });
     assert!(pollster::block_on(store.queued(0, 10)).unwrap().is_empty(), "the queue is not blocked");
     assert_eq!(kit.user("before")["custom_attributes"]["n"], json!(1));
@@ -266,7 +266,7 @@ fn jobs_queued_as_json_before_an_upgrade_are_counted_and_applied_after_it() {
     kit.track(json!({"attributes": [{"external_id": "kept", "visits": {"inc": 1}}]}));
     let queued = pollster::block_on(kit.engine().store().queued(0, 10)).unwrap();
     assert_eq!(queued.last().unwrap().job[0], record::MSGPACK);
-    let run = pollster::block_on(apply_batch(kit.engine().store(), &mut Backlog::default(), [1; 16], 64)).unwrap();
+    let run = pollster::block_on(apply_batch(kit.engine().store(), &mut Backlog::default(), [1; 16], 0, 64)).unwrap();
     assert_eq!(run.set_aside, 0);
     assert!(pollster::block_on(kit.engine().store().queued(0, 10)).unwrap().is_empty());
     let kept = kit.user("kept");

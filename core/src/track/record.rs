@@ -23,7 +23,12 @@ pub const MSGPACK: u8 = 1;
 
 /// The record of `job` for `store`'s queue.
 pub fn encode<S: Store>(store: &S, job: &TrackJob) -> Result<Vec<u8>, StoreError> {
-    if store.queues_json() {
+    encode_as(job, store.queues_json())
+}
+
+/// The record of `job`: JSON when `json`, else MessagePack.
+pub fn encode_as(job: &TrackJob, json: bool) -> Result<Vec<u8>, StoreError> {
+    if json {
         return codec::encode(job);
     }
     let mut out = Vec::with_capacity(64 * job.ops.len());

@@ -1,0 +1,121 @@
+//! The applier's turns on the engine. A turn applies the queued jobs of one
+//! partition of the queue (a store of one partition: the queue), the next in turn
+//! of those this process holds ([`Store::lease_partitions`], renewed about every
+//! second), so that servers sharing a store apply different partitions at once.
+
+use std::sync::atomic::Ordering;
+
+use super::Engine;
+use crate::ctx::Ctx;
+use crate::error::ApiError;
+use crate::store::Store;
+use crate::track;
+use crate::track::pressure::UNMEASURED_ROUNDS;
+use crate::track::queue::QueueRun;
+
+/// How often an applier renews its leases of partitions (ms): well within the
+/// lease a store grants (PostgreSQL: three seconds).
+const RENEW_EVERY_MS: i64 = 1_000;
+
+/// The partitions this process applies, and whose turn is next.
+#[derive(Default)]
+pub(super) struct Lanes {
+    held: Vec<u16>,
+    /// When the leases were renewed (ms; `None` before the first turn).
+    renewed_at: Option<i64>,
+    next: usize,
+}
+
+impl<S: Store> Engine<S> {
+    /// Applies up to one batch of queued jobs. Hosts call this from a background task.
+    pub async fn apply_queued(&self, ctx: Ctx) -> Result<QueueRun, ApiError> {
+        self.apply_queued_up_to(ctx, self.config.apply_batch).await
+    }
+
+    /// Applies up to `max_jobs` queued jobs (at least one) of the partition of the
+    /// oldest, in one unit of work: for a host that keeps its turns short while
+    /// requests are arriving.
+    pub async fn apply_queued_up_to(&self, ctx: Ctx, max_jobs: usize) -> Result<QueueRun, ApiError> {
+        let mut backlog = self.gate.backlog.lock().await;
+        let part = match self.store.partitions() {
+            1 => 0,
+            _ => self.store.queued(0, 1).await?.first().map_or(0, |j| j.part),
+        };
+        let run = track::queue::apply_batch(&self.store, &mut backlog, self.queue_seed(ctx), part, max_jobs).await?;
+        self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
+        drop(backlog);
+        self.note_applied(&run, ctx.now).await;
+        Ok(run)
+    }
+
+    /// Applies up to `rounds` batches of queued jobs of the next partition this
+    /// process holds that has any, each prepared while the one before it commits,
+    /// for hosts whose store commits on another thread or machine. Stops after the
+    /// first batch when requests wait for their turn to catch up. Empty when no
+    /// partition held had a job.
+    pub async fn apply_queued_pipelined(&self, ctx: Ctx, rounds: usize) -> Result<QueueRun, ApiError> {
+        let bounded = self.config.max_backlog_secs.is_some();
+        let pressure = &self.gate.pressure;
+        pressure.turn_started(ctx.now);
+        // Until the appliers' rate is measured the backlog bound refuses nothing: short
+        // turns measure it within seconds of the first backlog.
+        let rounds = if bounded && !pressure.measured() { rounds.min(UNMEASURED_ROUNDS) } else { rounds };
+        let held = self.held_partitions(ctx).await?;
+        // Partitions of jobs split by user hold a few of each request's operations:
+        // a batch takes as many jobs as the partitions share a request.
+        let batch = self.config.apply_batch * usize::from(self.store.partitions());
+        let mut run = QueueRun::default();
+        for _ in 0..held.len() {
+            let part = {
+                let mut lanes = self.lanes();
+                let part = held[lanes.next % held.len()];
+                lanes.next = lanes.next.wrapping_add(1);
+                part
+            };
+            let mut backlog = self.gate.backlog.lock().await;
+            let waiting = || self.requests_waiting();
+            run = track::queue::apply_pipelined(
+                &self.store,
+                &mut backlog,
+                self.queue_seed(ctx),
+                part,
+                batch,
+                rounds,
+                &waiting,
+            )
+            .await?;
+            self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
+            drop(backlog);
+            if !run.is_empty() {
+                break;
+            }
+        }
+        if bounded {
+            pressure.turn_ended(ctx.now, run.applied + run.set_aside, self.backlog_left().await);
+        }
+        Ok(run)
+    }
+
+    /// Gives up the partitions this process applies (a host's applier stopping), so
+    /// that other servers sharing the store take them over at once.
+    pub async fn stop_applying(&self) -> Result<(), ApiError> {
+        *self.lanes() = Lanes::default();
+        Ok(self.store.release_partitions().await?)
+    }
+
+    /// The partitions this process applies, their leases renewed when due.
+    async fn held_partitions(&self, ctx: Ctx) -> Result<Vec<u16>, ApiError> {
+        let due = self.lanes().renewed_at.is_none_or(|at| ctx.now.0.saturating_sub(at) >= RENEW_EVERY_MS);
+        if due {
+            let held = self.store.lease_partitions().await?;
+            let mut lanes = self.lanes();
+            lanes.held = held;
+            lanes.renewed_at = Some(ctx.now.0);
+        }
+        Ok(self.lanes().held.clone())
+    }
+
+    fn lanes(&self) -> std::sync::MutexGuard<'_, Lanes> {
+        self.gate.lanes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,105 @@
+//! The partitions of the queue. A store several servers share keeps its queue in a
+//! fixed number of partitions ([`crate::store::Store::partitions`]), each applied in
+//! order and apart from the others, so that servers apply different partitions at
+//! once instead of taking turns at one cursor.
+//!
+//! A queued operation goes to the partition of its user: the one its target
+//! identifier (an external id, an alias, a Braze id, an email address or a phone
+//! number, within its workspace) hashes to. Every operation naming a user by that
+//! identifier is in one partition, in the order acknowledged, and is applied in that
+//! order. A `/users/track` request naming users of several partitions is queued as
+//! one job per partition, in one transaction ([`crate::store::Store::enqueue_parts`]).
+//!
+//! The hash is part of the stored format: the partition of an operation acknowledged
+//! by one version must be the one the next version computes. It is the first eight
+//! bytes of SHA-256 over the identifier's index key, modulo the count.
+
+use sha2::{Digest, Sha256};
+
+use super::parse::TrackJob;
+use super::record;
+use crate::ids::{Identifier, WorkspaceName};
+use crate::repo::keys::{profile_key, shared_prefix, unique_key};
+use crate::store::{Store, StoreError};
+
+/// One text per identifier of a workspace: the identifier index's key (an email's or
+/// phone's prefix, which every profile with that address shares). The queue's
+/// partitions, the backlog's index and the ledger all key a user by it.
+pub fn user_key(ws: &WorkspaceName, ident: &Identifier) -> String {
+    match ident {
+        Identifier::Service(id) => profile_key(ws, id),
+        other => unique_key(ws, other).or_else(|| shared_prefix(ws, other)).unwrap_or_default(),
+    }
+}
+
+/// The partition, of `parts`, of the operations naming `ident` in `ws`.
+pub fn of(ws: &WorkspaceName, ident: &Identifier, parts: u16) -> u16 {
+    if parts <= 1 {
+        return 0;
+    }
+    let digest = Sha256::digest(user_key(ws, ident).as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    (u64::from_be_bytes(first) % u64::from(parts)) as u16
+}
+
+/// `job` as the jobs of each partition its operations are in, in partition order,
+/// each keeping its operations' order.
+pub fn split(job: TrackJob, parts: u16) -> Vec<(u16, TrackJob)> {
+    if parts <= 1 {
+        return vec![(0, job)];
+    }
+    let mut by_part: std::collections::BTreeMap<u16, Vec<_>> = std::collections::BTreeMap::new();
+    for op in job.ops {
+        by_part.entry(of(&job.workspace, &op.target().ident, parts)).or_default().push(op);
+    }
+    by_part
+        .into_iter()
+        .map(|(part, ops)| (part, TrackJob { workspace: job.workspace.clone(), at: job.at, ops }))
+        .collect()
+}
+
+/// The records of `job` for `store`'s queue: one per partition it names.
+pub fn encode<S: Store>(store: &S, job: &TrackJob) -> Result<Vec<(u16, Vec<u8>)>, StoreError> {
+    let parts = store.partitions();
+    if parts <= 1 {
+        return Ok(vec![(0, record::encode(store, job)?)]);
+    }
+    split(job.clone(), parts).into_iter().map(|(part, job)| Ok((part, record::encode(store, &job)?))).collect()
+}
+
+/// A queued record as the records of each partition it names (a job queued before
+/// the queue had partitions): a record that does not decode stays whole, in
+/// partition 0, where the applier sets it aside.
+pub fn split_record(record: Vec<u8>, parts: u16, json: bool) -> Vec<(u16, Vec<u8>)> {
+    let Ok(job) = record::decode(&record) else { return vec![(0, record)] };
+    let encoded: Result<Vec<_>, StoreError> =
+        split(job, parts).into_iter().map(|(part, job)| Ok((part, record::encode_as(&job, json)?))).collect();
+    encoded.unwrap_or_else(|_| vec![(0, record)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{ExternalId, WorkspaceName};
+
+    #[test]
+    fn an_identifier_s_partition_is_fixed_by_its_text_and_spread_over_all() {
+        let ws = WorkspaceName::parse("w").unwrap();
+        let ident = |s: &str| Identifier::External(ExternalId::parse(s).unwrap());
+        // Stored format: these stay what they are.
+        assert_eq!(of(&ws, &ident("u1"), 64), of(&ws, &ident("u1"), 64));
+        assert_eq!(of(&ws, &ident("u1"), 1), 0);
+        let mut seen = std::collections::BTreeSet::new();
+        for n in 0..2000 {
+            seen.insert(of(&ws, &ident(&format!("u{n}")), 64));
+        }
+        assert_eq!(seen.len(), 64, "two thousand users reach every partition");
+        insta::assert_snapshot!(format!(
+            "{} {} {}",
+            of(&ws, &ident("u1"), 64),
+            of(&ws, &ident("a"), 64),
+            of(&WorkspaceName::parse("x").unwrap(), &ident("u1"), 64)
+        ), @"36 11 1");
+    }
+}

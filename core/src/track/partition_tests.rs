@@ -1,0 +1,146 @@
+//! The partitioned queue of a store several servers share, with two engines over
+//! one memory store of eight partitions standing for two servers: a request is
+//! queued as one job per partition, each job is applied once and in order whichever
+//! engine applies it, and a read applies ahead of the queue only its user's jobs,
+//! which the other engine's applier then skips, also when it was preparing them.
+
+use std::cell::RefCell;
+
+use serde_json::{json, Value};
+
+use super::backlog::Backlog;
+use super::queue::apply_batch;
+use crate::store::memory::MemoryStore;
+use crate::store::{ChangeSet, CommitError, Entry, QueuedJob, Store, StoreError, Table};
+use crate::testkit::Kit;
+
+fn server(store: &MemoryStore) -> Kit {
+    Kit::configured(store.sharing(), |c| {
+        c.applies_in_background = true;
+        c.shared_store = true;
+    })
+}
+
+fn inc(users: &[String]) -> Value {
+    let objects: Vec<Value> = users.iter().map(|u| json!({"external_id": u, "n": {"inc": 1}, "last": u})).collect();
+    json!({ "attributes": objects })
+}
+
+fn pending(store: &MemoryStore) -> Vec<QueuedJob> {
+    pollster::block_on(store.queued(0, 100_000)).unwrap()
+}
+
+/// Turns of both servers' appliers, one after the other, until the queue is empty.
+fn drain(servers: &[&Kit]) {
+    for _ in 0..10_000 {
+        let mut idle = true;
+        for s in servers {
+            idle &= pollster::block_on(s.engine().apply_queued_pipelined(s.ctx(), 1)).unwrap().is_empty();
+        }
+        if idle {
+            return;
+        }
+    }
+    panic!("the queue did not drain");
+}
+
+fn n(kit: &Kit, user: &str) -> Value {
+    kit.user(user)["custom_attributes"]["n"].clone()
+}
+
+#[test]
+fn a_request_is_queued_as_one_job_per_partition_and_two_servers_apply_each_once() {
+    let store = MemoryStore::with_partitions(8);
+    let (a, b) = (server(&store), server(&store));
+    let users: Vec<String> = (0..40).map(|i| format!("u{i}")).collect();
+    for round in 0..6 {
+        (if round % 2 == 0 { &a } else { &b }).track(inc(&users));
+    }
+    let jobs = pending(&store);
+    let parts: std::collections::BTreeSet<u16> = jobs.iter().map(|j| j.part).collect();
+    assert_eq!(parts.len(), 8, "forty users reach every partition");
+    assert_eq!(jobs.len(), 6 * 8, "each request as one job per partition");
+    drain(&[&a, &b]);
+    assert!(pending(&store).is_empty());
+    for u in &users {
+        assert_eq!(n(&a, u), json!(6), "{u}: every request once");
+        assert_eq!(n(&b, u), json!(6));
+    }
+}
+
+#[test]
+fn a_read_applies_only_its_user_s_jobs_and_the_other_server_skips_them() {
+    let store = MemoryStore::with_partitions(8);
+    let (a, b) = (server(&store), server(&store));
+    for _ in 0..5 {
+        a.track(inc(&["x".into(), "y".into()]));
+    }
+    b.track(inc(&["z".into()]));
+    assert_eq!(n(&b, "x"), json!(5), "server b reads what a acknowledged");
+    let early = pollster::block_on(store.scan(Table::QueueEarly, "", 100)).unwrap().len();
+    assert_eq!(early, 5, "x's five operations, applied ahead of the queue");
+    assert_eq!(pending(&store).len(), 11, "the queue itself has not moved");
+    drain(&[&a, &b]);
+    for (user, want) in [("x", 5), ("y", 5), ("z", 1)] {
+        assert_eq!(n(&a, user), json!(want), "{user}");
+    }
+    assert!(pollster::block_on(store.scan(Table::QueueEarly, "", 100)).unwrap().is_empty());
+}
+
+/// A store that runs `hook` once, just before the first commit that acknowledges jobs.
+struct BeforeAck<'k> {
+    inner: MemoryStore,
+    hook: RefCell<Option<Box<dyn FnOnce() + 'k>>>,
+}
+
+impl Store for BeforeAck<'_> {
+    async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
+        self.inner.get(table, key).await
+    }
+    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
+        self.inner.scan(table, prefix, limit).await
+    }
+    async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
+        if changes.ack.is_some() {
+            let hook = self.hook.borrow_mut().take();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
+        self.inner.commit(changes).await
+    }
+    async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
+        self.inner.enqueue(job).await
+    }
+    fn partitions(&self) -> u16 {
+        self.inner.partitions()
+    }
+    async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        self.inner.queued(after, limit).await
+    }
+    async fn queued_in(&self, part: u16, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        self.inner.queued_in(part, after, limit).await
+    }
+    async fn queue_tail(&self) -> Result<u64, StoreError> {
+        self.inner.queue_tail().await
+    }
+}
+
+#[test]
+fn jobs_another_server_applied_early_while_a_batch_was_prepared_are_not_applied_twice() {
+    let store = MemoryStore::with_partitions(8);
+    let (a, b) = (server(&store), server(&store));
+    for _ in 0..3 {
+        a.track(inc(&["x".into()]));
+    }
+    let part = pending(&store)[0].part;
+    // Server a's applier has read x's jobs and what they touch; before it commits,
+    // a read on server b applies them early.
+    let racing =
+        BeforeAck { inner: store.sharing(), hook: RefCell::new(Some(Box::new(|| assert_eq!(n(&b, "x"), json!(3))))) };
+    let mut backlog = Backlog::with(Default::default(), Default::default(), true);
+    let run = pollster::block_on(apply_batch(&racing, &mut backlog, [3; 16], part, 64)).unwrap();
+    assert_eq!(run.applied, 0, "every job was applied early: the retry applies none again");
+    assert!(pending(&store).is_empty(), "and acknowledges them");
+    assert_eq!(n(&a, "x"), json!(3));
+}
