@@ -414,7 +414,7 @@ impl Store for D1Store {
                 &[num(limit), num(after)],
             )
             .await?;
-        Ok(rows.into_iter().map(|r| QueuedJob { seq: r.seq as u64, job: r.job.into_bytes() }).collect())
+        Ok(rows.into_iter().map(|r| QueuedJob { seq: r.seq as u64, part: 0, job: r.job.into_bytes() }).collect())
     }
 
     async fn queue_tail(&self) -> Result<u64, StoreError> {

@@ -17,6 +17,9 @@ use crate::track::queue::QueueRun;
 /// lease a store grants (PostgreSQL: three seconds).
 const RENEW_EVERY_MS: i64 = 1_000;
 
+/// Batches one turn applies of one partition, when there are several.
+const PARTITION_ROUNDS: usize = 4;
+
 /// The partitions this process applies, and whose turn is next.
 #[derive(Default)]
 pub(super) struct Lanes {
@@ -60,6 +63,8 @@ impl<S: Store> Engine<S> {
         // Until the appliers' rate is measured the backlog bound refuses nothing: short
         // turns measure it within seconds of the first backlog.
         let rounds = if bounded && !pressure.measured() { rounds.min(UNMEASURED_ROUNDS) } else { rounds };
+        // One partition's turn stays short, so that leases are renewed in time.
+        let rounds = if self.store.partitions() > 1 { rounds.min(PARTITION_ROUNDS) } else { rounds };
         let held = self.held_partitions(ctx).await?;
         // Partitions of jobs split by user hold a few of each request's operations:
         // a batch takes as many jobs as the partitions share a request.

@@ -177,6 +177,48 @@ impl Store for NativeStore {
         }
     }
 
+    fn partitions(&self) -> u16 {
+        match self {
+            NativeStore::Sqlite(s) => s.partitions(),
+            NativeStore::Postgres(s) => s.partitions(),
+        }
+    }
+
+    async fn enqueue_parts(&self, jobs: Vec<(u16, Vec<u8>)>) -> Result<Vec<u64>, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.enqueue_parts(jobs).await,
+            NativeStore::Postgres(s) => s.enqueue_parts(jobs).await,
+        }
+    }
+
+    async fn queued_in(&self, part: u16, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.queued_in(part, after, limit).await,
+            NativeStore::Postgres(s) => s.queued_in(part, after, limit).await,
+        }
+    }
+
+    async fn lease_partitions(&self) -> Result<Vec<u16>, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.lease_partitions().await,
+            NativeStore::Postgres(s) => s.lease_partitions().await,
+        }
+    }
+
+    async fn release_partitions(&self) -> Result<(), StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.release_partitions().await,
+            NativeStore::Postgres(s) => s.release_partitions().await,
+        }
+    }
+
+    async fn applied_cursors(&self) -> Result<Option<Vec<u64>>, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.applied_cursors().await,
+            NativeStore::Postgres(s) => s.applied_cursors().await,
+        }
+    }
+
     async fn queue_tail(&self) -> Result<u64, StoreError> {
         match self {
             NativeStore::Sqlite(s) => s.queue_tail().await,

@@ -10,6 +10,7 @@
 //! CONFLICT DO NOTHING`), which takes the row's lock and reads its latest committed
 //! version: two servers writing one document never both succeed.
 
+mod leases;
 mod schema;
 
 use std::future::Future;
@@ -32,7 +33,16 @@ pub struct PgStore {
     runtime: Option<tokio::runtime::Runtime>,
     /// Rate-limit counts so far: every so many, expired windows are deleted.
     counted: std::sync::atomic::AtomicU64,
+    /// The queue's partitions (`queue_parts`, fixed when the database was made).
+    parts: u16,
+    /// This process's name as a holder of partitions' leases: random, new at each start.
+    holder: String,
 }
+
+/// How long a lease of a partition, and a server's place among the appliers, last
+/// unless renewed (an applier renews both about every second): a server that
+/// stopped or died has its partitions taken over within about this long.
+const LEASE_SECS: f64 = 5.0;
 
 /// Rate-limit counts between two sweeps of expired windows.
 const SWEEP_EVERY: u64 = 4096;
@@ -85,6 +95,10 @@ fn pool_err(e: deadpool_postgres::PoolError) -> StoreError {
     }
 }
 
+fn job_row(r: tokio_postgres::Row) -> QueuedJob {
+    QueuedJob { seq: r.get::<_, i64>(0) as u64, part: r.get::<_, i32>(1) as u16, job: r.get(2) }
+}
+
 fn entry(version: i64, value: Vec<u8>) -> Entry {
     Entry { version: version as u64, value }
 }
@@ -110,8 +124,18 @@ impl PgStore {
             .recycle_timeout(Some(CONNECT_WAIT))
             .build()
             .map_err(|e| StoreError(format!("cannot make the PostgreSQL pool: {e}")))?;
-        let store = PgStore { pool, config, runtime: Some(runtime), counted: Default::default() };
+        let mut name = [0u8; 8];
+        getrandom::fill(&mut name).map_err(|e| StoreError(format!("no randomness: {e}")))?;
+        let holder = name.iter().map(|b| format!("{b:02x}")).collect();
+        let mut store =
+            PgStore { pool, config, runtime: Some(runtime), counted: Default::default(), parts: 1, holder };
         store.block(schema::migrate(store.pool.clone()))??;
+        let pool = store.pool.clone();
+        let parts: i64 = store.block(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            Ok::<i64, StoreError>(client.query_one("SELECT count(*) FROM queue_parts", &[]).await.map_err(store_err)?.get(0))
+        })??;
+        store.parts = u16::try_from(parts).ok().filter(|&p| p > 0).ok_or_else(|| StoreError("queue_parts is empty".into()))?;
         Ok(store)
     }
 
@@ -343,25 +367,21 @@ async fn commit_in(pool: Pool, changes: ChangeSet) -> Result<Result<(), CommitEr
         Err(Failed::Store(e)) => return Err(e),
     }
     if let Some(ack) = changes.ack {
-        // The cursor's row is locked last, so that appliers on other servers wait on
-        // it for as short a time as can be.
-        let tail: i64 = tx.query_one("SELECT tail FROM queue_tail WHERE id = 1", &[]).await.map_err(store_err)?.get(0);
-        let applied: i64 = tx
-            .query_one("SELECT applied FROM queue_cursor WHERE id = 1 FOR UPDATE", &[])
-            .await
-            .map_err(store_err)?
-            .get(0);
-        // Jobs above the cursor have no gaps (numbered from `queue_tail`, deleted only
-        // at or below the cursor), so (applied, through] holds through - applied jobs.
-        // An applier elsewhere that got there first moved the cursor: conflict.
-        let (applied, tail) = (applied as u64, tail as u64);
-        if applied >= ack.through || ack.through > tail || ack.through - applied != ack.count {
-            return Ok(Err(CommitError::Conflict));
-        }
-        tx.execute("UPDATE queue_cursor SET applied = $1 WHERE id = 1", &[&(ack.through as i64)])
+        // The partition's jobs through `through` are deleted last, so that appliers on
+        // other servers wait on their rows for as short a time as can be. Another
+        // applier that took them first deleted them: fewer are found, a conflict.
+        let part = i32::from(ack.part);
+        let through = ack.through as i64;
+        let deleted = tx
+            .execute("DELETE FROM queue WHERE part = $1 AND seq <= $2", &[&part, &through])
             .await
             .map_err(store_err)?;
-        tx.execute("DELETE FROM queue WHERE seq <= $1", &[&(ack.through as i64)]).await.map_err(store_err)?;
+        if deleted != ack.count {
+            return Ok(Err(CommitError::Conflict));
+        }
+        tx.execute("UPDATE queue_parts SET applied = GREATEST(applied, $2) WHERE part = $1", &[&part, &through])
+            .await
+            .map_err(store_err)?;
     }
     tx.commit().await.map_err(store_err)?;
     Ok(Ok(()))
@@ -438,20 +458,39 @@ impl Store for PgStore {
     }
 
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
+        let seqs = self.enqueue_parts(engage_core::queue::split_record(job, self.parts, true)).await?;
+        seqs.last().copied().ok_or_else(|| StoreError("nothing was queued".into()))
+    }
+
+    fn partitions(&self) -> u16 {
+        self.parts
+    }
+
+    async fn enqueue_parts(&self, jobs: Vec<(u16, Vec<u8>)>) -> Result<Vec<u64>, StoreError> {
+        if jobs.iter().any(|(part, _)| *part >= self.parts) {
+            return Err(StoreError("no such partition of the queue".into()));
+        }
         let pool = self.pool.clone();
         self.spawn(async move {
-            let mut client = pool.get().await.map_err(pool_err)?;
-            let tx = client.transaction().await.map_err(store_err)?;
-            // The tail's row lock makes enqueues take turns until they commit: jobs
-            // become visible in the order of their numbers.
-            let seq: i64 = tx
-                .query_one("UPDATE queue_tail SET tail = tail + 1 WHERE id = 1 RETURNING tail", &[])
+            let client = pool.get().await.map_err(pool_err)?;
+            let (parts, jobs): (Vec<i32>, Vec<Vec<u8>>) = jobs.into_iter().map(|(p, j)| (i32::from(p), j)).unzip();
+            // One statement, its own transaction: the tail's row lock makes enqueues
+            // take turns until they commit, so jobs become visible in the order of
+            // their numbers, and it is held for no round trip.
+            let st = client
+                .prepare_cached(
+                    "WITH t AS (UPDATE queue_tail SET tail = tail + cardinality($1::integer[]) WHERE id = 1 RETURNING tail)
+                     INSERT INTO queue (seq, part, job)
+                     SELECT t.tail - cardinality($1::integer[]) + u.n, u.part, u.job
+                     FROM t, unnest($1::integer[], $2::bytea[]) WITH ORDINALITY AS u(part, job, n)
+                     RETURNING seq",
+                )
                 .await
-                .map_err(store_err)?
-                .get(0);
-            tx.execute("INSERT INTO queue (seq, job) VALUES ($1, $2)", &[&seq, &job]).await.map_err(store_err)?;
-            tx.commit().await.map_err(store_err)?;
-            Ok(seq as u64)
+                .map_err(store_err)?;
+            let rows = client.query(&st, &[&parts, &jobs]).await.map_err(store_err)?;
+            let mut seqs: Vec<u64> = rows.into_iter().map(|r| r.get::<_, i64>(0) as u64).collect();
+            seqs.sort_unstable();
+            Ok(seqs)
         })
         .await
     }
@@ -461,15 +500,64 @@ impl Store for PgStore {
         self.spawn(async move {
             let client = pool.get().await.map_err(pool_err)?;
             let st = client
-                .prepare_cached(
-                    "SELECT q.seq, q.job FROM queue q, queue_cursor c
-                     WHERE c.id = 1 AND q.seq > GREATEST($1, c.applied) ORDER BY q.seq LIMIT $2",
-                )
+                .prepare_cached("SELECT seq, part, job FROM queue WHERE seq > $1 ORDER BY seq LIMIT $2")
                 .await
                 .map_err(store_err)?;
             let (after, limit) = (i64::try_from(after).unwrap_or(i64::MAX), i64::try_from(limit).unwrap_or(i64::MAX));
             let rows = client.query(&st, &[&after, &limit]).await.map_err(store_err)?;
-            Ok(rows.into_iter().map(|r| QueuedJob { seq: r.get::<_, i64>(0) as u64, job: r.get(1) }).collect())
+            Ok(rows.into_iter().map(job_row).collect())
+        })
+        .await
+    }
+
+    async fn queued_in(&self, part: u16, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        let pool = self.pool.clone();
+        self.spawn(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            // From the partition's cursor: the index skips what was applied and deleted.
+            let st = client
+                .prepare_cached(
+                    "SELECT q.seq, q.part, q.job FROM queue q, queue_parts c
+                     WHERE c.part = $1 AND q.part = $1 AND q.seq > GREATEST($2, c.applied) ORDER BY q.seq LIMIT $3",
+                )
+                .await
+                .map_err(store_err)?;
+            let (after, limit) = (i64::try_from(after).unwrap_or(i64::MAX), i64::try_from(limit).unwrap_or(i64::MAX));
+            let rows = client.query(&st, &[&i32::from(part), &after, &limit]).await.map_err(store_err)?;
+            Ok(rows.into_iter().map(job_row).collect())
+        })
+        .await
+    }
+
+    async fn lease_partitions(&self) -> Result<Vec<u16>, StoreError> {
+        let (pool, holder, parts) = (self.pool.clone(), self.holder.clone(), i64::from(self.parts));
+        self.spawn(async move {
+            let mut client = pool.get().await.map_err(pool_err)?;
+            let tx = client.transaction().await.map_err(store_err)?;
+            leases::renew(&tx, &holder, parts, LEASE_SECS).await.map_err(store_err)?;
+            let held = leases::held(&tx, &holder).await.map_err(store_err)?;
+            tx.commit().await.map_err(store_err)?;
+            Ok(held)
+        })
+        .await
+    }
+
+    async fn release_partitions(&self) -> Result<(), StoreError> {
+        let (pool, holder) = (self.pool.clone(), self.holder.clone());
+        self.spawn(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            leases::release(&client, &holder).await.map_err(store_err)
+        })
+        .await
+    }
+
+    async fn applied_cursors(&self) -> Result<Option<Vec<u64>>, StoreError> {
+        let pool = self.pool.clone();
+        self.spawn(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            let st = client.prepare_cached("SELECT applied FROM queue_parts ORDER BY part").await.map_err(store_err)?;
+            let rows = client.query(&st, &[]).await.map_err(store_err)?;
+            Ok(Some(rows.into_iter().map(|r| r.get::<_, i64>(0) as u64).collect()))
         })
         .await
     }

@@ -9,10 +9,14 @@ use super::{pool_err, store_err};
 
 /// The migrations, in order (`0001_init` is `migrations/` 0001 and 0002 of SQLite and
 /// D1; later ones are PostgreSQL's own).
-pub const MIGRATIONS: [(&str, &str); 2] = [
+pub const MIGRATIONS: [(&str, &str); 3] = [
     ("0001_init", include_str!("../../../../migrations/postgres/0001_init.sql")),
     ("0002_rate_windows", include_str!("../../../../migrations/postgres/0002_rate_windows.sql")),
+    ("0003_queue_partitions", include_str!("../../../../migrations/postgres/0003_queue_partitions.sql")),
 ];
+
+/// Jobs moved at a time while the queue is split into partitions.
+const SPLIT_CHUNK: i64 = 1000;
 
 /// The advisory lock key of migrating (any fixed number; "engage" in ASCII).
 const MIGRATION_LOCK: i64 = 0x656e_6761_6765;
@@ -31,8 +35,49 @@ pub async fn migrate(pool: Pool) -> Result<(), StoreError> {
             tx.query_opt("SELECT 1 FROM engage_migrations WHERE name = $1", &[&name]).await.map_err(store_err)?;
         if done.is_none() {
             tx.batch_execute(sql).await.map_err(store_err)?;
+            if name == "0003_queue_partitions" {
+                split_queue(&tx).await.map_err(store_err)?;
+            }
             tx.execute("INSERT INTO engage_migrations (name) VALUES ($1)", &[&name]).await.map_err(store_err)?;
         }
     }
     tx.commit().await.map_err(store_err)
+}
+
+/// Moves the jobs of the one queue into partitions, in queue order: each job is
+/// split into the jobs of the partitions its users are in (as a request is at
+/// acknowledgement), numbered after every job so far, so that each partition keeps
+/// the order they were acknowledged in. Nothing of a job is applied yet: the one
+/// cursor's jobs at or below it were applied and deleted by the appliers.
+async fn split_queue(tx: &deadpool_postgres::Transaction<'_>) -> Result<(), tokio_postgres::Error> {
+    let parts: i64 = tx.query_one("SELECT count(*) FROM queue_parts", &[]).await?.get(0);
+    let applied: i64 = tx.query_one("SELECT applied FROM queue_cursor WHERE id = 1", &[]).await?.get(0);
+    tx.execute("DELETE FROM queue WHERE seq <= $1", &[&applied]).await?;
+    tx.execute("UPDATE queue_parts SET applied = $1", &[&applied]).await?;
+    let mut after = applied;
+    loop {
+        let rows = tx
+            .query("SELECT seq, job FROM queue WHERE part IS NULL AND seq > $1 ORDER BY seq LIMIT $2", &[&after, &SPLIT_CHUNK])
+            .await?;
+        let Some(last) = rows.last().map(|r| r.get::<_, i64>(0)) else { break };
+        let (mut parts_of, mut jobs): (Vec<i32>, Vec<Vec<u8>>) = (Vec::new(), Vec::new());
+        for row in &rows {
+            // PostgreSQL's queue holds JSON records (`Store::queues_json`).
+            for (part, job) in engage_core::queue::split_record(row.get(1), parts as u16, true) {
+                parts_of.push(i32::from(part));
+                jobs.push(job);
+            }
+        }
+        tx.execute("DELETE FROM queue WHERE part IS NULL AND seq > $1 AND seq <= $2", &[&after, &last]).await?;
+        tx.execute(
+            "WITH t AS (UPDATE queue_tail SET tail = tail + cardinality($1::integer[]) WHERE id = 1 RETURNING tail)
+             INSERT INTO queue (seq, part, job)
+             SELECT t.tail - cardinality($1::integer[]) + u.n, u.part, u.job
+             FROM t, unnest($1::integer[], $2::bytea[]) WITH ORDINALITY AS u(part, job, n)",
+            &[&parts_of, &jobs],
+        )
+        .await?;
+        after = last;
+    }
+    tx.batch_execute("ALTER TABLE queue ALTER COLUMN part SET NOT NULL; DROP TABLE queue_cursor;").await
 }

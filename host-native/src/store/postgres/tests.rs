@@ -74,9 +74,11 @@ fn the_schema_has_the_columns_of_sqlite_s() {
     let dir = tempfile::tempdir().unwrap();
     drop(crate::store::SqliteStore::open(&dir.path().join("t.db")).unwrap());
     let sqlite = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
-    for table in ["docs", "queue", "queue_cursor"] {
+    // PostgreSQL's queue has partitions: a column more, and no one cursor.
+    for (table, extra) in [("docs", None), ("queue", Some("part"))] {
         let mut st = sqlite.prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid").unwrap();
-        let theirs: Vec<String> = st.query_map([table], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+        let mut theirs: Vec<String> = st.query_map([table], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+        theirs.extend(extra.map(str::to_string));
         let store = f.store.as_ref().unwrap();
         let (schema, table_name) = (f.schema.clone(), table.to_string());
         let ours: Vec<String> = store
@@ -99,4 +101,62 @@ fn the_schema_has_the_columns_of_sqlite_s() {
             .unwrap();
         assert_eq!(ours, theirs, "table {table}");
     }
+}
+
+/// A database of the one queue, with a backlog, opened by this version: its jobs
+/// are split into partitions, each user's operations in one partition in the order
+/// they were queued, none lost, none of those applied before queued again.
+#[test]
+fn a_queue_with_one_cursor_becomes_partitions_without_losing_or_reordering_a_job() {
+    let Some(url) = url() else { return };
+    let schema = format!("migrate_{}", std::process::id());
+    let mut sql = format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}; SET search_path = {schema};");
+    sql += "CREATE TABLE engage_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());";
+    for (name, migration) in &super::schema::MIGRATIONS[..2] {
+        sql += migration;
+        sql += &format!("INSERT INTO engage_migrations (name) VALUES ('{name}');");
+    }
+    // Jobs 1-5 were applied (and deleted) before the upgrade; 6-40 wait, each an
+    // event for ten users; job 41 is a record no version reads.
+    for seq in 6..=40 {
+        let ops: Vec<serde_json::Value> = (0..10)
+            .map(|u| {
+                let ident = serde_json::json!({"external": format!("u{u}")});
+                serde_json::json!({"event": {"target": {"ident": ident, "create": true}, "name": format!("e{seq}"), "time": 1}})
+            })
+            .collect();
+        let job = serde_json::json!({"workspace": "w", "at": 1, "ops": ops}).to_string().replace('\'', "''");
+        sql += &format!("INSERT INTO queue (seq, job) VALUES ({seq}, convert_to('{job}', 'UTF8'));");
+    }
+    sql += "INSERT INTO queue (seq, job) VALUES (41, '\\x00ff'::bytea);";
+    sql += "UPDATE queue_cursor SET applied = 5; UPDATE queue_tail SET tail = 41;";
+    admin(&url, &sql);
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let store = PgStore::open(&format!("{url}{sep}options=-csearch_path%3D{schema}")).unwrap();
+    let jobs = pollster::block_on(engage_core::Store::queued(&store, 0, 100_000)).unwrap();
+    let mut by_user: std::collections::BTreeMap<String, Vec<(u16, String)>> = Default::default();
+    let mut unreadable = Vec::new();
+    for job in &jobs {
+        assert!(job.seq > 41, "numbered after every job queued before");
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(&job.job) else {
+            unreadable.push((job.part, job.job.clone()));
+            continue;
+        };
+        for op in value["ops"].as_array().unwrap() {
+            let user = op["event"]["target"]["ident"]["external"].as_str().unwrap().to_string();
+            by_user.entry(user).or_default().push((job.part, op["event"]["name"].as_str().unwrap().to_string()));
+        }
+    }
+    assert_eq!(unreadable, vec![(0, vec![0x00, 0xff])], "kept whole, for the applier to set aside");
+    assert_eq!(by_user.len(), 10);
+    let parts: std::collections::BTreeSet<u16> = by_user.values().map(|ops| ops[0].0).collect();
+    assert!(parts.len() > 1, "ten users over more than one partition: {parts:?}");
+    for (user, ops) in &by_user {
+        let names: Vec<String> = ops.iter().map(|(_, n)| n.clone()).collect();
+        let want: Vec<String> = (6..=40).map(|s| format!("e{s}")).collect();
+        assert_eq!(names, want, "{user}: every job once, in order");
+        assert!(ops.iter().all(|(p, _)| *p == ops[0].0), "{user}: in one partition");
+    }
+    drop(store);
+    admin(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
 }

@@ -32,7 +32,7 @@ fn a_reopened_store_holds_every_commit_and_the_queue() {
         store.commit(ChangeSet { ops: vec![put("k", "b", Expect::Version(1))], ack: None }).await.unwrap();
         let first = store.enqueue(b"one".to_vec()).await.unwrap();
         store.enqueue(b"two".to_vec()).await.unwrap();
-        let ack = engage_core::store::QueueAck { through: first, count: 1 };
+        let ack = engage_core::store::QueueAck { part: 0, through: first, count: 1 };
         store.commit(ChangeSet { ops: vec![], ack: Some(ack) }).await.unwrap();
     });
     drop(store);

@@ -282,7 +282,7 @@ impl QueueLog {
                 }
                 return Ok(Read::Retired(slot.seq));
             }
-            jobs.push(QueuedJob { seq: slot.seq, job });
+            jobs.push(QueuedJob { seq: slot.seq, part: 0, job });
         }
         Ok(Read::Jobs(jobs))
     }
