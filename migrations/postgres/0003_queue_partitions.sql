@@ -1,4 +1,5 @@
--- The queue in partitions (docs/decisions/postgres.md, postgres-partitions): 64,
+-- The queue in partitions (docs/decisions/postgres.md, postgres-partitions), as
+-- many as ENGAGE_QUEUE_PARTITIONS says when the database is made (1 by default),
 -- each with the sequence number its appliers have applied through and the server
 -- holding its lease; the servers applying, each seen within the last seconds. The
 -- jobs queued before are split into partitions by the server that migrates, in
@@ -11,7 +12,6 @@ CREATE TABLE queue_parts (
     holder      text,
     lease_until timestamptz
 );
-INSERT INTO queue_parts (part, applied) SELECT g, 0 FROM generate_series(0, 63) AS g;
 
 CREATE TABLE queue_appliers (
     holder text PRIMARY KEY,

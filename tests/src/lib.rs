@@ -24,12 +24,46 @@ use serde_json::{json, Value};
 pub struct Host {
     /// Base URL without a trailing slash.
     pub base: String,
+    /// With `ENGAGE_TEST_SERVERS=N` (and `ENGAGE_TEST_DB` a database several servers
+    /// share): the other servers' base URLs. API requests go to each server in turn;
+    /// the operator's and test kit's routes, whose journal, faults and clocks are a
+    /// server's own, go to `base`.
+    pub others: Vec<String>,
     /// The admin token the host was started with (operator and test-kit routes).
     pub admin_token: String,
-    _child: Option<Child>,
+    children: Vec<Child>,
+}
+
+impl Host {
+    /// The base URL for a request to `path`: with several servers, the next in turn
+    /// for the API, the first for the operator's and test kit's routes.
+    pub fn base_for(&self, path: &str) -> &str {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        if self.others.is_empty() || path.starts_with("/_engage") {
+            return &self.base;
+        }
+        let n = NEXT.fetch_add(1, Ordering::Relaxed) as usize % (self.others.len() + 1);
+        if n == 0 {
+            &self.base
+        } else {
+            &self.others[n - 1]
+        }
+    }
 }
 
 fn spawn_native() -> Host {
+    let servers: usize = std::env::var("ENGAGE_TEST_SERVERS").ok().and_then(|n| n.parse().ok()).unwrap_or(1);
+    let admin_token = format!("admin-token-{:032}", now_nanos());
+    let mut hosts: Vec<Host> = (0..servers.max(1)).map(|_| spawn_one(&admin_token)).collect();
+    let mut first = hosts.remove(0);
+    for other in hosts {
+        first.others.push(other.base.clone());
+        first.children.extend(other.children);
+    }
+    first
+}
+
+fn spawn_one(admin_token: &str) -> Host {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let bin =
         std::env::var("ENGAGE_BIN").map(std::path::PathBuf::from).unwrap_or_else(|_| root.join("target/debug/engage"));
@@ -45,13 +79,12 @@ fn spawn_native() -> Host {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("free port");
         l.local_addr().expect("addr").port()
     };
-    let admin_token = format!("admin-token-{:032}", now_nanos());
     let child = Command::new(&bin)
         .args(["serve", "--exit-on-stdin-eof", "--listen", &format!("127.0.0.1:{port}"), "--db"])
         // ENGAGE_TEST_DB: another database for the server (tests/run.sh runs the suite
         // again on PostgreSQL); by default a SQLite file of this run's own.
         .arg(std::env::var_os("ENGAGE_TEST_DB").map_or_else(|| dir.join("engage.db"), std::path::PathBuf::from))
-        .env("ENGAGE_ADMIN_TOKEN", &admin_token)
+        .env("ENGAGE_ADMIN_TOKEN", admin_token)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -63,7 +96,7 @@ fn spawn_native() -> Host {
         assert!(started.elapsed() < Duration::from_secs(30), "engage serve did not start listening");
         std::thread::sleep(Duration::from_millis(20));
     }
-    Host { base: format!("http://127.0.0.1:{port}"), admin_token, _child: Some(child) }
+    Host { base: format!("http://127.0.0.1:{port}"), admin_token: admin_token.into(), others: vec![], children: vec![child] }
 }
 
 /// Removes the data directories of earlier test processes that have ended. The host
@@ -95,7 +128,8 @@ pub fn host() -> &'static Host {
             base: base.trim_end_matches('/').to_string(),
             admin_token: std::env::var("ENGAGE_ADMIN_TOKEN")
                 .expect("ENGAGE_ADMIN_TOKEN must be set with ENGAGE_BASE_URL"),
-            _child: None,
+            others: vec![],
+            children: vec![],
         },
         Err(_) => spawn_native(),
     })
@@ -135,6 +169,8 @@ pub struct Api {
     /// The workspace name.
     pub workspace: String,
     http: HyperClient<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
+    /// Every request to the first server ([`Api::pinned`]).
+    pinned: bool,
 }
 
 fn client() -> HyperClient<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>> {
@@ -144,17 +180,18 @@ fn client() -> HyperClient<hyper_util::client::legacy::connect::HttpConnector, F
 /// Sends one request.
 pub async fn send(method: &str, path: &str, headers: &[(&str, &str)], body: Option<Vec<u8>>) -> Reply {
     let http = client();
-    send_with(&http, method, path, headers, body).await
+    send_with(&http, host().base_for(path), method, path, headers, body).await
 }
 
 async fn send_with(
     http: &HyperClient<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
+    base: &str,
     method: &str,
     path: &str,
     headers: &[(&str, &str)],
     body: Option<Vec<u8>>,
 ) -> Reply {
-    let mut b = hyper::Request::builder().method(method).uri(format!("{}{}", host().base, path));
+    let mut b = hyper::Request::builder().method(method).uri(format!("{base}{path}"));
     for (k, v) in headers {
         b = b.header(*k, *v);
     }
@@ -207,7 +244,16 @@ impl Api {
     pub async fn in_workspace(workspace: &str, permissions: Value) -> Api {
         let r = admin("POST", "/_engage/keys", json!({"workspace": workspace, "permissions": permissions})).await;
         assert_eq!(r.status, 201, "creating a key failed: {:?}", r.body);
-        Api { key: r.body["key"].as_str().expect("key").to_string(), workspace: workspace.to_string(), http: client() }
+        let key = r.body["key"].as_str().expect("key").to_string();
+        Api { key, workspace: workspace.to_string(), http: client(), pinned: false }
+    }
+
+    /// This client, sending every request to the first server: for a test of what
+    /// one server keeps of its own (its journal of requests, its count of what its
+    /// acknowledged jobs add to a profile), when `ENGAGE_TEST_SERVERS` runs several.
+    pub fn pinned(mut self) -> Api {
+        self.pinned = true;
+        self
     }
 
     /// Creates a subscription group in this workspace; returns its id.
@@ -222,8 +268,9 @@ impl Api {
     /// Sends a request with this key.
     pub async fn call(&self, method: &str, path: &str, body: Option<Vec<u8>>) -> Reply {
         let auth = format!("Bearer {}", self.key);
-        send_with(&self.http, method, path, &[("Authorization", &auth), ("Content-Type", "application/json")], body)
-            .await
+        let base = if self.pinned { host().base.as_str() } else { host().base_for(path) };
+        let headers = [("Authorization", auth.as_str()), ("Content-Type", "application/json")];
+        send_with(&self.http, base, method, path, &headers, body).await
     }
 
     /// POST with a JSON body.
@@ -263,10 +310,14 @@ impl Api {
     }
 }
 
-/// The path of a preference-center link, checked to point at the host under test.
+/// The path of a preference-center link, checked to point at the host under test
+/// (any of its servers: a link names the server that made it).
 pub fn link_path(url: &str) -> String {
-    let prefix = format!("{}/preferences/", host().base);
-    let token = url.strip_prefix(&prefix).unwrap_or_else(|| panic!("{url} does not start with {prefix}"));
+    let h = host();
+    let token = std::iter::once(&h.base)
+        .chain(&h.others)
+        .find_map(|base| url.strip_prefix(&format!("{base}/preferences/")))
+        .unwrap_or_else(|| panic!("{url} does not start with {}/preferences/", h.base));
     format!("/preferences/{token}")
 }
 
@@ -347,7 +398,9 @@ impl Scim {
             headers.push(("Content-Type", "application/scim+json"));
         }
         headers.extend_from_slice(extra);
-        send_with(&self.http, method, path, &headers, body.map(|b| b.to_string().into_bytes())).await
+        // Deployment-wide, and outside the queue: one server answers, with its own
+        // URL in every resource's location.
+        send_with(&self.http, &host().base, method, path, &headers, body.map(|b| b.to_string().into_bytes())).await
     }
 
     /// GET.

@@ -9,6 +9,18 @@ use crate::store::{Store, StoreError, Table, MAX_SCAN};
 /// One operation of a queued job: its sequence number and its index in the job.
 pub type OpKey = (u64, u32);
 
+/// The store key of partition `part`'s turn, on a store several servers share: every
+/// application of the partition's jobs (a batch in order, or operations applied
+/// early for a request) reads it before the jobs, the records of those applied
+/// early and what the jobs touch, and commits it a version on. Two applications
+/// that overlap conflict and the later one reads again: one never applies a job
+/// the other applied meanwhile, even where a profile it wrote was deleted since
+/// and looks as it did (which a profile's own version cannot tell). Not a record:
+/// it does not parse as one.
+pub fn turn_key(part: u16) -> String {
+    format!("turn/{part:05}")
+}
+
 /// The store key of the record of an operation applied early.
 pub fn early_key((seq, op): OpKey) -> String {
     format!("{seq:020}/{op:05}")

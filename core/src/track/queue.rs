@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::apply::apply_op;
 use super::backlog::{early_key, Backlog, OpKey};
+use super::early::turn_key;
 use super::ledger::Applied;
 use super::parse::TrackJob;
 use super::record;
@@ -71,6 +72,11 @@ pub async fn apply_batch<S: Store>(
 ) -> Result<QueueRun, ApiError> {
     backlog.load(store).await?;
     for _ in 0..MAX_ATTEMPTS {
+        // The partition's turn first: whatever was applied of it before is read below.
+        let turn = match backlog.shared() {
+            true => Some(turns(store, &[part]).await?[0]),
+            false => None,
+        };
         let jobs = store.queued_in(part, 0, max_jobs.max(1)).await?;
         let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else {
             backlog.ledger().settle();
@@ -84,13 +90,9 @@ pub async fn apply_batch<S: Store>(
         // Ids per operation (`IdGen::for_op`): the same in any batch and attempt (an
         // attempt that did not commit made nothing).
         let (batch, txs) = prepare(store, &jobs, backlog, seed).await?;
-        // Another server's request may have applied some of these early while this
-        // batch read what they touch: built again without them.
-        if backlog.reload_early(store, first, through).await? {
-            continue;
-        }
         let applied = backlog.ledger().applied(&batch.jobs);
         let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
+        changes.ops.extend(turn.map(|expect| turn_op(part, expect)).transpose()?);
         for tx in txs.into_values() {
             changes.ops.extend(tx.into_changes()?.ops);
         }
@@ -133,6 +135,20 @@ pub async fn apply_early<S: Store>(
         let mut jobs: Vec<(u64, TrackJob)> = Vec::new();
         let mut records: Vec<OpKey> = Vec::new();
         let mut changes = ChangeSet::default();
+        if backlog.shared() {
+            // Each partition's turn, read before its jobs (again) and what they touch.
+            let mut parts: Vec<u16> = queued.iter().map(|q| q.part).collect();
+            parts.sort_unstable();
+            parts.dedup();
+            for (part, expect) in parts.iter().zip(turns(store, &parts).await?) {
+                changes.ops.push(turn_op(*part, expect)?);
+            }
+            let seqs: Vec<u64> = queued.iter().map(|q| q.seq).collect();
+            queued = still_queued(store, backlog, seqs.into_iter()).await?;
+            if queued.is_empty() {
+                return Ok(QueueRun::default());
+            }
+        }
         for q in &queued {
             // A job that cannot be decoded names nobody: it is not in the set.
             let Ok(mut job) = record::decode(&q.job) else { continue };
@@ -149,19 +165,6 @@ pub async fn apply_early<S: Store>(
         }
         let mut txs = BTreeMap::new();
         apply_jobs(store, &mut txs, &jobs, seed).await?;
-        if backlog.shared() {
-            // Another server's applier may have applied one of these jobs in order
-            // before this read what it touches: read again without it.
-            let seqs: Vec<u64> = queued.iter().map(|q| q.seq).collect();
-            let still = still_queued(store, backlog, seqs.iter().copied()).await?;
-            if still.len() < queued.len() {
-                queued = still;
-                if queued.is_empty() {
-                    return Ok(QueueRun::default());
-                }
-                continue;
-            }
-        }
         for tx in txs.into_values() {
             changes.ops.extend(tx.into_changes()?.ops);
         }
@@ -180,20 +183,29 @@ pub async fn apply_early<S: Store>(
             Err(CommitError::Conflict) => {
                 // On a shared store: another server's request applied some of these
                 // early, or its applier applied their jobs.
+                // (The next attempt reads which jobs are left.)
                 if backlog.shared() {
                     let (first, last) = (queued[0].seq, queued[queued.len() - 1].seq);
                     backlog.reload_early(store, first, last).await?;
-                    let seqs: Vec<u64> = queued.iter().map(|q| q.seq).collect();
-                    queued = still_queued(store, backlog, seqs.into_iter()).await?;
-                    if queued.is_empty() {
-                        return Ok(QueueRun::default());
-                    }
                 }
             }
             Err(CommitError::Store(e)) => return Err(e.into()),
         }
     }
     Err(ApiError::Busy)
+}
+
+/// What each partition's turn (see [`super::early::turn_key`]) is expected at: its
+/// version now, or absent.
+async fn turns<S: Store>(store: &S, parts: &[u16]) -> Result<Vec<Expect>, StoreError> {
+    let keys: Vec<String> = parts.iter().map(|&p| turn_key(p)).collect();
+    let found = store.get_many(Table::QueueEarly, &keys).await?;
+    Ok(found.into_iter().map(|e| e.map_or(Expect::Absent, |e| Expect::Version(e.version))).collect())
+}
+
+/// The write that takes partition `part`'s turn from where `expect` says it is.
+fn turn_op(part: u16, expect: Expect) -> Result<Op, StoreError> {
+    Ok(Op::Put { table: Table::QueueEarly, key: turn_key(part), value: encode(&serde_json::json!({}))?, expect })
 }
 
 /// The jobs `seqs` (in order) still queued. Pending jobs stay in the queue until
@@ -380,10 +392,15 @@ pub async fn apply_pipelined<S: Store>(
     let mut done = QueueRun::default();
     // Set when a pipelined commit failed on contention: one batch goes the plain way.
     let mut contended = false;
+    // On a shared store, the version the partition's turn is expected at.
+    let mut turn: Option<Expect> = None;
     let rounds_run: Result<(), ApiError> = async {
         for round in 0..rounds.max(1) {
             if round > 0 && yield_now() {
                 break;
+            }
+            if after == 0 && backlog.shared() {
+                turn = Some(turns(store, &[part]).await?[0]);
             }
             let jobs = store.queued_in(part, after, max_jobs.max(1)).await?;
             let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else { break };
@@ -399,16 +416,15 @@ pub async fn apply_pipelined<S: Store>(
                 return Ok(());
             }
             apply_jobs(store, &mut txs, &batch.jobs, seed).await?;
-            if backlog.reload_early(store, first, through).await? {
-                // As in `apply_batch`: applied early meanwhile. What was handed over
-                // lands; this batch goes the plain way.
-                if let Some(last) = submitted.take() {
-                    land(last, backlog, &mut done).await?;
-                }
-                contended = true;
-                return Ok(());
-            }
             let mut changes = ChangeSet { ops: batch.kept_ops(), ack: None };
+            if let Some(expect) = turn {
+                // Each batch takes the partition's turn on from the one before it.
+                changes.ops.push(turn_op(part, expect)?);
+                turn = Some(Expect::Version(match expect {
+                    Expect::Version(v) => v + 1,
+                    _ => 1,
+                }));
+            }
             for tx in txs.values_mut() {
                 changes.ops.extend(tx.settle()?.ops);
             }

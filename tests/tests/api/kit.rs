@@ -208,8 +208,9 @@ async fn a_file_loaded_twice_at_once_or_after_one_workspace_s_reset_loads_each_p
 /// (`host-native/tests/native/test_kit.rs` matches bodies on an `--ephemeral` one).
 #[tokio::test]
 async fn a_test_finds_and_counts_the_calls_its_code_made_and_forgets_them() {
-    let api = Api::new().await;
-    let other = Api::new().await;
+    // The journal is a server's own.
+    let api = Api::new().await.pinned();
+    let other = Api::new().await.pinned();
     let since = admin("POST", "/_engage/requests/count", json!({})).await;
     assert_eq!(since.status, 200, "{}", since.body);
     for user in ["v1", "v2"] {

@@ -104,8 +104,15 @@ fn entry(version: i64, value: Vec<u8>) -> Entry {
 }
 
 impl PgStore {
-    /// Connects to `url` and brings its schema up to date.
+    /// Connects to `url` and brings its schema up to date; a new database's queue
+    /// gets the partitions `ENGAGE_QUEUE_PARTITIONS` says (1 by default).
     pub fn open(url: &str) -> Result<PgStore, StoreError> {
+        PgStore::open_with(url, schema::partitions_wanted()?)
+    }
+
+    /// As [`PgStore::open`], giving a new database's queue `parts` partitions (a
+    /// database that has its partitions keeps them).
+    pub fn open_with(url: &str, parts: u16) -> Result<PgStore, StoreError> {
         let config: tokio_postgres::Config =
             url.parse().map_err(|_| StoreError("the postgres:// URL is not valid".into()))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -129,7 +136,7 @@ impl PgStore {
         let holder = name.iter().map(|b| format!("{b:02x}")).collect();
         let mut store =
             PgStore { pool, config, runtime: Some(runtime), counted: Default::default(), parts: 1, holder };
-        store.block(schema::migrate(store.pool.clone()))??;
+        store.block(schema::migrate(store.pool.clone(), parts))??;
         let pool = store.pool.clone();
         let parts: i64 = store.block(async move {
             let client = pool.get().await.map_err(pool_err)?;

@@ -21,8 +21,25 @@ const SPLIT_CHUNK: i64 = 1000;
 /// The advisory lock key of migrating (any fixed number; "engage" in ASCII).
 const MIGRATION_LOCK: i64 = 0x656e_6761_6765;
 
+/// Partitions a database gets when it is made, unless `ENGAGE_QUEUE_PARTITIONS` says.
+pub const DEFAULT_PARTITIONS: u16 = 1;
+
+/// Most partitions a database may have.
+pub const MAX_PARTITIONS: u16 = 1024;
+
+/// The partitions a new database gets: `ENGAGE_QUEUE_PARTITIONS` (1 to 1024), or 1.
+pub fn partitions_wanted() -> Result<u16, StoreError> {
+    match std::env::var("ENGAGE_QUEUE_PARTITIONS") {
+        Err(_) => Ok(DEFAULT_PARTITIONS),
+        Ok(n) => n.trim().parse().ok().filter(|n| (1..=MAX_PARTITIONS).contains(n)).ok_or_else(|| {
+            StoreError(format!("ENGAGE_QUEUE_PARTITIONS must be a number from 1 to {MAX_PARTITIONS}, not {n:?}"))
+        }),
+    }
+}
+
 /// Applies the migrations `pool`'s database lacks.
-pub async fn migrate(pool: Pool) -> Result<(), StoreError> {
+/// `parts`: the partitions of the queue, if this makes them.
+pub async fn migrate(pool: Pool, parts: u16) -> Result<(), StoreError> {
     let mut client = pool.get().await.map_err(pool_err)?;
     let tx = client.transaction().await.map_err(store_err)?;
     // Held until this transaction ends: one server migrates at a time.
@@ -36,7 +53,7 @@ pub async fn migrate(pool: Pool) -> Result<(), StoreError> {
         if done.is_none() {
             tx.batch_execute(sql).await.map_err(store_err)?;
             if name == "0003_queue_partitions" {
-                split_queue(&tx).await.map_err(store_err)?;
+                split_queue(&tx, parts).await.map_err(store_err)?;
             }
             tx.execute("INSERT INTO engage_migrations (name) VALUES ($1)", &[&name]).await.map_err(store_err)?;
         }
@@ -49,8 +66,12 @@ pub async fn migrate(pool: Pool) -> Result<(), StoreError> {
 /// acknowledgement), numbered after every job so far, so that each partition keeps
 /// the order they were acknowledged in. Nothing of a job is applied yet: the one
 /// cursor's jobs at or below it were applied and deleted by the appliers.
-async fn split_queue(tx: &deadpool_postgres::Transaction<'_>) -> Result<(), tokio_postgres::Error> {
-    let parts: i64 = tx.query_one("SELECT count(*) FROM queue_parts", &[]).await?.get(0);
+async fn split_queue(tx: &deadpool_postgres::Transaction<'_>, parts: u16) -> Result<(), tokio_postgres::Error> {
+    tx.execute(
+        "INSERT INTO queue_parts (part, applied) SELECT g, 0 FROM generate_series(0, $1 - 1) AS g",
+        &[&i32::from(parts)],
+    )
+    .await?;
     let applied: i64 = tx.query_one("SELECT applied FROM queue_cursor WHERE id = 1", &[]).await?.get(0);
     tx.execute("DELETE FROM queue WHERE seq <= $1", &[&applied]).await?;
     tx.execute("UPDATE queue_parts SET applied = $1", &[&applied]).await?;
@@ -63,7 +84,7 @@ async fn split_queue(tx: &deadpool_postgres::Transaction<'_>) -> Result<(), toki
         let (mut parts_of, mut jobs): (Vec<i32>, Vec<Vec<u8>>) = (Vec::new(), Vec::new());
         for row in &rows {
             // PostgreSQL's queue holds JSON records (`Store::queues_json`).
-            for (part, job) in engage_core::queue::split_record(row.get(1), parts as u16, true) {
+            for (part, job) in engage_core::queue::split_record(row.get(1), parts, true) {
                 parts_of.push(i32::from(part));
                 jobs.push(job);
             }

@@ -38,7 +38,8 @@ fn fresh(url: &str, n: u32) -> Fresh {
     let schema = format!("conformance_{}_{n}", std::process::id());
     admin(url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}"));
     let sep = if url.contains('?') { '&' } else { '?' };
-    let store = PgStore::open(&format!("{url}{sep}options=-csearch_path%3D{schema}")).unwrap();
+    // Partitions, so that the conformance check of partitions runs.
+    let store = PgStore::open_with(&format!("{url}{sep}options=-csearch_path%3D{schema}"), 4).unwrap();
     Fresh { url: url.to_string(), schema, store: Some(store) }
 }
 
@@ -132,7 +133,7 @@ fn a_queue_with_one_cursor_becomes_partitions_without_losing_or_reordering_a_job
     sql += "UPDATE queue_cursor SET applied = 5; UPDATE queue_tail SET tail = 41;";
     admin(&url, &sql);
     let sep = if url.contains('?') { '&' } else { '?' };
-    let store = PgStore::open(&format!("{url}{sep}options=-csearch_path%3D{schema}")).unwrap();
+    let store = PgStore::open_with(&format!("{url}{sep}options=-csearch_path%3D{schema}"), 8).unwrap();
     let jobs = pollster::block_on(engage_core::Store::queued(&store, 0, 100_000)).unwrap();
     let mut by_user: std::collections::BTreeMap<String, Vec<(u16, String)>> = Default::default();
     let mut unreadable = Vec::new();
