@@ -46,6 +46,12 @@ step "the black-box suite again, against a native server on PostgreSQL"
 psql "$ENGAGE_TEST_POSTGRES_URL" -v ON_ERROR_STOP=1 -qc "DROP DATABASE IF EXISTS engage_blackbox" -c "CREATE DATABASE engage_blackbox"
 ENGAGE_TEST_DB="${ENGAGE_TEST_POSTGRES_URL%/*}/engage_blackbox" cargo test "${NATIVE[@]}" --test api
 
+step "the black-box suite again, against two and then three native servers sharing one PostgreSQL database"
+for servers in 2 3; do
+  psql "$ENGAGE_TEST_POSTGRES_URL" -v ON_ERROR_STOP=1 -qc "DROP DATABASE IF EXISTS engage_blackbox" -c "CREATE DATABASE engage_blackbox"
+  ENGAGE_TEST_SERVERS=$servers ENGAGE_TEST_DB="${ENGAGE_TEST_POSTGRES_URL%/*}/engage_blackbox" cargo test "${NATIVE[@]}" --test api
+done
+
 step "SCIM 2.0 conformance tools (scim2-tester, scim-sanity) against the native host"
 bash tests/scim/run.sh
 

@@ -60,7 +60,9 @@ pub(crate) fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> 
             }
             // Servers sharing the store take this one's partitions at once.
             if let Err(e) = pollster::block_on(engine.stop_applying()) {
-                tracing::warn!("giving up the queue's partitions failed (they are taken over once their leases run out): {e:?}");
+                tracing::warn!(
+                    "giving up the queue's partitions failed (they are taken over once their leases run out): {e:?}"
+                );
             }
         })
         .expect("spawn the applier thread")

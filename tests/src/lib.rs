@@ -36,10 +36,11 @@ pub struct Host {
 
 impl Host {
     /// The base URL for a request to `path`: with several servers, the next in turn
-    /// for the API, the first for the operator's and test kit's routes.
+    /// for the API, the first for the operator's and test kit's routes and metrics.
     pub fn base_for(&self, path: &str) -> &str {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        if self.others.is_empty() || path.starts_with("/_engage") {
+        // A server's metrics are its own counts, as its journal is.
+        if self.others.is_empty() || path.starts_with("/_engage") || path == "/metrics" {
             return &self.base;
         }
         let n = NEXT.fetch_add(1, Ordering::Relaxed) as usize % (self.others.len() + 1);
@@ -96,7 +97,12 @@ fn spawn_one(admin_token: &str) -> Host {
         assert!(started.elapsed() < Duration::from_secs(30), "engage serve did not start listening");
         std::thread::sleep(Duration::from_millis(20));
     }
-    Host { base: format!("http://127.0.0.1:{port}"), admin_token: admin_token.into(), others: vec![], children: vec![child] }
+    Host {
+        base: format!("http://127.0.0.1:{port}"),
+        admin_token: admin_token.into(),
+        others: vec![],
+        children: vec![child],
+    }
 }
 
 /// Removes the data directories of earlier test processes that have ended. The host

@@ -218,3 +218,137 @@ fn commands_take_a_postgres_url_and_a_sync_asked_from_the_command_line_runs_once
     let (ok, _, err) = engage_result(&["backup", "--db", &db, "--to", dir.path().join("copy.db").to_str().unwrap()]);
     assert!(!ok && err.contains("pg_dump"), "{err}");
 }
+
+/// Servers on `db` whose database's queue gets eight partitions when they make it.
+fn partitioned_servers(db: &str, n: usize) -> (Vec<Server>, String) {
+    let path = std::path::Path::new(db);
+    let servers =
+        (0..n).map(|_| Server::start(path, &["--no-rate-limits"], &["env", "ENGAGE_QUEUE_PARTITIONS=8"])).collect();
+    (servers, support::key(path))
+}
+
+#[test]
+fn on_a_partitioned_queue_three_servers_apply_each_write_once_in_order_and_survive_a_kill_9() {
+    let Some(url) = url() else { return };
+    let db = fresh_database(&url, "parts");
+    let (mut servers, key) = partitioned_servers(&db, 3);
+    let ports: Vec<u16> = servers.iter().map(|s| s.port).collect();
+    // In order: each user's ten requests one after another, round the servers.
+    let threads: Vec<_> = (0..12)
+        .map(|u| {
+            let (key, ports) = (key.clone(), ports.clone());
+            std::thread::spawn(move || {
+                let user = format!("o{u}");
+                let mut conns: Vec<Conn> = ports.iter().map(|p| Conn::open(*p).unwrap()).collect();
+                for i in 0..10 {
+                    let mut body = support::counted_track(&user);
+                    body["attributes"][0]["last"] = json!(i);
+                    let reply = conns[i % 3].post("/users/track", &key, &body).unwrap();
+                    assert_eq!(reply.status, 201, "{}", String::from_utf8_lossy(&reply.body));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    // Under load, one of the three is killed: the others take its partitions over.
+    let load = support::Load::start(&ports, &key, 8, "k", 40, false);
+    std::thread::sleep(Duration::from_millis(1500));
+    servers[0].kill();
+    std::thread::sleep(Duration::from_millis(1500));
+    let support::Tally { acked, sent, .. } = load.stop();
+    assert!(acked.values().sum::<u64>() > 50, "the load ran: {acked:?}");
+    let ordered: Vec<String> = (0..12).map(|u| format!("o{u}")).collect();
+    let loaded: Vec<String> = sent.keys().cloned().collect();
+    let started = Instant::now();
+    let counts = loop {
+        let counts = support::read_counts(&servers[1], &key, &loaded);
+        let done = loaded.iter().all(|u| counts.get(u).map_or(0, |c| c.0) >= acked.get(u).copied().unwrap_or(0));
+        if done || started.elapsed() > Duration::from_secs(30) {
+            break counts;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    for u in &loaded {
+        let (n, m, hits) = counts.get(u).copied().unwrap_or((0, 0, 0));
+        let (ok, tried) = (acked.get(u).copied().unwrap_or(0), sent[u]);
+        assert!(n >= ok && n <= tried, "{u}: applied {n}, acknowledged {ok}, sent {tried}");
+        assert_eq!((m, hits), (n, n), "{u}: every request applied whole");
+    }
+    for server in &servers[1..] {
+        let counts = support::read_counts(server, &key, &ordered);
+        for u in &ordered {
+            assert_eq!(counts[u], (10, 10, 10), "{u} through port {}: each request once, whole", server.port);
+        }
+        let body = json!({"external_ids": ordered, "fields_to_export": ["external_id", "custom_attributes"]});
+        let reply = server.conn().post("/users/export/ids", &key, &body).unwrap();
+        for user in reply.json()["users"].as_array().unwrap() {
+            assert_eq!(user["custom_attributes"]["last"], 9, "the last acknowledged write wins: {user}");
+        }
+    }
+    // Everything queued is applied: the killed server's partitions were taken over.
+    let started = Instant::now();
+    loop {
+        let text = servers[1].conn().send("GET", "/metrics", "", None).unwrap();
+        let body = String::from_utf8_lossy(&text.body).to_string();
+        let pending = body.lines().find(|l| l.starts_with("engage_queue_pending_jobs ")).map(|l| l.ends_with(" 0"));
+        if pending == Some(true) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the queue did not drain: {body}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_merge_racing_track_writes_to_both_users_on_two_servers_keeps_every_event_once() {
+    let Some(url) = url() else { return };
+    let db = fresh_database(&url, "merge");
+    let (servers, key) = partitioned_servers(&db, 2);
+    let ports: Vec<u16> = servers.iter().map(|s| s.port).collect();
+    let hit = |user: &str| json!({"events": [{"external_id": user, "name": "hit", "time": "2026-11-01T00:00:00Z"}]});
+    for user in ["src", "dst"] {
+        let reply = Conn::open(ports[0]).unwrap().post("/users/track/sync", &key, &hit(user)).unwrap();
+        assert_eq!(reply.status, 201, "{}", String::from_utf8_lossy(&reply.body));
+    }
+    // Each user gets thirty events, half through each server, while the merge of
+    // src into dst is asked of server b a third of the way in.
+    let writers: Vec<_> = ["src", "dst"]
+        .into_iter()
+        .map(|user| {
+            let (key, ports) = (key.clone(), ports.clone());
+            std::thread::spawn(move || {
+                let mut conns: Vec<Conn> = ports.iter().map(|p| Conn::open(*p).unwrap()).collect();
+                let mut acked = Vec::new();
+                for i in 0..30 {
+                    let reply = conns[i % 2].post("/users/track", &key, &hit(user)).unwrap();
+                    assert_eq!(reply.status, 201, "{}", String::from_utf8_lossy(&reply.body));
+                    acked.push(Instant::now());
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                acked
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(60));
+    let merge = json!({"merge_updates": [{"identifier_to_merge": {"external_id": "src"}, "identifier_to_keep": {"external_id": "dst"}}]});
+    let asked = Instant::now();
+    let reply = Conn::open(ports[1]).unwrap().post("/users/merge", &key, &merge).unwrap();
+    let answered = Instant::now();
+    assert_eq!(reply.status, 202, "{}", String::from_utf8_lossy(&reply.body));
+    let mut acked = writers.into_iter().map(|w| w.join().unwrap());
+    let (src, _dst) = (acked.next().unwrap(), acked.next().unwrap());
+    let before = src.iter().filter(|t| **t < asked).count() as u64;
+    let after = src.iter().filter(|t| **t > answered).count() as u64;
+    assert!(before > 0 && after > 0, "the merge came in the middle: {before} before, {after} after");
+    for server in &servers {
+        let counts = support::read_counts(server, &key, &["src".to_string(), "dst".to_string()]);
+        let (dst, new_src) = (counts["dst"].2, counts.get("src").map_or(0, |c| c.2));
+        // dst: its own 31, and src's 1 and every src event acknowledged before the
+        // merge was asked; a new src: those acknowledged after it answered.
+        assert_eq!(dst + new_src, 31 + 31, "through port {}: every event once", server.port);
+        assert!(dst >= 31 + 1 + before, "through port {}: dst has {dst}, src had {before} before", server.port);
+        assert!(new_src >= after, "through port {}: the new src has {new_src}, {after} came after", server.port);
+    }
+}

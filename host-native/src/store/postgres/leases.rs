@@ -10,7 +10,12 @@ use deadpool_postgres::GenericClient;
 
 /// Renews `holder`'s place among the appliers and its leases, and moves it toward
 /// its share of `parts` partitions.
-pub async fn renew<C: GenericClient>(c: &C, holder: &str, parts: i64, lease_secs: f64) -> Result<(), tokio_postgres::Error> {
+pub async fn renew<C: GenericClient>(
+    c: &C,
+    holder: &str,
+    parts: i64,
+    lease_secs: f64,
+) -> Result<(), tokio_postgres::Error> {
     c.execute(
         "INSERT INTO queue_appliers (holder, seen) VALUES ($1, now()) ON CONFLICT (holder) DO UPDATE SET seen = now()",
         &[&holder],

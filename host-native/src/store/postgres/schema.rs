@@ -78,7 +78,10 @@ async fn split_queue(tx: &deadpool_postgres::Transaction<'_>, parts: u16) -> Res
     let mut after = applied;
     loop {
         let rows = tx
-            .query("SELECT seq, job FROM queue WHERE part IS NULL AND seq > $1 ORDER BY seq LIMIT $2", &[&after, &SPLIT_CHUNK])
+            .query(
+                "SELECT seq, job FROM queue WHERE part IS NULL AND seq > $1 ORDER BY seq LIMIT $2",
+                &[&after, &SPLIT_CHUNK],
+            )
             .await?;
         let Some(last) = rows.last().map(|r| r.get::<_, i64>(0)) else { break };
         let (mut parts_of, mut jobs): (Vec<i32>, Vec<Vec<u8>>) = (Vec::new(), Vec::new());

@@ -111,7 +111,8 @@ fn the_schema_has_the_columns_of_sqlite_s() {
 fn a_queue_with_one_cursor_becomes_partitions_without_losing_or_reordering_a_job() {
     let Some(url) = url() else { return };
     let schema = format!("migrate_{}", std::process::id());
-    let mut sql = format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}; SET search_path = {schema};");
+    let mut sql =
+        format!("DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}; SET search_path = {schema};");
     sql += "CREATE TABLE engage_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now());";
     for (name, migration) in &super::schema::MIGRATIONS[..2] {
         sql += migration;

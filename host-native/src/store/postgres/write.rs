@@ -1,0 +1,156 @@
+//! A commit's document writes in its transaction, each expectation checked by the
+//! statement that writes.
+
+use engage_core::store::{Expect, Op};
+
+use super::Failed;
+
+/// The statements a commit's writes use, prepared once a commit.
+struct Statements {
+    update: tokio_postgres::Statement,
+    insert: tokio_postgres::Statement,
+    upsert: tokio_postgres::Statement,
+    delete_version: tokio_postgres::Statement,
+    delete: tokio_postgres::Statement,
+    exists: tokio_postgres::Statement,
+}
+
+impl Statements {
+    async fn prepare(tx: &deadpool_postgres::Transaction<'_>) -> Result<Statements, tokio_postgres::Error> {
+        Ok(Statements {
+            update: tx
+                .prepare_cached(
+                    "UPDATE docs SET version = version + 1, value = $3 WHERE tbl = $1 AND key = $2 AND version = $4",
+                )
+                .await?,
+            insert: tx
+                .prepare_cached(
+                    "INSERT INTO docs (tbl, key, version, value) VALUES ($1, $2, 1, $3) ON CONFLICT DO NOTHING",
+                )
+                .await?,
+            upsert: tx
+                .prepare_cached(
+                    "INSERT INTO docs (tbl, key, version, value) VALUES ($1, $2, 1, $3)
+                     ON CONFLICT (tbl, key) DO UPDATE SET version = docs.version + 1, value = excluded.value",
+                )
+                .await?,
+            delete_version: tx.prepare_cached("DELETE FROM docs WHERE tbl = $1 AND key = $2 AND version = $3").await?,
+            delete: tx.prepare_cached("DELETE FROM docs WHERE tbl = $1 AND key = $2").await?,
+            exists: tx.prepare_cached("SELECT 1 FROM docs WHERE tbl = $1 AND key = $2 FOR UPDATE").await?,
+        })
+    }
+}
+
+/// Applies one write in the transaction, checking its expectation.
+async fn apply(tx: &deadpool_postgres::Transaction<'_>, st: &Statements, op: &Op) -> Result<(), Failed> {
+    let changed = match op {
+        Op::Put { table, key, value, expect } => {
+            let tbl = table.id() as i32;
+            match expect {
+                Expect::Version(v) => tx.execute(&st.update, &[&tbl, key, value, &(*v as i64)]).await?,
+                Expect::Absent => tx.execute(&st.insert, &[&tbl, key, value]).await?,
+                Expect::Any => tx.execute(&st.upsert, &[&tbl, key, value]).await?,
+            }
+        }
+        Op::Delete { table, key, expect } => {
+            let tbl = table.id() as i32;
+            match expect {
+                Expect::Version(v) => tx.execute(&st.delete_version, &[&tbl, key, &(*v as i64)]).await?,
+                Expect::Any => {
+                    tx.execute(&st.delete, &[&tbl, key]).await?;
+                    1
+                }
+                Expect::Absent => u64::from(tx.query_opt(&st.exists, &[&tbl, key]).await?.is_none()),
+            }
+        }
+    };
+    if changed == 1 {
+        Ok(())
+    } else {
+        Err(Failed::Conflict)
+    }
+}
+
+/// Writes `ops` in the transaction, checking every expectation. When every
+/// operation names a document of its own, the puts go in three statements (one per
+/// kind of expectation, over arrays of rows); otherwise, or for deletes, one
+/// statement each, all sent before the first answer is read (the driver pipelines
+/// the statements of one connection, in order). Either way one failed expectation
+/// fails the whole set.
+pub(super) async fn write(tx: &deadpool_postgres::Transaction<'_>, ops: &[Op]) -> Result<(), Failed> {
+    let distinct = {
+        let mut seen = std::collections::HashSet::with_capacity(ops.len());
+        ops.iter().all(|op| match op {
+            Op::Put { table, key, .. } | Op::Delete { table, key, .. } => seen.insert((table.id(), key.as_str())),
+        })
+    };
+    let st = Statements::prepare(tx).await?;
+    if !distinct {
+        let outcomes = futures_util::future::join_all(ops.iter().map(|op| apply(tx, &st, op))).await;
+        return outcomes.into_iter().collect();
+    }
+    // Rows by kind of expectation: (tbl, key, value, expected version).
+    type Rows<'a> = (Vec<i32>, Vec<&'a str>, Vec<&'a [u8]>, Vec<i64>);
+    let (mut version, mut absent, mut any): (Rows<'_>, Rows<'_>, Rows<'_>) = Default::default();
+    let mut deletes = Vec::new();
+    for op in ops {
+        match op {
+            Op::Put { table, key, value, expect } => {
+                let (rows, v) = match expect {
+                    Expect::Version(v) => (&mut version, *v as i64),
+                    Expect::Absent => (&mut absent, 0),
+                    Expect::Any => (&mut any, 0),
+                };
+                rows.0.push(table.id() as i32);
+                rows.1.push(key);
+                rows.2.push(value);
+                rows.3.push(v);
+            }
+            Op::Delete { .. } => deletes.push(op),
+        }
+    }
+    let updated = async {
+        if version.0.is_empty() {
+            return Ok(0);
+        }
+        tx.execute(
+            "UPDATE docs d SET version = d.version + 1, value = u.value
+             FROM unnest($1::integer[], $2::text[], $3::bytea[], $4::bigint[]) AS u(tbl, key, value, version)
+             WHERE d.tbl = u.tbl AND d.key = u.key AND d.version = u.version",
+            &[&version.0, &version.1, &version.2, &version.3],
+        )
+        .await
+    };
+    let inserted = async {
+        if absent.0.is_empty() {
+            return Ok(0);
+        }
+        tx.execute(
+            "INSERT INTO docs (tbl, key, version, value)
+             SELECT tbl, key, 1, value FROM unnest($1::integer[], $2::text[], $3::bytea[]) AS u(tbl, key, value)
+             ON CONFLICT DO NOTHING",
+            &[&absent.0, &absent.1, &absent.2],
+        )
+        .await
+    };
+    let upserted = async {
+        if any.0.is_empty() {
+            return Ok(0);
+        }
+        tx.execute(
+            "INSERT INTO docs (tbl, key, version, value)
+             SELECT tbl, key, 1, value FROM unnest($1::integer[], $2::text[], $3::bytea[]) AS u(tbl, key, value)
+             ON CONFLICT (tbl, key) DO UPDATE SET version = docs.version + 1, value = excluded.value",
+            &[&any.0, &any.1, &any.2],
+        )
+        .await
+    };
+    let deleted = futures_util::future::join_all(deletes.into_iter().map(|op| apply(tx, &st, op)));
+    let (updated, inserted, upserted, deleted) =
+        futures_util::future::join4(updated, inserted, upserted, deleted).await;
+    upserted?;
+    if updated? != version.0.len() as u64 || inserted? != absent.0.len() as u64 {
+        return Err(Failed::Conflict);
+    }
+    deleted.into_iter().collect()
+}
