@@ -1,5 +1,5 @@
 -- The queue in partitions (docs/decisions/postgres.md, postgres-partitions), as
--- many as ENGAGE_QUEUE_PARTITIONS says when the database is made (1 by default),
+-- many as ENGAGE_QUEUE_PARTITIONS says when the database is made (64 by default),
 -- each with the sequence number its appliers have applied through and the server
 -- holding its lease; the servers applying, each seen within the last seconds. The
 -- jobs queued before are split into partitions by the server that migrates, in

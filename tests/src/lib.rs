@@ -35,6 +35,11 @@ pub struct Host {
 }
 
 impl Host {
+    /// Every server's base URL, the first first.
+    pub fn bases(&self) -> impl Iterator<Item = &String> {
+        std::iter::once(&self.base).chain(&self.others)
+    }
+
     /// The base URL for a request to `path`: with several servers, the next in turn
     /// for the API, the first for the operator's and test kit's routes and metrics.
     pub fn base_for(&self, path: &str) -> &str {
@@ -320,8 +325,8 @@ impl Api {
 /// (any of its servers: a link names the server that made it).
 pub fn link_path(url: &str) -> String {
     let h = host();
-    let token = std::iter::once(&h.base)
-        .chain(&h.others)
+    let token = h
+        .bases()
         .find_map(|base| url.strip_prefix(&format!("{base}/preferences/")))
         .unwrap_or_else(|| panic!("{url} does not start with {}/preferences/", h.base));
     format!("/preferences/{token}")

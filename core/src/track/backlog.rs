@@ -26,8 +26,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::parse::{AttrUpdate, TrackOp};
-use super::partition::user_key;
+use super::parse::TrackOp;
+use super::partition::{named, user_key};
 use super::record;
 use crate::http::Request;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias, WorkspaceName};
@@ -279,24 +279,6 @@ impl Backlog {
         }
         Ok(found.into_iter().collect())
     }
-}
-
-/// The identifiers an operation names: its target, and the email address and phone
-/// number an attribute object gives (later operations may name the user by them).
-fn named(ws: &WorkspaceName, op: &TrackOp) -> Vec<Identifier> {
-    let mut out: Vec<Identifier> = vec![op.target().ident.clone()];
-    if let TrackOp::Attributes { updates, .. } = op {
-        for u in updates {
-            match u {
-                AttrUpdate::Email(Some(e)) => out.push(Identifier::Email(e.clone())),
-                AttrUpdate::Phone(Some(p)) => out.push(Identifier::Phone(p.clone())),
-                _ => {}
-            }
-        }
-    }
-    out.sort_by_cached_key(|i| user_key(ws, i));
-    out.dedup();
-    out
 }
 
 /// Every identifier a request may name, read without knowing its endpoint: each

@@ -51,7 +51,7 @@ fn reserve(ledger: &Ledger, ops: &[TrackOp], bound: usize) -> bool {
 }
 
 fn job(ops: Vec<TrackOp>) -> (u64, TrackJob) {
-    (1, TrackJob { workspace: ws(), at: Timestamp(0), ops })
+    (1, TrackJob { workspace: ws(), at: Timestamp(0), ops, barrier: None })
 }
 
 /// `ops` acknowledged (within `bound`), then committed by an applier.
@@ -216,7 +216,7 @@ impl Store for SlowQueue<'_> {
 #[test]
 fn a_count_of_the_queue_under_way_elsewhere_is_not_waited_for_and_is_kept_once() {
     let store = MemoryStore::default();
-    let queued = TrackJob { workspace: ws(), at: Timestamp(0), ops: ops("u", &["a"]) };
+    let queued = TrackJob { workspace: ws(), at: Timestamp(0), ops: ops("u", &["a"]), barrier: None };
     let seq = pollster::block_on(store.enqueue(record::encode(&store, &queued).expect("encode"))).expect("enqueue");
     let ledger = Ledger::default();
     let nothing_pending = || reserve_if(&ledger, &ops("u", &["b"]), |pending, _| pending == Growth::default());

@@ -5,8 +5,10 @@
 
 pub mod apply;
 pub mod backlog;
+pub mod barrier;
 pub mod early;
 mod growth;
+pub mod hold;
 pub mod ledger;
 pub mod parse;
 pub mod partition;
@@ -157,7 +159,7 @@ pub async fn track<S: Store>(
     }
     let body = parsed.success_body();
     let ops = parsed.ops.into_iter().map(|(_, op)| op).collect();
-    let job = TrackJob { workspace: ws.clone(), at: ctx.now, ops };
+    let job = TrackJob { workspace: ws.clone(), at: ctx.now, ops, barrier: None };
     let encoded = partition::encode(store, &job)?;
     ledger.load(store).await?;
     let seeds = || job.ops.iter().map(|op| op.target().ident.clone()).collect();

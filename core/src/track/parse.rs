@@ -151,6 +151,10 @@ pub struct TrackJob {
     pub at: Timestamp,
     /// Operations.
     pub ops: Vec<TrackOp>,
+    /// How this job, one partition's part of a request spanning several, waits on
+    /// the others ([`super::barrier`]); none for most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier: Option<super::barrier::Barrier>,
 }
 
 /// The outcome of parsing a request body (`C`: see [`AttrUpdate`]).

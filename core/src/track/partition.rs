@@ -16,7 +16,10 @@
 
 use sha2::{Digest, Sha256};
 
-use super::parse::TrackJob;
+use std::collections::BTreeMap;
+
+use super::barrier::{Barrier, StubAt};
+use super::parse::{AttrUpdate, TrackJob, TrackOp};
 use super::record;
 use crate::ids::{Identifier, WorkspaceName};
 use crate::repo::keys::{profile_key, shared_prefix, unique_key};
@@ -43,20 +46,98 @@ pub fn of(ws: &WorkspaceName, ident: &Identifier, parts: u16) -> u16 {
     (u64::from_be_bytes(first) % u64::from(parts)) as u16
 }
 
+/// The identifiers an operation names: its target, and the email address and phone
+/// number an attribute object gives (later operations may name the user by them).
+pub fn named(ws: &WorkspaceName, op: &TrackOp) -> Vec<Identifier> {
+    let mut out: Vec<Identifier> = vec![op.target().ident.clone()];
+    if let TrackOp::Attributes { updates, .. } = op {
+        for u in updates {
+            match u {
+                AttrUpdate::Email(Some(e)) => out.push(Identifier::Email(e.clone())),
+                AttrUpdate::Phone(Some(p)) => out.push(Identifier::Phone(p.clone())),
+                _ => {}
+            }
+        }
+    }
+    out.sort_by_cached_key(|i| user_key(ws, i));
+    out.dedup();
+    out
+}
+
 /// `job` as the jobs of each partition its operations are in, in partition order,
-/// each keeping its operations' order.
+/// each keeping its operations' order. Partitions joined by an operation naming
+/// users of several are one job, the main, in the lowest of them, with a stub in
+/// each of the others ([`super::barrier`]); the stubs' offsets count on the jobs
+/// being numbered in the order returned, one after the other.
 pub fn split(job: TrackJob, parts: u16) -> Vec<(u16, TrackJob)> {
     if parts <= 1 {
         return vec![(0, job)];
     }
-    let mut by_part: std::collections::BTreeMap<u16, Vec<_>> = std::collections::BTreeMap::new();
-    for op in job.ops {
-        by_part.entry(of(&job.workspace, &op.target().ident, parts)).or_default().push(op);
+    let ws = job.workspace.clone();
+    let of_op: Vec<Vec<u16>> = job
+        .ops
+        .iter()
+        .map(|op| {
+            // The target's partition first: the operation is queued there.
+            let target = of(&ws, &op.target().ident, parts);
+            let mut ps = vec![target];
+            ps.extend(named(&ws, op).iter().map(|i| of(&ws, i, parts)).filter(|p| *p != target));
+            ps
+        })
+        .collect();
+    // Each partition's group, named by its lowest partition.
+    let mut root: BTreeMap<u16, u16> = BTreeMap::new();
+    fn find(root: &mut BTreeMap<u16, u16>, p: u16) -> u16 {
+        let up = *root.entry(p).or_insert(p);
+        if up == p {
+            return p;
+        }
+        let top = find(root, up);
+        root.insert(p, top);
+        top
     }
-    by_part
-        .into_iter()
-        .map(|(part, ops)| (part, TrackJob { workspace: job.workspace.clone(), at: job.at, ops }))
-        .collect()
+    for ps in &of_op {
+        for &p in &ps[1..] {
+            let (a, b) = (find(&mut root, ps[0]), find(&mut root, p));
+            root.insert(a.max(b), a.min(b));
+        }
+    }
+    let mut jobs: BTreeMap<u16, TrackJob> = BTreeMap::new();
+    for (op, ps) in job.ops.into_iter().zip(&of_op) {
+        let main = find(&mut root, ps[0]);
+        let main_job = jobs.entry(main).or_insert_with(|| TrackJob {
+            workspace: ws.clone(),
+            at: job.at,
+            ops: vec![],
+            barrier: None,
+        });
+        main_job.ops.push(op);
+    }
+    for p in root.keys().copied().collect::<Vec<_>>() {
+        let main = find(&mut root, p);
+        if main != p {
+            let stub = TrackJob { workspace: ws.clone(), at: job.at, ops: vec![], barrier: None };
+            jobs.insert(p, stub);
+        }
+    }
+    let order: Vec<u16> = jobs.keys().copied().collect();
+    let index = |p: u16| order.iter().position(|q| *q == p).unwrap_or(0) as i64;
+    for &p in &order {
+        let main = find(&mut root, p);
+        if main != p {
+            let offset = index(p) - index(main);
+            if let Some(j) = jobs.get_mut(&p) {
+                j.barrier = Some(Barrier::Stub { main: -offset });
+            }
+            if let Some(j) = jobs.get_mut(&main) {
+                match &mut j.barrier {
+                    Some(Barrier::Main { stubs }) => stubs.push(StubAt { part: p, offset }),
+                    _ => j.barrier = Some(Barrier::Main { stubs: vec![StubAt { part: p, offset }] }),
+                }
+            }
+        }
+    }
+    jobs.into_iter().collect()
 }
 
 /// The records of `job` for `store`'s queue: one per partition it names.

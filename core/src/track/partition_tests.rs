@@ -149,3 +149,42 @@ fn jobs_another_server_applied_early_while_a_batch_was_prepared_are_not_applied_
     assert!(pending(&store).is_empty(), "and acknowledges them");
     assert_eq!(n(&a, "x"), json!(3));
 }
+
+#[test]
+fn an_operation_giving_a_user_an_address_holds_the_address_s_partition_until_applied() {
+    use super::partition::of;
+    use crate::ids::{Email, ExternalId, Identifier, WorkspaceName};
+    let store = MemoryStore::with_partitions(8);
+    let (a, b) = (server(&store), server(&store));
+    let ws = WorkspaceName::parse("test").unwrap();
+    let part = |i: Identifier| of(&ws, &i, 8);
+    // A user and an address in partitions of their own, the address's above the user's.
+    let (user, email) = (0..)
+        .map(|n| (format!("user{n}"), format!("family{n}@example.com")))
+        .find(|(u, e)| {
+            let (pu, pe) = (
+                part(Identifier::External(ExternalId::parse(u).unwrap())),
+                part(Identifier::Email(Email::parse(e).unwrap())),
+            );
+            pu < pe
+        })
+        .unwrap();
+    let email_part = part(Identifier::Email(Email::parse(&email).unwrap()));
+    // The user gets the address; then a write by the address alone names it.
+    a.track(json!({"attributes": [{"external_id": user, "email": email}]}));
+    b.track(json!({"attributes": [{"email": email, "tier": "gold"}]}));
+    let jobs = pending(&store);
+    assert_eq!(jobs.len(), 3, "the first request as a main job and a stub, the second its own: {jobs:?}");
+    // The address's partition goes first: it is held at the stub, and applies nothing.
+    let mut backlog = Backlog::with(Default::default(), Default::default(), true);
+    let run = pollster::block_on(apply_batch(&store, &mut backlog, [5; 16], email_part, 64)).unwrap();
+    assert_eq!(run.applied, 0, "held until the user has the address");
+    assert_eq!(pending(&store).len(), 3);
+    drain(&[&b, &a]);
+    assert!(pending(&store).is_empty());
+    let profile = a.user(&user);
+    assert_eq!(profile["custom_attributes"]["tier"], json!("gold"), "the later write reached the user: {profile}");
+    let (status, body) = a.post("/users/export/ids", json!({"email_address": email}));
+    assert_eq!(status, 201);
+    assert_eq!(body["users"].as_array().unwrap().len(), 1, "one profile has the address: {body}");
+}

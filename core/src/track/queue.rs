@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::apply::apply_op;
 use super::backlog::{early_key, Backlog, OpKey};
 use super::early::turn_key;
+use super::hold;
 use super::ledger::Applied;
 use super::parse::TrackJob;
 use super::record;
@@ -77,7 +78,7 @@ pub async fn apply_batch<S: Store>(
             true => Some(turns(store, &[part]).await?[0]),
             false => None,
         };
-        let jobs = store.queued_in(part, 0, max_jobs.max(1)).await?;
+        let jobs = hold::cut(store, store.queued_in(part, 0, max_jobs.max(1)).await?).await?;
         let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else {
             backlog.ledger().settle();
             return Ok(QueueRun::default());
@@ -402,7 +403,7 @@ pub async fn apply_pipelined<S: Store>(
             if after == 0 && backlog.shared() {
                 turn = Some(turns(store, &[part]).await?[0]);
             }
-            let jobs = store.queued_in(part, after, max_jobs.max(1)).await?;
+            let jobs = hold::cut(store, store.queued_in(part, after, max_jobs.max(1)).await?).await?;
             let (Some(first), Some(last)) = (jobs.first(), jobs.last()) else { break };
             if after == 0 {
                 // As in `apply_batch`: the jobs before the oldest pending one are applied.

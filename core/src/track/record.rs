@@ -129,6 +129,9 @@ mod tests {
                     time: Timestamp(0),
                 },
             ],
+            barrier: Some(crate::track::barrier::Barrier::Main {
+                stubs: vec![crate::track::barrier::StubAt { part: 3, offset: 2 }],
+            }),
         }
     }
 

@@ -108,7 +108,7 @@ fn entry(version: i64, value: Vec<u8>) -> Entry {
 
 impl PgStore {
     /// Connects to `url` and brings its schema up to date; a new database's queue
-    /// gets the partitions `ENGAGE_QUEUE_PARTITIONS` says (1 by default).
+    /// gets the partitions `ENGAGE_QUEUE_PARTITIONS` says (64 by default).
     pub fn open(url: &str) -> Result<PgStore, StoreError> {
         PgStore::open_with(url, schema::partitions_wanted()?)
     }

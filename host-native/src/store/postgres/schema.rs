@@ -22,12 +22,12 @@ const SPLIT_CHUNK: i64 = 1000;
 const MIGRATION_LOCK: i64 = 0x656e_6761_6765;
 
 /// Partitions a database gets when it is made, unless `ENGAGE_QUEUE_PARTITIONS` says.
-pub const DEFAULT_PARTITIONS: u16 = 1;
+pub const DEFAULT_PARTITIONS: u16 = 64;
 
 /// Most partitions a database may have.
 pub const MAX_PARTITIONS: u16 = 1024;
 
-/// The partitions a new database gets: `ENGAGE_QUEUE_PARTITIONS` (1 to 1024), or 1.
+/// The partitions a new database gets: `ENGAGE_QUEUE_PARTITIONS` (1 to 1024), or 64.
 pub fn partitions_wanted() -> Result<u16, StoreError> {
     match std::env::var("ENGAGE_QUEUE_PARTITIONS") {
         Err(_) => Ok(DEFAULT_PARTITIONS),

@@ -85,8 +85,9 @@ async fn world() -> World {
 
 impl World {
     fn redact(&self, html: &str, path: &str) -> String {
+        // A link names the server that made it, one of those under test.
+        let html = engage_tests::host().bases().fold(html.to_string(), |h, base| h.replace(base.as_str(), "[base]"));
         html.replace(path, "/preferences/[token]")
-            .replace(&engage_tests::host().base, "[base]")
             .replace(&self.news, "[news]")
             .replace(&self.offers, "[offers]")
             .replace(&self.tips, "[tips]")
