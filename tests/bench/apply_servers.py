@@ -160,6 +160,10 @@ def run(n, args, base, proxy_port, logs):
         r.join()
         applied = (start - left) / per_request / took if took > 0 else 0.0
         p99s = ", ".join(f"{p99(reads.get(p, [])):.0f}" for p in ports)
+        every = sorted(x for p in ports for x in reads.get(p, []))
+        if every:
+            print(f"  reads: {len(every)}, p50 {every[len(every) // 2]:.0f} ms, max {every[-1]:.0f} ms; first on each "
+                  f"server {', '.join(f'{reads[p][0]:.0f}' for p in ports if reads.get(p))} ms", file=sys.stderr)
         link = f"{args.delay_ms} ms each way" if proxy_port else "direct"
         print(f"| {args.store} | {n} | {link} | {ack_rate} req/s ({acked}) | {start} jobs ({per_request:.1f}/request) "
               f"| {applied:.1f} req/s ({took:.0f} s, {left} jobs left) | {p99s} ms |", flush=True)

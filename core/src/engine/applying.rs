@@ -17,6 +17,9 @@ use crate::track::queue::QueueRun;
 /// lease a store grants (PostgreSQL: three seconds).
 const RENEW_EVERY_MS: i64 = 1_000;
 
+/// Most times `Config::apply_batch` a batch of one partition's jobs takes.
+const BATCH_SCALE: u16 = 16;
+
 /// Batches one turn applies of one partition, when there are several.
 const PARTITION_ROUNDS: usize = 4;
 
@@ -67,8 +70,14 @@ impl<S: Store> Engine<S> {
         let rounds = if self.store.partitions() > 1 { rounds.min(PARTITION_ROUNDS) } else { rounds };
         let held = self.held_partitions(ctx).await?;
         // Partitions of jobs split by user hold a few of each request's operations:
-        // a batch takes as many jobs as the partitions share a request.
-        let batch = self.config.apply_batch * usize::from(self.store.partitions());
+        // a batch takes more of them, though fewer than the partitions share a
+        // request, so that a read waiting for the gate waits for less.
+        let batch = self.config.apply_batch * usize::from(self.store.partitions().min(BATCH_SCALE));
+        if let Some(reads) = &self.gate.reads {
+            // The requests' index of the backlog kept up with the queue here, so that
+            // a read finds it current instead of indexing a backlog itself.
+            reads.lock().await.refresh(&self.store).await?;
+        }
         let mut run = QueueRun::default();
         for _ in 0..held.len() {
             let part = {

@@ -110,6 +110,12 @@ struct Gate {
     progress_at: AtomicI64,
     /// The partitions of the queue this process applies.
     lanes: std::sync::Mutex<applying::Lanes>,
+    /// On a store several servers share: the backlog requests catch up with, apart
+    /// from the applier's. Servers sharing the store already apply early and in order
+    /// at once, each application taking its partitions' turns (see
+    /// `track::early::turn_key`); this server's requests and applier do the same, so
+    /// that a read never waits for a batch being applied.
+    reads: Option<futures_util::lock::Mutex<Backlog>>,
 }
 
 impl Gate {
@@ -120,6 +126,8 @@ impl Gate {
         Gate {
             backlog: futures_util::lock::Mutex::new(Backlog::with(ledger.clone(), pressure.clone(), shared)),
             lanes: Default::default(),
+            reads: shared
+                .then(|| futures_util::lock::Mutex::new(Backlog::with(ledger.clone(), pressure.clone(), true))),
             ledger,
             pressure,
             exact: futures_util::lock::Mutex::new(()),
@@ -412,6 +420,10 @@ impl<S: Store> Engine<S> {
     /// that concern the users `seeds` name (with a background applier), or all of
     /// them (otherwise), in its turn at the gate.
     async fn catch_up(&self, ws: &WorkspaceName, seeds: Vec<Identifier>, ctx: Ctx) -> Result<QueueRun, ApiError> {
+        if let (Some(reads), true) = (&self.gate.reads, self.config.applies_in_background) {
+            let mut backlog = reads.lock().await;
+            return track::queue::catch_up_for(&self.store, &mut backlog, ws, seeds, self.queue_seed(ctx)).await;
+        }
         let mut backlog = self.queue_turn().await;
         let run = if self.config.applies_in_background {
             track::queue::catch_up_for(&self.store, &mut backlog, ws, seeds, self.queue_seed(ctx)).await?

@@ -116,8 +116,14 @@ impl PgStore {
     /// As [`PgStore::open`], giving a new database's queue `parts` partitions (a
     /// database that has its partitions keeps them).
     pub fn open_with(url: &str, parts: u16) -> Result<PgStore, StoreError> {
-        let config: tokio_postgres::Config =
+        let mut config: tokio_postgres::Config =
             url.parse().map_err(|_| StoreError("the postgres:// URL is not valid".into()))?;
+        // Every statement planned for its values: a plan made generic while the tables
+        // were small (the first executions of a new database's prepared statements)
+        // scanned all of `docs` for each batch's keys once it held a million rows
+        // (seconds a batch; docs/decisions/postgres.md, postgres-custom-plans).
+        let options = format!("{} -c plan_cache_mode=force_custom_plan", config.get_options().unwrap_or_default());
+        config.options(options.trim());
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("engage-postgres")
