@@ -162,3 +162,24 @@ fn a_queue_with_one_cursor_becomes_partitions_without_losing_or_reordering_a_job
     drop(store);
     admin(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
 }
+
+/// Two servers' stores share the partitions out by leases: the first holds them all,
+/// the second gets half once the first renews, and all once the first gives its up.
+#[test]
+fn partitions_are_shared_out_by_leases_and_given_back_at_a_stop() {
+    use engage_core::Store;
+    let Some(url) = url() else { return };
+    let f = fresh(&url, 300);
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let other = PgStore::open(&format!("{url}{sep}options=-csearch_path%3D{}", f.schema)).unwrap();
+    let first = f.store.as_ref().unwrap();
+    let lease = |s: &PgStore| pollster::block_on(s.lease_partitions()).unwrap();
+    assert_eq!(lease(first), vec![0, 1, 2, 3], "alone: every partition");
+    assert_eq!(lease(&other), Vec::<u16>::new(), "none free yet");
+    assert_eq!(lease(first), vec![0, 1], "two appliers: the first gives back its extra half");
+    assert_eq!(lease(&other), vec![2, 3]);
+    assert_eq!(lease(first), vec![0, 1], "renewed, not moved");
+    pollster::block_on(first.release_partitions()).unwrap();
+    assert_eq!(lease(&other), vec![0, 1, 2, 3], "a stopped server's partitions are taken at once");
+    drop(other);
+}
