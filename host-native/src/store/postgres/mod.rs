@@ -300,7 +300,13 @@ impl Store for PgStore {
         self.spawn(async move {
             let client = pool.get().await.map_err(pool_err)?;
             let st = client
-                .prepare_cached("SELECT key, version, value FROM docs WHERE tbl = $1 AND key = ANY($2)")
+                // One index lookup per key, whatever the planner thinks of the table: with
+                // `key = ANY($2)` it chose to scan all of a fast-growing `docs` while its
+                // statistics still described it small (seconds a batch).
+                .prepare_cached(
+                    "SELECT d.key, d.version, d.value FROM unnest($2::text[]) AS k(key),
+                     LATERAL (SELECT key, version, value FROM docs WHERE tbl = $1 AND key = k.key) AS d",
+                )
                 .await
                 .map_err(store_err)?;
             let rows = client.query(&st, &[&(table.id() as i32), &keys]).await.map_err(store_err)?;
