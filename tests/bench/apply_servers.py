@@ -7,8 +7,8 @@ yardstick of the partitioned queue, whose appliers should add up.
 For each number of servers: a fresh database (reached through the proxy unless
 `--delay-ms 0`); that many `engage serve` on it; `track_load` offers full track
 batches (225 operations on random users) to the first one for a while, so that a
-backlog builds; then, while every server applies, the backlog is read each second
-and a reader asks each server in turn, every 50 ms, for a user that nothing names.
+backlog builds; then, while every server applies, whether it is drained is read each
+second (it is counted when the load stops and at the end), and a reader asks each server in turn, every 50 ms, for a user that nothing names.
 
     source tests/postgres.sh && start_postgres
     cargo build --release -p engage -p engage-tests --bin delay-proxy
@@ -80,6 +80,16 @@ class Queue:
         if self.store == "postgres":
             left, tail = psql(self.url, "SELECT (SELECT count(*) FROM queue), (SELECT tail FROM queue_tail)").split("|")
             return int(left), int(tail)
+        return self.served()
+
+    def empty(self):
+        """Whether the backlog is drained: on PostgreSQL without counting it, which
+        would take a share of the database from the appliers every second."""
+        if self.store == "postgres":
+            return psql(self.url, "SELECT NOT EXISTS (SELECT 1 FROM queue)") == "t"
+        return self.served()[0] == 0
+
+    def served(self):
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}/_engage/queue",
                                      headers={"Authorization": f"Bearer {ADMIN}"})
         with urllib.request.urlopen(req, timeout=60) as r:
@@ -151,11 +161,10 @@ def run(n, args, base, proxy_port, logs):
         r = threading.Thread(target=reader, args=(ports, key, stop, reads))
         r.start()
         t0 = time.monotonic()
-        left = start
-        while time.monotonic() - t0 < args.drain and left > 0:
+        while time.monotonic() - t0 < args.drain and not queue.empty():
             time.sleep(1)
-            left, _ = queue.now()
         took = time.monotonic() - t0
+        left, _ = queue.now()
         stop.set()
         r.join()
         applied = (start - left) / per_request / took if took > 0 else 0.0
@@ -163,7 +172,9 @@ def run(n, args, base, proxy_port, logs):
         every = sorted(x for p in ports for x in reads.get(p, []))
         if every:
             print(f"  reads: {len(every)}, p50 {every[len(every) // 2]:.0f} ms, max {every[-1]:.0f} ms; first on each "
-                  f"server {', '.join(f'{reads[p][0]:.0f}' for p in ports if reads.get(p))} ms", file=sys.stderr)
+                  f"server {', '.join(f'{reads[p][0]:.0f}' for p in ports if reads.get(p))} ms; slowest on each "
+                  f"{'; '.join(', '.join(f'{x:.0f}' for x in sorted(reads.get(p, []))[-4:]) for p in ports)} ms",
+                  file=sys.stderr)
         link = f"{args.delay_ms} ms each way" if proxy_port else "direct"
         print(f"| {args.store} | {n} | {link} | {ack_rate} req/s ({acked}) | {start} jobs ({per_request:.1f}/request) "
               f"| {applied:.1f} req/s ({took:.0f} s, {left} jobs left) | {p99s} ms |", flush=True)

@@ -228,28 +228,37 @@ impl From<tokio_postgres::Error> for Failed {
 async fn commit_in(pool: Pool, changes: ChangeSet) -> Result<Result<(), CommitError>, StoreError> {
     let mut client = pool.get().await.map_err(pool_err)?;
     let tx = client.transaction().await.map_err(store_err)?;
-    match write(&tx, &changes.ops).await {
+    // The acknowledgement goes in the same round trip as the writes (statements on
+    // one connection are sent one after the other without waiting): a partition's
+    // jobs through `through` are deleted and its cursor moved. Another applier that
+    // took them first deleted them: fewer are found, a conflict. Their rows stay
+    // locked until the commit, one round trip later.
+    let acked = async {
+        let Some(ack) = changes.ack else { return Ok(true) };
+        let st = tx
+            .prepare_cached(
+                "WITH gone AS (DELETE FROM queue WHERE part = $1 AND seq <= $2 RETURNING 1),
+                      moved AS (UPDATE queue_parts SET applied = GREATEST(applied, $2) WHERE part = $1)
+                 SELECT count(*) FROM gone",
+            )
+            .await?;
+        let deleted: i64 = tx.query_one(&st, &[&i32::from(ack.part), &(ack.through as i64)]).await?.get(0);
+        Ok::<_, tokio_postgres::Error>(deleted as u64 == ack.count)
+    };
+    let (written, acked) = futures_util::future::join(write(&tx, &changes.ops), acked).await;
+    match written {
         Ok(()) => {}
         // Dropping `tx` rolls back.
         Err(Failed::Conflict) => return Ok(Err(CommitError::Conflict)),
         Err(Failed::Store(e)) => return Err(e),
     }
-    if let Some(ack) = changes.ack {
-        // The partition's jobs through `through` are deleted last, so that appliers on
-        // other servers wait on their rows for as short a time as can be. Another
-        // applier that took them first deleted them: fewer are found, a conflict.
-        let part = i32::from(ack.part);
-        let through = ack.through as i64;
-        let deleted = tx
-            .execute("DELETE FROM queue WHERE part = $1 AND seq <= $2", &[&part, &through])
-            .await
-            .map_err(store_err)?;
-        if deleted != ack.count {
-            return Ok(Err(CommitError::Conflict));
-        }
-        tx.execute("UPDATE queue_parts SET applied = GREATEST(applied, $2) WHERE part = $1", &[&part, &through])
-            .await
-            .map_err(store_err)?;
+    match acked {
+        Ok(true) => {}
+        Ok(false) => return Ok(Err(CommitError::Conflict)),
+        Err(e) => match Failed::from(e) {
+            Failed::Conflict => return Ok(Err(CommitError::Conflict)),
+            Failed::Store(e) => return Err(e),
+        },
     }
     tx.commit().await.map_err(store_err)?;
     Ok(Ok(()))
@@ -476,7 +485,8 @@ impl Store for PgStore {
         let pool = self.pool.clone();
         self.spawn(async move {
             let client = pool.get().await.map_err(pool_err)?;
-            let row = client.query_one("SELECT tail FROM queue_tail WHERE id = 1", &[]).await.map_err(store_err)?;
+            let st = client.prepare_cached("SELECT tail FROM queue_tail WHERE id = 1").await.map_err(store_err)?;
+            let row = client.query_one(&st, &[]).await.map_err(store_err)?;
             Ok(row.get::<_, i64>(0) as u64)
         })
         .await

@@ -5,7 +5,8 @@ use engage_core::store::{Expect, Op};
 
 use super::Failed;
 
-/// The statements a commit's writes use, prepared once a commit.
+/// The statements a commit's writes use, prepared once a connection (a statement
+/// prepared anew costs a round trip of its own).
 struct Statements {
     update: tokio_postgres::Statement,
     insert: tokio_postgres::Statement,
@@ -13,6 +14,9 @@ struct Statements {
     delete_version: tokio_postgres::Statement,
     delete: tokio_postgres::Statement,
     exists: tokio_postgres::Statement,
+    update_many: tokio_postgres::Statement,
+    insert_many: tokio_postgres::Statement,
+    upsert_many: tokio_postgres::Statement,
 }
 
 impl Statements {
@@ -37,6 +41,27 @@ impl Statements {
             delete_version: tx.prepare_cached("DELETE FROM docs WHERE tbl = $1 AND key = $2 AND version = $3").await?,
             delete: tx.prepare_cached("DELETE FROM docs WHERE tbl = $1 AND key = $2").await?,
             exists: tx.prepare_cached("SELECT 1 FROM docs WHERE tbl = $1 AND key = $2 FOR UPDATE").await?,
+            update_many: tx
+                .prepare_cached(
+                    "UPDATE docs d SET version = d.version + 1, value = u.value
+                     FROM unnest($1::integer[], $2::text[], $3::bytea[], $4::bigint[]) AS u(tbl, key, value, version)
+                     WHERE d.tbl = u.tbl AND d.key = u.key AND d.version = u.version",
+                )
+                .await?,
+            insert_many: tx
+                .prepare_cached(
+                    "INSERT INTO docs (tbl, key, version, value)
+                     SELECT tbl, key, 1, value FROM unnest($1::integer[], $2::text[], $3::bytea[]) AS u(tbl, key, value)
+                     ON CONFLICT DO NOTHING",
+                )
+                .await?,
+            upsert_many: tx
+                .prepare_cached(
+                    "INSERT INTO docs (tbl, key, version, value)
+                     SELECT tbl, key, 1, value FROM unnest($1::integer[], $2::text[], $3::bytea[]) AS u(tbl, key, value)
+                     ON CONFLICT (tbl, key) DO UPDATE SET version = docs.version + 1, value = excluded.value",
+                )
+                .await?,
         })
     }
 }
@@ -113,37 +138,19 @@ pub(super) async fn write(tx: &deadpool_postgres::Transaction<'_>, ops: &[Op]) -
         if version.0.is_empty() {
             return Ok(0);
         }
-        tx.execute(
-            "UPDATE docs d SET version = d.version + 1, value = u.value
-             FROM unnest($1::integer[], $2::text[], $3::bytea[], $4::bigint[]) AS u(tbl, key, value, version)
-             WHERE d.tbl = u.tbl AND d.key = u.key AND d.version = u.version",
-            &[&version.0, &version.1, &version.2, &version.3],
-        )
-        .await
+        tx.execute(&st.update_many, &[&version.0, &version.1, &version.2, &version.3]).await
     };
     let inserted = async {
         if absent.0.is_empty() {
             return Ok(0);
         }
-        tx.execute(
-            "INSERT INTO docs (tbl, key, version, value)
-             SELECT tbl, key, 1, value FROM unnest($1::integer[], $2::text[], $3::bytea[]) AS u(tbl, key, value)
-             ON CONFLICT DO NOTHING",
-            &[&absent.0, &absent.1, &absent.2],
-        )
-        .await
+        tx.execute(&st.insert_many, &[&absent.0, &absent.1, &absent.2]).await
     };
     let upserted = async {
         if any.0.is_empty() {
             return Ok(0);
         }
-        tx.execute(
-            "INSERT INTO docs (tbl, key, version, value)
-             SELECT tbl, key, 1, value FROM unnest($1::integer[], $2::text[], $3::bytea[]) AS u(tbl, key, value)
-             ON CONFLICT (tbl, key) DO UPDATE SET version = docs.version + 1, value = excluded.value",
-            &[&any.0, &any.1, &any.2],
-        )
-        .await
+        tx.execute(&st.upsert_many, &[&any.0, &any.1, &any.2]).await
     };
     let deleted = futures_util::future::join_all(deletes.into_iter().map(|op| apply(tx, &st, op)));
     let (updated, inserted, upserted, deleted) =
