@@ -20,6 +20,12 @@ use crate::time::Timestamp;
 /// The admin token of every kit.
 pub(crate) const ADMIN_TOKEN: &str = "kit-admin-token-0123456789abcdef01";
 
+/// An engine over any store (a test's wrapper of one), as a server's beside
+/// others on a store they share.
+pub(crate) fn shared_engine<S: crate::store::Store>(store: S) -> Engine<S> {
+    Engine::new(store, Config { applies_in_background: true, shared_store: true, ..Config::default() })
+}
+
 /// An engine, a key and a clock.
 pub(crate) struct Kit {
     engine: Engine<MemoryStore>,

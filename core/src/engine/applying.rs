@@ -78,6 +78,12 @@ impl<S: Store> Engine<S> {
             // a read finds it current instead of indexing a backlog itself.
             reads.lock().await.refresh(&self.store).await?;
         }
+        // Of those held, the partitions with jobs, asked in one call rather than by
+        // looking into each in turn.
+        let busy = match self.store.partitions() {
+            1 => held.clone(),
+            _ => self.store.busy_partitions(&held).await?,
+        };
         let mut run = QueueRun::default();
         for _ in 0..held.len() {
             let part = {
@@ -86,6 +92,9 @@ impl<S: Store> Engine<S> {
                 lanes.next = lanes.next.wrapping_add(1);
                 part
             };
+            if !busy.contains(&part) {
+                continue;
+            }
             let mut backlog = self.gate.backlog.lock().await;
             let waiting = || self.requests_waiting();
             run = track::queue::apply_pipelined(

@@ -159,6 +159,9 @@ async fn partitions<S: Store>(s: &S) {
     assert_eq!(jobs(1).await, vec![(1, b"a1".to_vec()), (1, b"b1".to_vec())]);
     let all: Vec<u16> = s.queued(0, 10).await.unwrap().iter().map(|j| j.part).collect();
     assert_eq!(all, vec![0, 1, 1, 0], "every partition in one order");
+    let every: Vec<u16> = (0..parts).collect();
+    assert_eq!(s.busy_partitions(&every).await.unwrap(), vec![0, 1]);
+    assert_eq!(s.busy_partitions(&[1]).await.unwrap(), vec![1], "only among those asked of");
     // Partition 1's two jobs, acknowledged: partition 0 keeps its own.
     let ack = |part, through, count| ChangeSet { ops: vec![], ack: Some(QueueAck { part, through, count }) };
     assert_eq!(s.commit(ack(1, more[0], 3)).await, Err(CommitError::Conflict));
@@ -166,6 +169,7 @@ async fn partitions<S: Store>(s: &S) {
     assert!(jobs(1).await.is_empty());
     assert_eq!(jobs(0).await.len(), 2);
     assert_eq!(s.commit(ack(1, more[0], 2)).await, Err(CommitError::Conflict), "taken already");
+    assert_eq!(s.busy_partitions(&every).await.unwrap(), vec![0], "partition 1 has nothing queued now");
     s.commit(ack(0, seqs[0], 1)).await.unwrap();
     assert_eq!(jobs(0).await, vec![(0, b"c0".to_vec())]);
     if let Some(cursors) = s.applied_cursors().await.unwrap() {

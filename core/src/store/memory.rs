@@ -155,6 +155,11 @@ impl Store for MemoryStore {
         Ok(Some((0..=self.more_partitions).map(|p| inner.cursors.get(&p).copied().unwrap_or(0)).collect()))
     }
 
+    async fn busy_partitions(&self, among: &[u16]) -> Result<Vec<u16>, StoreError> {
+        let inner = self.lock();
+        Ok(among.iter().copied().filter(|p| inner.queue.iter().any(|j| j.part == *p)).collect())
+    }
+
     async fn queued_in(&self, part: u16, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
         Ok(self.lock().queue.iter().filter(|j| j.part == part && j.seq > after).take(limit).cloned().collect())
     }

@@ -387,6 +387,14 @@ pub trait Store {
         Ok(jobs)
     }
 
+    /// Of the partitions `among` (in order), those that have a job queued, in order:
+    /// so that an applier looks into each of those only, not into every one it
+    /// holds (an idle server on PostgreSQL queried 64 partitions each pass). The
+    /// default answers all of them: the applier then looks into each.
+    async fn busy_partitions(&self, among: &[u16]) -> Result<Vec<u16>, StoreError> {
+        Ok(among.to_vec())
+    }
+
     /// The partitions this process's applier applies now. A store several servers
     /// share hands each a share of them, on a lease it renews at each call (at most
     /// every second or so) and that another server takes over once it runs out;

@@ -93,9 +93,12 @@ fn a_read_applies_only_its_user_s_jobs_and_the_other_server_skips_them() {
 }
 
 /// A store that runs `hook` once, just before the first commit that acknowledges jobs.
+/// A shared store that runs `hook` before the first acknowledging commit, and
+/// notes the partitions an applier looks into.
 struct BeforeAck<'k> {
     inner: MemoryStore,
     hook: RefCell<Option<Box<dyn FnOnce() + 'k>>>,
+    looked: RefCell<Vec<u16>>,
 }
 
 impl Store for BeforeAck<'_> {
@@ -124,7 +127,11 @@ impl Store for BeforeAck<'_> {
         self.inner.queued(after, limit).await
     }
     async fn queued_in(&self, part: u16, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        self.looked.borrow_mut().push(part);
         self.inner.queued_in(part, after, limit).await
+    }
+    async fn busy_partitions(&self, among: &[u16]) -> Result<Vec<u16>, StoreError> {
+        self.inner.busy_partitions(among).await
     }
     async fn queue_tail(&self) -> Result<u64, StoreError> {
         self.inner.queue_tail().await
@@ -141,13 +148,33 @@ fn jobs_another_server_applied_early_while_a_batch_was_prepared_are_not_applied_
     let part = pending(&store)[0].part;
     // Server a's applier has read x's jobs and what they touch; before it commits,
     // a read on server b applies them early.
-    let racing =
-        BeforeAck { inner: store.sharing(), hook: RefCell::new(Some(Box::new(|| assert_eq!(n(&b, "x"), json!(3))))) };
+    let racing = BeforeAck {
+        inner: store.sharing(),
+        hook: RefCell::new(Some(Box::new(|| assert_eq!(n(&b, "x"), json!(3))))),
+        looked: RefCell::default(),
+    };
     let mut backlog = Backlog::with(Default::default(), Default::default(), true);
     let run = pollster::block_on(apply_batch(&racing, &mut backlog, [3; 16], part, 64)).unwrap();
     assert_eq!(run.applied, 0, "every job was applied early: the retry applies none again");
     assert!(pending(&store).is_empty(), "and acknowledges them");
     assert_eq!(n(&a, "x"), json!(3));
+}
+
+#[test]
+fn an_applier_looks_only_into_the_partitions_that_have_jobs() {
+    let store = MemoryStore::with_partitions(8);
+    let a = server(&store);
+    a.track(inc(&["x".into()]));
+    let part = pending(&store)[0].part;
+    let watched = BeforeAck { inner: store.sharing(), hook: RefCell::new(None), looked: RefCell::default() };
+    let applier = crate::testkit::shared_engine(watched);
+    let run = pollster::block_on(applier.apply_queued_pipelined(a.ctx(), 1)).unwrap();
+    assert_eq!(run.applied, 1);
+    assert_eq!(*applier.store().looked.borrow(), vec![part], "not the seven empty partitions");
+    applier.store().looked.borrow_mut().clear();
+    assert!(pollster::block_on(applier.apply_queued_pipelined(a.ctx(), 1)).unwrap().is_empty());
+    assert!(applier.store().looked.borrow().is_empty(), "an idle applier looks into none");
+    assert_eq!(n(&a, "x"), json!(1));
 }
 
 #[test]

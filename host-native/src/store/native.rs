@@ -198,6 +198,13 @@ impl Store for NativeStore {
         }
     }
 
+    async fn busy_partitions(&self, among: &[u16]) -> Result<Vec<u16>, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.busy_partitions(among).await,
+            NativeStore::Postgres(s) => s.busy_partitions(among).await,
+        }
+    }
+
     async fn lease_partitions(&self) -> Result<Vec<u16>, StoreError> {
         match self {
             NativeStore::Sqlite(s) => s.lease_partitions().await,

@@ -393,6 +393,24 @@ impl Store for PgStore {
         .await
     }
 
+    async fn busy_partitions(&self, among: &[u16]) -> Result<Vec<u16>, StoreError> {
+        let (pool, among) = (self.pool.clone(), among.iter().map(|p| i32::from(*p)).collect::<Vec<i32>>());
+        self.spawn(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            // One index probe a partition, past its cursor, in one round trip.
+            let st = client
+                .prepare_cached(
+                    "SELECT c.part FROM queue_parts c WHERE c.part = ANY($1)
+                     AND EXISTS (SELECT 1 FROM queue q WHERE q.part = c.part AND q.seq > c.applied) ORDER BY c.part",
+                )
+                .await
+                .map_err(store_err)?;
+            let rows = client.query(&st, &[&among]).await.map_err(store_err)?;
+            Ok(rows.iter().map(|r| r.get::<_, i32>(0) as u16).collect())
+        })
+        .await
+    }
+
     async fn queued_in(&self, part: u16, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
         let pool = self.pool.clone();
         self.spawn(async move {
