@@ -73,17 +73,17 @@ impl<S: Store> Engine<S> {
         // a batch takes more of them, though fewer than the partitions share a
         // request, so that a read waiting for the gate waits for less.
         let batch = self.config.apply_batch * usize::from(self.store.partitions().min(BATCH_SCALE));
-        if let Some(reads) = &self.gate.reads {
-            // The requests' index of the backlog kept up with the queue here, so that
-            // a read finds it current instead of indexing a backlog itself.
-            reads.lock().await.refresh(&self.store).await?;
-        }
         // Of those held, the partitions with jobs, asked in one call rather than by
         // looking into each in turn.
         let busy = match self.store.partitions() {
             1 => held.clone(),
             _ => self.store.busy_partitions(&held).await?,
         };
+        if let (Some(reads), false) = (&self.gate.reads, busy.is_empty()) {
+            // The requests' index of the backlog kept up with the queue here, so that
+            // a read finds it current instead of indexing a backlog itself.
+            reads.lock().await.refresh(&self.store).await?;
+        }
         let mut run = QueueRun::default();
         for _ in 0..held.len() {
             let part = {
