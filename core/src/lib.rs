@@ -100,7 +100,7 @@ pub mod testing {
 /// The queue's records, for a store that moves queued jobs itself (a PostgreSQL
 /// database whose one queue becomes partitions).
 pub mod queue {
-    pub use crate::track::partition::split_record;
+    pub use crate::track::partition::{record_names, split_record};
 }
 
 /// The route table as data, for documentation and the playground's examples.

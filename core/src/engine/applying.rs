@@ -79,7 +79,7 @@ impl<S: Store> Engine<S> {
             1 => held.clone(),
             _ => self.store.busy_partitions(&held).await?,
         };
-        if let (Some(reads), false) = (&self.gate.reads, busy.is_empty()) {
+        if let (Some(reads), false, false) = (&self.gate.reads, busy.is_empty(), self.store.finds_by_name()) {
             // The requests' index of the backlog kept up with the queue here, so that
             // a read finds it current instead of indexing a backlog itself.
             reads.lock().await.refresh(&self.store).await?;

@@ -5,7 +5,7 @@
 //! the Worker through [`run_all`] (`POST /_engage/conformance`). A new check added to
 //! [`CHECKS`] runs everywhere: the macro's own test fails until it lists it.
 
-use super::{ChangeSet, CommitError, Expect, Op, QueueAck, Store, Table};
+use super::{ChangeSet, CommitError, Expect, Op, PartJob, QueueAck, Store, Table};
 
 fn put(table: Table, key: &str, value: &str, expect: Expect) -> Op {
     Op::Put { table, key: key.into(), value: value.as_bytes().to_vec(), expect }
@@ -146,11 +146,20 @@ async fn partitions<S: Store>(s: &S) {
     if parts < 2 {
         return;
     }
-    let seqs = s.enqueue_parts(vec![(0, b"a0".to_vec()), (1, b"a1".to_vec())]).await.unwrap();
-    let more = s.enqueue_parts(vec![(1, b"b1".to_vec())]).await.unwrap();
-    let last = s.enqueue_parts(vec![(0, b"c0".to_vec())]).await.unwrap();
+    let job = |part, job: &[u8], names: &[i64]| PartJob { part, job: job.to_vec(), names: names.to_vec() };
+    let seqs = s.enqueue_parts(vec![job(0, b"a0", &[10]), job(1, b"a1", &[11, -12])]).await.unwrap();
+    let more = s.enqueue_parts(vec![job(1, b"b1", &[-12])]).await.unwrap();
+    let last = s.enqueue_parts(vec![job(0, b"c0", &[])]).await.unwrap();
     assert!(seqs[0] < seqs[1] && seqs[1] < more[0] && more[0] < last[0], "{seqs:?} {more:?} {last:?}");
-    assert!(s.enqueue_parts(vec![(0, b"x".to_vec()), (parts, b"y".to_vec())]).await.is_err());
+    assert!(s.enqueue_parts(vec![job(0, b"x", &[]), job(parts, b"y", &[])]).await.is_err());
+    let naming = |names: &'static [i64]| async move {
+        s.queued_naming(names).await.unwrap().into_iter().map(|j| j.job).collect::<Vec<_>>()
+    };
+    if s.finds_by_name() {
+        assert_eq!(naming(&[-12]).await, vec![b"a1".to_vec(), b"b1".to_vec()], "by a name, in order");
+        assert_eq!(naming(&[10, 99]).await, vec![b"a0".to_vec()]);
+        assert!(naming(&[99]).await.is_empty());
+    }
     assert_eq!(s.queue_tail().await.unwrap(), last[0], "a refused enqueue stores nothing");
     let jobs = |part| async move {
         s.queued_in(part, 0, 10).await.unwrap().into_iter().map(|j| (j.part, j.job)).collect::<Vec<_>>()
@@ -170,6 +179,9 @@ async fn partitions<S: Store>(s: &S) {
     assert_eq!(jobs(0).await.len(), 2);
     assert_eq!(s.commit(ack(1, more[0], 2)).await, Err(CommitError::Conflict), "taken already");
     assert_eq!(s.busy_partitions(&every).await.unwrap(), vec![0], "partition 1 has nothing queued now");
+    if s.finds_by_name() {
+        assert!(naming(&[-12]).await.is_empty(), "applied: found no more");
+    }
     s.commit(ack(0, seqs[0], 1)).await.unwrap();
     assert_eq!(jobs(0).await, vec![(0, b"c0".to_vec())]);
     if let Some(cursors) = s.applied_cursors().await.unwrap() {

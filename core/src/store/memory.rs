@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 
-use super::{expectation_holds, next_version, ChangeSet, CommitError, Entry, Op, QueuedJob, Store, StoreError, Table};
+use super::{
+    expectation_holds, next_version, ChangeSet, CommitError, Entry, Op, PartJob, QueuedJob, Store, StoreError, Table,
+};
 
 #[derive(Default, Clone)]
 struct Inner {
@@ -13,6 +15,8 @@ struct Inner {
     next_seq: u64,
     /// Per partition, the highest sequence number acknowledged.
     cursors: BTreeMap<u16, u64>,
+    /// The names each queued job was queued with (a store of partitions finds jobs by them).
+    names: BTreeMap<u64, Vec<i64>>,
 }
 
 /// A store held entirely in memory.
@@ -106,7 +110,11 @@ impl Store for MemoryStore {
             if inner.queue.iter().filter(|j| acked(j)).count() as u64 != ack.count {
                 return Err(CommitError::Conflict);
             }
+            let gone: Vec<u64> = inner.queue.iter().filter(|j| acked(j)).map(|j| j.seq).collect();
             inner.queue.retain(|j| !acked(j));
+            for seq in gone {
+                inner.names.remove(&seq);
+            }
             let cursor = inner.cursors.entry(ack.part).or_default();
             *cursor = (*cursor).max(ack.through);
         }
@@ -124,26 +132,40 @@ impl Store for MemoryStore {
     }
 
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
-        Ok(self.enqueue_parts(vec![(0, job)]).await?[0])
+        Ok(self.enqueue_parts(vec![PartJob { part: 0, job, names: vec![] }]).await?[0])
     }
 
     fn partitions(&self) -> u16 {
         self.more_partitions + 1
     }
 
-    async fn enqueue_parts(&self, jobs: Vec<(u16, Vec<u8>)>) -> Result<Vec<u64>, StoreError> {
-        if jobs.iter().any(|(part, _)| *part > self.more_partitions) {
+    async fn enqueue_parts(&self, jobs: Vec<PartJob>) -> Result<Vec<u64>, StoreError> {
+        if jobs.iter().any(|j| j.part > self.more_partitions) {
             return Err(StoreError("no such partition of the queue".into()));
         }
         let mut inner = self.lock();
         let mut seqs = Vec::with_capacity(jobs.len());
-        for (part, job) in jobs {
+        for PartJob { part, job, names } in jobs {
             inner.next_seq += 1;
             let seq = inner.next_seq;
             inner.queue.push_back(QueuedJob { seq, part, job });
+            if self.more_partitions > 0 {
+                inner.names.insert(seq, names);
+            }
             seqs.push(seq);
         }
         Ok(seqs)
+    }
+
+    /// A store with partitions stands for one several servers share.
+    fn finds_by_name(&self) -> bool {
+        self.more_partitions > 0
+    }
+
+    async fn queued_naming(&self, names: &[i64]) -> Result<Vec<QueuedJob>, StoreError> {
+        let inner = self.lock();
+        let named = |seq| inner.names.get(&seq).is_some_and(|ns| ns.iter().any(|n| names.contains(n)));
+        Ok(inner.queue.iter().filter(|j| named(j.seq)).cloned().collect())
     }
 
     /// A store with partitions stands for one several servers share.

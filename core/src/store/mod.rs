@@ -289,6 +289,18 @@ pub struct QueuedJob {
     pub job: Vec<u8>,
 }
 
+/// A job for one partition of the queue ([`Store::enqueue_parts`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartJob {
+    /// Its partition.
+    pub part: u16,
+    /// The serialized job.
+    pub job: Vec<u8>,
+    /// The names of the users its operations name (`track::partition::name`), for a
+    /// store that finds queued jobs by them ([`Store::finds_by_name`]); else empty.
+    pub names: Vec<i64>,
+}
+
 /// The storage trait every backend implements.
 #[allow(async_fn_in_trait)]
 pub trait Store {
@@ -366,12 +378,30 @@ pub trait Store {
     /// Appends jobs, each to its partition, in one transaction: all are durable or
     /// none. Their sequence numbers follow each other in the order given. Only a
     /// store of several partitions is given more than one job (the default takes one).
-    async fn enqueue_parts(&self, jobs: Vec<(u16, Vec<u8>)>) -> Result<Vec<u64>, StoreError> {
+    async fn enqueue_parts(&self, jobs: Vec<PartJob>) -> Result<Vec<u64>, StoreError> {
         let mut jobs = jobs.into_iter();
         match (jobs.next(), jobs.next()) {
-            (Some((0, job)), None) => Ok(vec![self.enqueue(job).await?]),
+            (Some(PartJob { part: 0, job, .. }), None) => Ok(vec![self.enqueue(job).await?]),
             _ => Err(StoreError("this store's queue has one partition".into())),
         }
+    }
+
+    /// True for a store that keeps the names of the users each queued job names and
+    /// finds jobs by them ([`Store::queued_naming`]): one several servers share,
+    /// where each server indexing the whole queue in memory would cost each of them
+    /// the decoding of every job and memory in step with the backlog. The default:
+    /// the engine indexes the queue itself.
+    fn finds_by_name(&self) -> bool {
+        false
+    }
+
+    /// For a store that [`Store::finds_by_name`]: the queued jobs whose names include
+    /// one of `names`, and those queued without names (by a server of an earlier
+    /// version: they may name anyone), in sequence order. A name is a hash: a job
+    /// found may name none of those users.
+    async fn queued_naming(&self, names: &[i64]) -> Result<Vec<QueuedJob>, StoreError> {
+        let _ = names;
+        Err(StoreError("this store does not find queued jobs by name".into()))
     }
 
     /// The oldest jobs not yet applied whose sequence number is above `after` (0: from

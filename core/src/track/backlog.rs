@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use serde_json::Value;
 
 use super::parse::TrackOp;
-use super::partition::{named, user_key};
+use super::partition::{name, named, user_key};
 use super::record;
 use crate::http::Request;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias, WorkspaceName};
@@ -267,18 +267,79 @@ impl Backlog {
             }
             for id in tx.resolve(&ident).await? {
                 if let Some(p) = tx.profile(&id).await? {
-                    todo.push(Identifier::Service(p.id.clone()));
-                    todo.extend(p.external_id.clone().map(Identifier::External));
-                    // Queued writes by a deprecated external id land on this profile too.
-                    todo.extend(p.deprecated_external_ids.iter().cloned().map(Identifier::External));
-                    todo.extend(p.alias_list().into_iter().map(Identifier::Alias));
-                    todo.extend(p.email.clone().map(Identifier::Email));
-                    todo.extend(p.phone.clone().map(Identifier::Phone));
+                    todo.extend(profile_idents(p));
                 }
             }
         }
         Ok(found.into_iter().collect())
     }
+
+    /// As [`Backlog::concerning`], for a store that finds queued jobs by the users
+    /// they name ([`Store::finds_by_name`]): the same closure, each round asking
+    /// the store for the jobs naming the identifiers new to it, with nothing indexed
+    /// here. An operation of a job found is taken when it names an identifier of the
+    /// set; one that names none of them now is looked at again if a later round
+    /// brings one of its identifiers in (the store then finds its job again).
+    pub async fn concerning_named<S: Store>(
+        &mut self,
+        store: &S,
+        ws: &WorkspaceName,
+        seeds: Vec<Identifier>,
+    ) -> Result<Vec<OpKey>, StoreError> {
+        self.load(store).await?;
+        let mut found: BTreeSet<OpKey> = BTreeSet::new();
+        let mut tx = Tx::new(store, ws.clone());
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut todo = seeds;
+        loop {
+            let mut names = Vec::new();
+            while let Some(ident) = todo.pop() {
+                let ident_key = user_key(ws, &ident);
+                if !seen.insert(ident_key) {
+                    continue;
+                }
+                names.push(name(ws, &ident));
+                for id in tx.resolve(&ident).await? {
+                    if let Some(p) = tx.profile(&id).await? {
+                        todo.extend(profile_idents(p));
+                    }
+                }
+            }
+            if names.is_empty() {
+                return Ok(found.into_iter().collect());
+            }
+            for q in store.queued_naming(&names).await? {
+                // A job that cannot be decoded names nobody: the applier sets it aside.
+                let Ok(job) = record::decode(&q.job) else { continue };
+                if job.workspace != *ws {
+                    continue;
+                }
+                for (i, op) in job.ops.iter().enumerate() {
+                    let key = (q.seq, i as u32);
+                    if self.early.contains(&key) || found.contains(&key) {
+                        continue;
+                    }
+                    let idents = named(ws, op);
+                    if idents.iter().any(|i| seen.contains(&user_key(ws, i))) {
+                        found.insert(key);
+                        todo.extend(idents);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every identifier of a stored profile: queued operations naming any of them land
+/// on it (by a deprecated external id too).
+fn profile_idents(p: &crate::profile::Profile) -> Vec<Identifier> {
+    let mut out = vec![Identifier::Service(p.id.clone())];
+    out.extend(p.external_id.clone().map(Identifier::External));
+    out.extend(p.deprecated_external_ids.iter().cloned().map(Identifier::External));
+    out.extend(p.alias_list().into_iter().map(Identifier::Alias));
+    out.extend(p.email.clone().map(Identifier::Email));
+    out.extend(p.phone.clone().map(Identifier::Phone));
+    out
 }
 
 /// Every identifier a request may name, read without knowing its endpoint: each

@@ -23,7 +23,7 @@ use super::parse::{AttrUpdate, TrackJob, TrackOp};
 use super::record;
 use crate::ids::{Identifier, WorkspaceName};
 use crate::repo::keys::{profile_key, shared_prefix, unique_key};
-use crate::store::{Store, StoreError};
+use crate::store::{PartJob, Store, StoreError};
 
 /// One text per identifier of a workspace: the identifier index's key (an email's or
 /// phone's prefix, which every profile with that address shares). The queue's
@@ -40,10 +40,27 @@ pub fn of(ws: &WorkspaceName, ident: &Identifier, parts: u16) -> u16 {
     if parts <= 1 {
         return 0;
     }
+    (name(ws, ident) as u64 % u64::from(parts)) as u16
+}
+
+/// The name of the user `ident` names in `ws`, as a store that finds queued jobs by
+/// the users they name keeps it ([`crate::store::Store::queued_naming`]): the first
+/// eight bytes of SHA-256 over [`user_key`], the hash [`of`] takes a partition from.
+/// Two users may share a name: a job found by one is read for the other's too.
+pub fn name(ws: &WorkspaceName, ident: &Identifier) -> i64 {
     let digest = Sha256::digest(user_key(ws, ident).as_bytes());
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
-    (u64::from_be_bytes(first) % u64::from(parts)) as u16
+    i64::from_be_bytes(first)
+}
+
+/// The names of the users `job`'s operations name, each once, in order.
+pub fn names(job: &TrackJob) -> Vec<i64> {
+    let mut out: Vec<i64> =
+        job.ops.iter().flat_map(|op| named(&job.workspace, op)).map(|i| name(&job.workspace, &i)).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// The identifiers an operation names: its target, and the email address and phone
@@ -140,23 +157,38 @@ pub fn split(job: TrackJob, parts: u16) -> Vec<(u16, TrackJob)> {
     jobs.into_iter().collect()
 }
 
-/// The records of `job` for `store`'s queue: one per partition it names.
-pub fn encode<S: Store>(store: &S, job: &TrackJob) -> Result<Vec<(u16, Vec<u8>)>, StoreError> {
+/// The records of `job` for `store`'s queue: one per partition it names, with the
+/// names of its users when the store finds jobs by them.
+pub fn encode<S: Store>(store: &S, job: &TrackJob) -> Result<Vec<PartJob>, StoreError> {
+    let named = |job: &TrackJob| if store.finds_by_name() { names(job) } else { Vec::new() };
     let parts = store.partitions();
     if parts <= 1 {
-        return Ok(vec![(0, record::encode(store, job)?)]);
+        return Ok(vec![PartJob { part: 0, job: record::encode(store, job)?, names: named(job) }]);
     }
-    split(job.clone(), parts).into_iter().map(|(part, job)| Ok((part, record::encode(store, &job)?))).collect()
+    split(job.clone(), parts)
+        .into_iter()
+        .map(|(part, job)| Ok(PartJob { part, job: record::encode(store, &job)?, names: named(&job) }))
+        .collect()
+}
+
+/// The names of the users a queued record's operations name (none for a record
+/// that does not decode).
+pub fn record_names(record: &[u8]) -> Vec<i64> {
+    record::decode(record).map(|job| names(&job)).unwrap_or_default()
 }
 
 /// A queued record as the records of each partition it names (a job queued before
-/// the queue had partitions): a record that does not decode stays whole, in
-/// partition 0, where the applier sets it aside.
-pub fn split_record(record: Vec<u8>, parts: u16, json: bool) -> Vec<(u16, Vec<u8>)> {
-    let Ok(job) = record::decode(&record) else { return vec![(0, record)] };
-    let encoded: Result<Vec<_>, StoreError> =
-        split(job, parts).into_iter().map(|(part, job)| Ok((part, record::encode_as(&job, json)?))).collect();
-    encoded.unwrap_or_else(|_| vec![(0, record)])
+/// the queue had partitions, or by a server that did not split it), with their
+/// users' names: a record that does not decode stays whole, in partition 0, where
+/// the applier sets it aside.
+pub fn split_record(record: Vec<u8>, parts: u16, json: bool) -> Vec<PartJob> {
+    let whole = |record| vec![PartJob { part: 0, job: record, names: Vec::new() }];
+    let Ok(job) = record::decode(&record) else { return whole(record) };
+    let encoded: Result<Vec<_>, StoreError> = split(job, parts)
+        .into_iter()
+        .map(|(part, job)| Ok(PartJob { part, job: record::encode_as(&job, json)?, names: names(&job) }))
+        .collect();
+    encoded.unwrap_or_else(|_| whole(record))
 }
 
 #[cfg(test)]

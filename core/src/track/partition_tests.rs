@@ -133,6 +133,12 @@ impl Store for BeforeAck<'_> {
     async fn busy_partitions(&self, among: &[u16]) -> Result<Vec<u16>, StoreError> {
         self.inner.busy_partitions(among).await
     }
+    fn finds_by_name(&self) -> bool {
+        self.inner.finds_by_name()
+    }
+    async fn queued_naming(&self, names: &[i64]) -> Result<Vec<QueuedJob>, StoreError> {
+        self.inner.queued_naming(names).await
+    }
     async fn queue_tail(&self) -> Result<u64, StoreError> {
         self.inner.queue_tail().await
     }

@@ -551,8 +551,12 @@ pub async fn catch_up_for<S: Store>(
     seeds: Vec<Identifier>,
     seed: [u8; 16],
 ) -> Result<QueueRun, ApiError> {
-    backlog.refresh(store).await?;
-    let seqs = backlog.concerning(store, ws, seeds).await?;
+    let seqs = if store.finds_by_name() {
+        backlog.concerning_named(store, ws, seeds).await?
+    } else {
+        backlog.refresh(store).await?;
+        backlog.concerning(store, ws, seeds).await?
+    };
     apply_early(store, backlog, seed, &seqs).await
 }
 

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use engage_core::store::{ChangeSet, CommitError, Entry, QueuedJob, Store, StoreError, Table};
+use engage_core::store::{ChangeSet, CommitError, Entry, PartJob, QueuedJob, Store, StoreError, Table};
 
 use super::postgres::{is_postgres_url, PgStore};
 use super::sqlite::{Options, SqliteStore};
@@ -184,7 +184,21 @@ impl Store for NativeStore {
         }
     }
 
-    async fn enqueue_parts(&self, jobs: Vec<(u16, Vec<u8>)>) -> Result<Vec<u64>, StoreError> {
+    fn finds_by_name(&self) -> bool {
+        match self {
+            NativeStore::Sqlite(s) => s.finds_by_name(),
+            NativeStore::Postgres(s) => s.finds_by_name(),
+        }
+    }
+
+    async fn queued_naming(&self, names: &[i64]) -> Result<Vec<QueuedJob>, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.queued_naming(names).await,
+            NativeStore::Postgres(s) => s.queued_naming(names).await,
+        }
+    }
+
+    async fn enqueue_parts(&self, jobs: Vec<PartJob>) -> Result<Vec<u64>, StoreError> {
         match self {
             NativeStore::Sqlite(s) => s.enqueue_parts(jobs).await,
             NativeStore::Postgres(s) => s.enqueue_parts(jobs).await,

@@ -20,7 +20,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use engage_core::store::{ChangeSet, CommitError, Entry, KeyRange, QueuedJob, Store, StoreError, Table};
+use engage_core::store::{ChangeSet, CommitError, Entry, KeyRange, PartJob, QueuedJob, Store, StoreError, Table};
 use tokio_postgres::NoTls;
 
 /// Connections each server keeps at most.
@@ -349,28 +349,15 @@ impl Store for PgStore {
         self.parts
     }
 
-    async fn enqueue_parts(&self, jobs: Vec<(u16, Vec<u8>)>) -> Result<Vec<u64>, StoreError> {
-        if jobs.iter().any(|(part, _)| *part >= self.parts) {
+    async fn enqueue_parts(&self, jobs: Vec<PartJob>) -> Result<Vec<u64>, StoreError> {
+        if jobs.iter().any(|j| j.part >= self.parts) {
             return Err(StoreError("no such partition of the queue".into()));
         }
         let pool = self.pool.clone();
         self.spawn(async move {
             let client = pool.get().await.map_err(pool_err)?;
-            let (parts, jobs): (Vec<i32>, Vec<Vec<u8>>) = jobs.into_iter().map(|(p, j)| (i32::from(p), j)).unzip();
-            // One statement, its own transaction: the tail's row lock makes enqueues
-            // take turns until they commit, so jobs become visible in the order of
-            // their numbers, and it is held for no round trip.
-            let st = client
-                .prepare_cached(
-                    "WITH t AS (UPDATE queue_tail SET tail = tail + cardinality($1::integer[]) WHERE id = 1 RETURNING tail)
-                     INSERT INTO queue (seq, part, job)
-                     SELECT t.tail - cardinality($1::integer[]) + u.n, u.part, u.job
-                     FROM t, unnest($1::integer[], $2::bytea[]) WITH ORDINALITY AS u(part, job, n)
-                     RETURNING seq",
-                )
-                .await
-                .map_err(store_err)?;
-            let rows = client.query(&st, &[&parts, &jobs]).await.map_err(store_err)?;
+            let st = client.prepare_cached(write::ENQUEUE).await.map_err(store_err)?;
+            let rows = client.query(&st, &write::enqueued(jobs).params()).await.map_err(store_err)?;
             let mut seqs: Vec<u64> = rows.into_iter().map(|r| r.get::<_, i64>(0) as u64).collect();
             seqs.sort_unstable();
             Ok(seqs)
@@ -388,6 +375,29 @@ impl Store for PgStore {
                 .map_err(store_err)?;
             let (after, limit) = (i64::try_from(after).unwrap_or(i64::MAX), i64::try_from(limit).unwrap_or(i64::MAX));
             let rows = client.query(&st, &[&after, &limit]).await.map_err(store_err)?;
+            Ok(rows.into_iter().map(job_row).collect())
+        })
+        .await
+    }
+
+    fn finds_by_name(&self) -> bool {
+        true
+    }
+
+    async fn queued_naming(&self, names: &[i64]) -> Result<Vec<QueuedJob>, StoreError> {
+        let (pool, names) = (self.pool.clone(), names.to_vec());
+        self.spawn(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            // The index of names, and the few jobs without (queued before names were).
+            let st = client
+                .prepare_cached(
+                    "SELECT seq, part, job FROM queue WHERE names && $1::bigint[]
+                     UNION ALL SELECT seq, part, job FROM queue WHERE names IS NULL
+                     ORDER BY 1",
+                )
+                .await
+                .map_err(store_err)?;
+            let rows = client.query(&st, &[&names]).await.map_err(store_err)?;
             Ok(rows.into_iter().map(job_row).collect())
         })
         .await

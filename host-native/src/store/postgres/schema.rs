@@ -9,10 +9,11 @@ use super::{pool_err, store_err};
 
 /// The migrations, in order (`0001_init` is `migrations/` 0001 and 0002 of SQLite and
 /// D1; later ones are PostgreSQL's own).
-pub const MIGRATIONS: [(&str, &str); 3] = [
+pub const MIGRATIONS: [(&str, &str); 4] = [
     ("0001_init", include_str!("../../../../migrations/postgres/0001_init.sql")),
     ("0002_rate_windows", include_str!("../../../../migrations/postgres/0002_rate_windows.sql")),
     ("0003_queue_partitions", include_str!("../../../../migrations/postgres/0003_queue_partitions.sql")),
+    ("0004_queue_names", include_str!("../../../../migrations/postgres/0004_queue_names.sql")),
 ];
 
 /// Jobs moved at a time while the queue is split into partitions.
@@ -47,16 +48,19 @@ pub async fn migrate(pool: Pool, parts: u16) -> Result<(), StoreError> {
     tx.batch_execute("CREATE TABLE IF NOT EXISTS engage_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
         .await
         .map_err(store_err)?;
+    let mut split = false;
     for (name, sql) in MIGRATIONS {
         let done =
             tx.query_opt("SELECT 1 FROM engage_migrations WHERE name = $1", &[&name]).await.map_err(store_err)?;
         if done.is_none() {
             tx.batch_execute(sql).await.map_err(store_err)?;
-            if name == "0003_queue_partitions" {
-                split_queue(&tx, parts).await.map_err(store_err)?;
-            }
+            split |= name == "0003_queue_partitions";
             tx.execute("INSERT INTO engage_migrations (name) VALUES ($1)", &[&name]).await.map_err(store_err)?;
         }
+    }
+    // After every migration, so that the jobs are queued as this version queues them.
+    if split {
+        split_queue(&tx, parts).await.map_err(store_err)?;
     }
     tx.commit().await.map_err(store_err)
 }
@@ -84,23 +88,11 @@ async fn split_queue(tx: &deadpool_postgres::Transaction<'_>, parts: u16) -> Res
             )
             .await?;
         let Some(last) = rows.last().map(|r| r.get::<_, i64>(0)) else { break };
-        let (mut parts_of, mut jobs): (Vec<i32>, Vec<Vec<u8>>) = (Vec::new(), Vec::new());
-        for row in &rows {
-            // PostgreSQL's queue holds JSON records (`Store::queues_json`).
-            for (part, job) in engage_core::queue::split_record(row.get(1), parts, true) {
-                parts_of.push(i32::from(part));
-                jobs.push(job);
-            }
-        }
+        // PostgreSQL's queue holds JSON records (`Store::queues_json`).
+        let jobs: Vec<_> =
+            rows.iter().flat_map(|row| engage_core::queue::split_record(row.get(1), parts, true)).collect();
         tx.execute("DELETE FROM queue WHERE part IS NULL AND seq > $1 AND seq <= $2", &[&after, &last]).await?;
-        tx.execute(
-            "WITH t AS (UPDATE queue_tail SET tail = tail + cardinality($1::integer[]) WHERE id = 1 RETURNING tail)
-             INSERT INTO queue (seq, part, job)
-             SELECT t.tail - cardinality($1::integer[]) + u.n, u.part, u.job
-             FROM t, unnest($1::integer[], $2::bytea[]) WITH ORDINALITY AS u(part, job, n)",
-            &[&parts_of, &jobs],
-        )
-        .await?;
+        tx.execute(super::write::ENQUEUE, &super::write::enqueued(jobs).params()).await?;
         after = last;
     }
     tx.batch_execute("ALTER TABLE queue ALTER COLUMN part SET NOT NULL; DROP TABLE queue_cursor;").await

@@ -75,11 +75,11 @@ fn the_schema_has_the_columns_of_sqlite_s() {
     let dir = tempfile::tempdir().unwrap();
     drop(crate::store::SqliteStore::open(&dir.path().join("t.db")).unwrap());
     let sqlite = rusqlite::Connection::open(dir.path().join("t.db")).unwrap();
-    // PostgreSQL's queue has partitions: a column more, and no one cursor.
-    for (table, extra) in [("docs", None), ("queue", Some("part"))] {
+    // PostgreSQL's queue has partitions and its jobs' names: columns more, and no one cursor.
+    for (table, extra) in [("docs", &[][..]), ("queue", &["part", "names"][..])] {
         let mut st = sqlite.prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid").unwrap();
         let mut theirs: Vec<String> = st.query_map([table], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
-        theirs.extend(extra.map(str::to_string));
+        theirs.extend(extra.iter().map(|c| c.to_string()));
         let store = f.store.as_ref().unwrap();
         let (schema, table_name) = (f.schema.clone(), table.to_string());
         let ours: Vec<String> = store
@@ -159,6 +159,18 @@ fn a_queue_with_one_cursor_becomes_partitions_without_losing_or_reordering_a_job
         assert_eq!(names, want, "{user}: every job once, in order");
         assert!(ops.iter().all(|(p, _)| *p == ops[0].0), "{user}: in one partition");
     }
+    // Each job is found by the names of its users; none is left without names (one
+    // would be found by any name).
+    let naming = |names: &[i64]| pollster::block_on(engage_core::Store::queued_naming(&store, names)).unwrap();
+    for job in jobs.iter().filter(|j| j.job[0] == b'{') {
+        let names = engage_core::queue::record_names(&job.job);
+        let users = serde_json::from_slice::<serde_json::Value>(&job.job).unwrap()["ops"].as_array().unwrap().len();
+        assert_eq!(names.len(), users, "a name for each user of its partition");
+        for name in names {
+            assert!(naming(&[name]).iter().any(|j| j.seq == job.seq), "found by each of its users' names");
+        }
+    }
+    assert!(naming(&[12_345]).is_empty(), "no job without names");
     drop(store);
     admin(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
 }

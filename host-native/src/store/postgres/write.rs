@@ -1,7 +1,7 @@
 //! A commit's document writes in its transaction, each expectation checked by the
 //! statement that writes.
 
-use engage_core::store::{Expect, Op};
+use engage_core::store::{Expect, Op, PartJob};
 
 use super::Failed;
 
@@ -160,4 +160,44 @@ pub(super) async fn write(tx: &deadpool_postgres::Transaction<'_>, ops: &[Op]) -
         return Err(Failed::Conflict);
     }
     deleted.into_iter().collect()
+}
+
+/// Jobs appended to the queue in one statement, its own transaction: the tail's
+/// row lock makes enqueues take turns until they commit, so jobs become visible in
+/// the order of their numbers, and it is held for no round trip. Each job's names
+/// are its slice of one array (an array of arrays must have rows of one length).
+pub(super) const ENQUEUE: &str =
+    "WITH t AS (UPDATE queue_tail SET tail = tail + cardinality($1::integer[]) WHERE id = 1 RETURNING tail)
+     INSERT INTO queue (seq, part, job, names)
+     SELECT t.tail - cardinality($1::integer[]) + u.n, u.part, u.job, ($3::bigint[])[u.lo:u.hi]
+     FROM t, unnest($1::integer[], $2::bytea[], $4::integer[], $5::integer[]) WITH ORDINALITY AS u(part, job, lo, hi, n)
+     RETURNING seq";
+
+/// The parameters of [`ENQUEUE`].
+pub(super) struct Enqueued {
+    parts: Vec<i32>,
+    jobs: Vec<Vec<u8>>,
+    names: Vec<i64>,
+    /// Each job's names, `names[lo..=hi]` counting from 1 (empty when `hi < lo`).
+    lo: Vec<i32>,
+    hi: Vec<i32>,
+}
+
+/// `jobs` as [`ENQUEUE`]'s parameters.
+pub(super) fn enqueued(jobs: Vec<PartJob>) -> Enqueued {
+    let mut e = Enqueued { parts: vec![], jobs: vec![], names: vec![], lo: vec![], hi: vec![] };
+    for job in jobs {
+        e.parts.push(i32::from(job.part));
+        e.lo.push(e.names.len() as i32 + 1);
+        e.names.extend(job.names);
+        e.hi.push(e.names.len() as i32);
+        e.jobs.push(job.job);
+    }
+    e
+}
+
+impl Enqueued {
+    pub(super) fn params(&self) -> [&(dyn tokio_postgres::types::ToSql + Sync); 5] {
+        [&self.parts, &self.jobs, &self.names, &self.lo, &self.hi]
+    }
 }
