@@ -18,7 +18,7 @@ second (it is counted when the load stops and at the end), and a reader asks eac
 Prints one Markdown row per run: requests acknowledged per second, the backlog when
 the load stopped, requests applied per second while it drained (a request is queued
 as one job per partition it names: the jobs are counted and divided back), and the
-p99 of the reads on each server.
+p99 of the reads on each server (and, on standard error, each server's peak RSS).
 """
 
 import argparse
@@ -175,6 +175,11 @@ def run(n, args, base, proxy_port, logs):
                   f"server {', '.join(f'{reads[p][0]:.0f}' for p in ports if reads.get(p))} ms; slowest on each "
                   f"{'; '.join(', '.join(f'{x:.0f}' for x in sorted(reads.get(p, []))[-4:]) for p in ports)} ms",
                   file=sys.stderr)
+        peaks = []
+        for s in servers:
+            with open(f"/proc/{s.pid}/status") as f:
+                peaks += [int(line.split()[1]) // 1024 for line in f if line.startswith("VmHWM:")]
+        print(f"  peak RSS per server: {', '.join(str(p) for p in peaks)} MiB", file=sys.stderr)
         link = f"{args.delay_ms} ms each way" if proxy_port else "direct"
         print(f"| {args.store} | {n} | {link} | {ack_rate} req/s ({acked}) | {start} jobs ({per_request:.1f}/request) "
               f"| {applied:.1f} req/s ({took:.0f} s, {left} jobs left) | {p99s} ms |", flush=True)
