@@ -305,7 +305,8 @@ fn reads_during_a_long_backlog_answer_and_see_every_acknowledged_write() {
 
 #[test]
 fn a_hundred_thousand_small_jobs_pending_keep_the_server_under_200_mib() {
-    let setup = Backlog { per_request: 1, users: 5000, load_secs: 30, bound_secs: 0 };
+    // 45 s: at 30 s a machine whose applier kept up better left 88,246 (CI, 2026-12-02).
+    let setup = Backlog { per_request: 1, users: 5000, load_secs: 45, bound_secs: 0 };
     let outcome = setup.run().report_and_check("small jobs", &setup);
     let pending = outcome.at_end["pending"].as_u64().unwrap_or(0);
     assert!(pending >= 100_000, "the load left {pending} jobs pending, fewer than the 100,000 this is about");
