@@ -288,26 +288,19 @@ impl Backlog {
     ) -> Result<Vec<OpKey>, StoreError> {
         self.load(store).await?;
         let mut found: BTreeSet<OpKey> = BTreeSet::new();
-        let mut tx = Tx::new(store, ws.clone());
         let mut seen: HashSet<String> = HashSet::new();
         let mut todo = seeds;
         loop {
-            let mut names = Vec::new();
+            let mut fresh = Vec::new();
             while let Some(ident) = todo.pop() {
-                let ident_key = user_key(ws, &ident);
-                if !seen.insert(ident_key) {
-                    continue;
-                }
-                names.push(name(ws, &ident));
-                for id in tx.resolve(&ident).await? {
-                    if let Some(p) = tx.profile(&id).await? {
-                        todo.extend(profile_idents(p));
-                    }
+                if seen.insert(user_key(ws, &ident)) {
+                    fresh.push(ident);
                 }
             }
-            if names.is_empty() {
+            if fresh.is_empty() {
                 return Ok(found.into_iter().collect());
             }
+            let names: Vec<i64> = fresh.iter().map(|i| name(ws, i)).collect();
             for q in store.queued_naming(&names).await? {
                 // A job that cannot be decoded names nobody: the applier sets it aside.
                 let Ok(job) = record::decode(&q.job) else { continue };
@@ -323,6 +316,17 @@ impl Backlog {
                     if idents.iter().any(|i| seen.contains(&user_key(ws, i))) {
                         found.insert(key);
                         todo.extend(idents);
+                    }
+                }
+            }
+            // The stored profiles are read after the queue, each round anew: an
+            // operation linking two identifiers that was applied (and left the
+            // queue) before the lookup above is in what these reads see.
+            let mut tx = Tx::new(store, ws.clone());
+            for ident in &fresh {
+                for id in tx.resolve(ident).await? {
+                    if let Some(p) = tx.profile(&id).await? {
+                        todo.extend(profile_idents(p));
                     }
                 }
             }
