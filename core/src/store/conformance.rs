@@ -112,6 +112,9 @@ async fn queue<S: Store>(s: &S) {
     // Jobs after one still being committed.
     assert_eq!(s.queued(a, 10).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![b, c]);
     assert!(s.queued(c, 10).await.unwrap().is_empty());
+    let at: Vec<Vec<u8>> = s.queued_at(&[a, c]).await.unwrap().into_iter().map(|j| j.job).collect();
+    assert_eq!(at, vec![b"a".to_vec(), b"c".to_vec()], "by number, in order");
+    assert!(s.queued_at(&[c + 1, c + 5]).await.unwrap().is_empty(), "numbers not queued");
 
     // A failing expectation leaves the queue untouched.
     let failing = ChangeSet {
@@ -128,6 +131,7 @@ async fn queue<S: Store>(s: &S) {
     s.commit(ok).await.unwrap();
     assert_eq!(s.queued(0, 10).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![c]);
     assert_eq!(s.queued(a, 10).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![c]);
+    assert_eq!(s.queued_at(&[a, b, c]).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![c]);
     assert_eq!(value(s, Table::Profile, "p").await, Some((1, "1".into())));
 
     // A second applier acknowledging the same jobs conflicts.
@@ -168,6 +172,7 @@ async fn partitions<S: Store>(s: &S) {
     assert_eq!(jobs(1).await, vec![(1, b"a1".to_vec()), (1, b"b1".to_vec())]);
     let all: Vec<u16> = s.queued(0, 10).await.unwrap().iter().map(|j| j.part).collect();
     assert_eq!(all, vec![0, 1, 1, 0], "every partition in one order");
+    assert_eq!(s.queued_count().await.unwrap(), Some(4), "a partitioned queue counts its jobs");
     let every: Vec<u16> = (0..parts).collect();
     assert_eq!(s.busy_partitions(&every).await.unwrap(), vec![0, 1]);
     assert_eq!(s.busy_partitions(&[1]).await.unwrap(), vec![1], "only among those asked of");
@@ -184,6 +189,10 @@ async fn partitions<S: Store>(s: &S) {
     }
     s.commit(ack(0, seqs[0], 1)).await.unwrap();
     assert_eq!(jobs(0).await, vec![(0, b"c0".to_vec())]);
+    assert_eq!(s.queued_count().await.unwrap(), Some(1), "not the span from the oldest to the tail");
+    let at: Vec<u64> =
+        s.queued_at(&[seqs[0], seqs[1], more[0], last[0]]).await.unwrap().iter().map(|j| j.seq).collect();
+    assert_eq!(at, vec![last[0]], "those applied are gone");
     if let Some(cursors) = s.applied_cursors().await.unwrap() {
         assert_eq!((cursors[0], cursors[1]), (seqs[0], more[0]));
     }

@@ -177,6 +177,14 @@ impl Store for MemoryStore {
         Ok(Some((0..=self.more_partitions).map(|p| inner.cursors.get(&p).copied().unwrap_or(0)).collect()))
     }
 
+    async fn queued_at(&self, seqs: &[u64]) -> Result<Vec<QueuedJob>, StoreError> {
+        Ok(self.lock().queue.iter().filter(|j| seqs.binary_search(&j.seq).is_ok()).cloned().collect())
+    }
+
+    async fn queued_count(&self) -> Result<Option<u64>, StoreError> {
+        Ok((self.more_partitions > 0).then(|| self.lock().queue.len() as u64))
+    }
+
     async fn busy_partitions(&self, among: &[u16]) -> Result<Vec<u16>, StoreError> {
         let inner = self.lock();
         Ok(among.iter().copied().filter(|p| inner.queue.iter().any(|j| j.part == *p)).collect())

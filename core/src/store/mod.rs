@@ -366,6 +366,8 @@ pub trait Store {
     }
 
     /// Appends a job to the durable queue; once this returns `Ok` the job survives a crash.
+    /// Sequence numbers are given in the order jobs are committed: once a job is
+    /// read as queued, no job with a lower number is queued after it.
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError>;
 
     /// How many partitions the queue has, fixed when the store was created: each
@@ -410,6 +412,20 @@ pub trait Store {
     /// batch meanwhile.
     async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError>;
 
+    /// Those of the jobs numbered `seqs` (ascending) still queued, in sequence order:
+    /// a read that applies its users' jobs early checks they are still there. The
+    /// default asks [`Store::queued`] for each; a store across a network answers in
+    /// one round trip.
+    async fn queued_at(&self, seqs: &[u64]) -> Result<Vec<QueuedJob>, StoreError> {
+        let mut out = Vec::new();
+        for &seq in seqs {
+            if let Some(job) = self.queued(seq.saturating_sub(1), 1).await?.pop().filter(|j| j.seq == seq) {
+                out.push(job);
+            }
+        }
+        Ok(out)
+    }
+
     /// As [`Store::queued`], the jobs of partition `part` only.
     async fn queued_in(&self, part: u16, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
         let mut jobs = self.queued(after, limit).await?;
@@ -448,6 +464,13 @@ pub trait Store {
 
     /// The highest sequence number ever assigned (0 before the first job).
     async fn queue_tail(&self) -> Result<u64, StoreError>;
+
+    /// How many jobs are queued, for a store whose sequence numbers have gaps between
+    /// the oldest job and the tail (a partitioned queue: each partition's jobs go as
+    /// its own cursor moves). `None`, the default: that span is the count.
+    async fn queued_count(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
 
     /// Called before a unit of work runs again because its commit found that another
     /// one wrote first (`attempt` counts from 1). A store shared by several

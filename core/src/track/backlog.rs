@@ -37,6 +37,11 @@ use crate::store::{Store, StoreError};
 /// Jobs read from the queue per call while the index catches up with it.
 const INDEX_CHUNK: usize = 1000;
 
+/// Operations applied early that the backlog of a store several servers share
+/// remembers before it first looks for those whose jobs are gone
+/// ([`Backlog::prune_early`]).
+const EARLY_KEPT_MIN: usize = 1024;
+
 /// Most strings of one request considered as identifiers: a request names a few
 /// hundred users at most (75 objects a track request, 50 ids an export).
 const MAX_SEEDS: usize = 4096;
@@ -71,6 +76,8 @@ pub struct Backlog {
     per_ws: HashMap<WorkspaceName, usize>,
     /// Applied ahead of the queue cursor; the in-order applier skips them.
     early: BTreeSet<OpKey>,
+    /// On a shared store, the size of `early` at which it is next pruned.
+    early_prune_at: usize,
     /// Told what is applied, so it stops counting it.
     ledger: std::sync::Arc<super::ledger::Ledger>,
     /// Told where the queue cursor is.
@@ -124,7 +131,28 @@ impl Backlog {
                 new = true;
             }
         }
+        self.prune_early(store).await?;
         Ok(new)
+    }
+
+    /// On a store several servers share, forgets the operations applied early whose
+    /// jobs are no longer queued (those before the oldest job queued). The in-order
+    /// applier that passes such a record deletes it and tells its own backlog
+    /// ([`Backlog::early_passed`]); every other server's backlog was never told, and
+    /// its set grew for as long as it ran. Looks once the set has doubled since it
+    /// last did: one read of the queue's head.
+    pub async fn prune_early<S: Store>(&mut self, store: &S) -> Result<(), StoreError> {
+        if !self.shared || self.early.len() < self.early_prune_at.max(EARLY_KEPT_MIN) {
+            return Ok(());
+        }
+        // The set holds only jobs seen queued: one numbered below the oldest job
+        // queued now has left the queue, and an applier never meets it again.
+        match store.queued(0, 1).await?.first() {
+            Some(oldest) => self.early = self.early.split_off(&(oldest.seq, 0)),
+            None => self.early.clear(),
+        }
+        self.early_prune_at = 2 * self.early.len();
+        Ok(())
     }
 
     /// The records of these operations applied early were deleted (the in-order

@@ -221,3 +221,70 @@ fn an_operation_giving_a_user_an_address_holds_the_address_s_partition_until_app
     assert_eq!(status, 201);
     assert_eq!(body["users"].as_array().unwrap().len(), 1, "one profile has the address: {body}");
 }
+
+#[test]
+fn a_server_forgets_the_operations_it_applied_early_once_their_jobs_are_gone() {
+    let store = MemoryStore::with_partitions(8);
+    let a = server(&store);
+    let batch = |from: usize, requests: usize| {
+        for r in from..from + requests {
+            a.track(inc(&(0..40).map(|i| format!("u{r}-{i}")).collect::<Vec<_>>()));
+        }
+        let jobs = pending(&store);
+        let keys: Vec<(u64, u32)> = jobs
+            .iter()
+            .flat_map(|j| {
+                let ops = super::record::decode(&j.job).unwrap().ops.len() as u32;
+                (0..ops).map(move |op| (j.seq, op))
+            })
+            .collect();
+        (jobs, keys)
+    };
+    // This server's reads applied every operation early; then another server's
+    // applier passed the first jobs, deleting their records, and more were queued.
+    let (gone, mut early) = batch(0, 20);
+    drain(&[&a]);
+    let (queued, later) = batch(20, 10);
+    early.extend(&later);
+    assert!(early.len() > 1024, "enough to look: {}", early.len());
+    let mut backlog = Backlog::with(Default::default(), Default::default(), true);
+    backlog.applied_early(&early);
+    pollster::block_on(backlog.prune_early(&store)).unwrap();
+    for j in &gone {
+        assert!(backlog.early_ops(j.seq).is_empty(), "job {} is gone: its operations are forgotten", j.seq);
+    }
+    for j in &queued {
+        let ops = super::record::decode(&j.job).unwrap().ops.len();
+        assert_eq!(backlog.early_ops(j.seq).len(), ops, "job {} is queued: the applier must still skip them", j.seq);
+    }
+    // Once every job is applied, all go (when the set has doubled since the last look).
+    drain(&[&a]);
+    let (_, more) = batch(30, 30);
+    backlog.applied_early(&more);
+    let queued_now = pending(&store);
+    pollster::block_on(backlog.prune_early(&store)).unwrap();
+    for j in &queued {
+        assert!(backlog.early_ops(j.seq).is_empty(), "job {} was applied since", j.seq);
+    }
+    assert!(queued_now.iter().all(|j| !backlog.early_ops(j.seq).is_empty()));
+}
+
+#[test]
+fn the_queue_s_backlog_counts_the_jobs_queued_not_the_span_of_their_numbers() {
+    let store = MemoryStore::with_partitions(8);
+    let a = server(&store);
+    for r in 0..3 {
+        a.track(inc(&(0..20).map(|i| format!("v{r}-{i}")).collect::<Vec<_>>()));
+    }
+    // The oldest job's partition passes its jobs; the others keep theirs, on both sides.
+    let jobs = pending(&store);
+    let mut backlog = Backlog::with(Default::default(), Default::default(), true);
+    pollster::block_on(apply_batch(&store, &mut backlog, [7; 16], jobs[0].part, 64)).unwrap();
+    let left = pending(&store);
+    assert!(left.len() + 1 < jobs.len(), "{} of {} left", left.len(), jobs.len());
+    let (status, body) = a.operator(crate::http::Method::Get, "/_engage/queue");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["pending"], json!(left.len()), "{body}");
+    assert_eq!(body["oldest_seq"], json!(left[0].seq));
+    assert_eq!(body["tail"], json!(jobs[jobs.len() - 1].seq));
+}

@@ -247,6 +247,20 @@ impl Store for NativeStore {
         }
     }
 
+    async fn queued_at(&self, seqs: &[u64]) -> Result<Vec<QueuedJob>, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.queued_at(seqs).await,
+            NativeStore::Postgres(s) => s.queued_at(seqs).await,
+        }
+    }
+
+    async fn queued_count(&self) -> Result<Option<u64>, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.queued_count().await,
+            NativeStore::Postgres(s) => s.queued_count().await,
+        }
+    }
+
     async fn count_in_window(&self, key: &str, start: i64, expires: i64) -> Result<Option<u64>, StoreError> {
         match self {
             NativeStore::Sqlite(s) => s.count_in_window(key, start, expires).await,

@@ -380,6 +380,19 @@ impl Store for PgStore {
         .await
     }
 
+    async fn queued_at(&self, seqs: &[u64]) -> Result<Vec<QueuedJob>, StoreError> {
+        let (pool, seqs) = (self.pool.clone(), seqs.iter().map(|s| *s as i64).collect::<Vec<i64>>());
+        self.spawn(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            let st = client
+                .prepare_cached("SELECT seq, part, job FROM queue WHERE seq = ANY($1) ORDER BY seq")
+                .await
+                .map_err(store_err)?;
+            Ok(client.query(&st, &[&seqs]).await.map_err(store_err)?.into_iter().map(job_row).collect())
+        })
+        .await
+    }
+
     fn finds_by_name(&self) -> bool {
         true
     }
@@ -469,6 +482,19 @@ impl Store for PgStore {
             let st = client.prepare_cached("SELECT applied FROM queue_parts ORDER BY part").await.map_err(store_err)?;
             let rows = client.query(&st, &[]).await.map_err(store_err)?;
             Ok(Some(rows.into_iter().map(|r| r.get::<_, i64>(0) as u64).collect()))
+        })
+        .await
+    }
+
+    async fn queued_count(&self) -> Result<Option<u64>, StoreError> {
+        if self.parts <= 1 {
+            return Ok(None);
+        }
+        let pool = self.pool.clone();
+        self.spawn(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            let n: i64 = client.query_one("SELECT count(*) FROM queue", &[]).await.map_err(store_err)?.get(0);
+            Ok(Some(n as u64))
         })
         .await
     }
