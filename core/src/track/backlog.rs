@@ -32,7 +32,7 @@ use super::record;
 use crate::http::Request;
 use crate::ids::{Email, ExternalId, Identifier, Phone, ServiceId, UserAlias, WorkspaceName};
 use crate::repo::Tx;
-use crate::store::{Store, StoreError};
+use crate::store::{QueuedJob, Store, StoreError};
 
 /// Jobs read from the queue per call while the index catches up with it.
 const INDEX_CHUNK: usize = 1000;
@@ -308,14 +308,17 @@ impl Backlog {
     /// here. An operation of a job found is taken when it names an identifier of the
     /// set; one that names none of them now is looked at again if a later round
     /// brings one of its identifiers in (the store then finds its job again).
+    /// Returned with the jobs of the operations found, as read.
     pub async fn concerning_named<S: Store>(
         &mut self,
         store: &S,
         ws: &WorkspaceName,
         seeds: Vec<Identifier>,
-    ) -> Result<Vec<OpKey>, StoreError> {
+    ) -> Result<(Vec<OpKey>, Vec<QueuedJob>), StoreError> {
         self.load(store).await?;
         let mut found: BTreeSet<OpKey> = BTreeSet::new();
+        // The jobs read, by sequence number: the caller applies from them.
+        let mut jobs: BTreeMap<u64, QueuedJob> = BTreeMap::new();
         let mut seen: HashSet<String> = HashSet::new();
         let mut todo = seeds;
         loop {
@@ -326,7 +329,11 @@ impl Backlog {
                 }
             }
             if fresh.is_empty() {
-                return Ok(found.into_iter().collect());
+                let held: Vec<QueuedJob> = jobs
+                    .into_values()
+                    .filter(|q| found.range((q.seq, 0)..=(q.seq, u32::MAX)).next().is_some())
+                    .collect();
+                return Ok((found.into_iter().collect(), held));
             }
             let names: Vec<i64> = fresh.iter().map(|i| name(ws, i)).collect();
             for q in store.queued_naming(&names).await? {
@@ -346,6 +353,7 @@ impl Backlog {
                         todo.extend(idents);
                     }
                 }
+                jobs.insert(q.seq, q);
             }
             // The stored profiles are read after the queue, each round anew: an
             // operation linking two identifiers that was applied (and left the

@@ -35,17 +35,9 @@ pub fn user_key(ws: &WorkspaceName, ident: &Identifier) -> String {
     }
 }
 
-/// The partition, of `parts`, of the operations naming `ident` in `ws`.
-pub fn of(ws: &WorkspaceName, ident: &Identifier, parts: u16) -> u16 {
-    if parts <= 1 {
-        return 0;
-    }
-    (name(ws, ident) as u64 % u64::from(parts)) as u16
-}
-
 /// The name of the user `ident` names in `ws`, as a store that finds queued jobs by
 /// the users they name keeps it ([`crate::store::Store::queued_naming`]): the first
-/// eight bytes of SHA-256 over [`user_key`], the hash [`of`] takes a partition from.
+/// eight bytes of SHA-256 over [`user_key`], the hash [`part_of`] takes a partition from.
 /// Two users may share a name: a job found by one is read for the other's too.
 pub fn name(ws: &WorkspaceName, ident: &Identifier) -> i64 {
     let digest = Sha256::digest(user_key(ws, ident).as_bytes());
@@ -81,24 +73,58 @@ pub fn named(ws: &WorkspaceName, op: &TrackOp) -> Vec<Identifier> {
     out
 }
 
+/// One partition's share of a job, with the names of the users its operations name
+/// (sorted, each once; none for a stub).
+pub struct Part {
+    pub part: u16,
+    pub job: TrackJob,
+    pub names: Vec<i64>,
+}
+
+/// The names of the users `op` names, its target's first: each identifier hashed
+/// once, for both its partition and the name a store finds the job by.
+fn op_names(ws: &WorkspaceName, op: &TrackOp) -> Vec<i64> {
+    let target = &op.target().ident;
+    let idents = named(ws, op);
+    let names: Vec<i64> = idents.iter().map(|i| name(ws, i)).collect();
+    let first = idents.iter().position(|i| i == target).map_or_else(|| name(ws, target), |at| names[at]);
+    let mut out = vec![first];
+    out.extend(names.into_iter().filter(|n| *n != first));
+    out
+}
+
+/// The partition, of `parts` (at least one), of the operations naming `ident` in `ws`.
+#[cfg(test)]
+pub fn of(ws: &WorkspaceName, ident: &Identifier, parts: u16) -> u16 {
+    part_of(name(ws, ident), parts)
+}
+
+/// The partition, of `parts` (at least one), of the user named `name`.
+fn part_of(name: i64, parts: u16) -> u16 {
+    (name as u64 % u64::from(parts)) as u16
+}
+
 /// `job` as the jobs of each partition its operations are in, in partition order,
 /// each keeping its operations' order. Partitions joined by an operation naming
 /// users of several are one job, the main, in the lowest of them, with a stub in
 /// each of the others ([`super::barrier`]); the stubs' offsets count on the jobs
 /// being numbered in the order returned, one after the other.
-pub fn split(job: TrackJob, parts: u16) -> Vec<(u16, TrackJob)> {
-    if parts <= 1 {
-        return vec![(0, job)];
-    }
+pub fn split(job: TrackJob, parts: u16) -> Vec<Part> {
     let ws = job.workspace.clone();
-    let of_op: Vec<Vec<u16>> = job
-        .ops
+    let op_names: Vec<Vec<i64>> = job.ops.iter().map(|op| op_names(&ws, op)).collect();
+    if parts <= 1 {
+        let mut names: Vec<i64> = op_names.into_iter().flatten().collect();
+        names.sort_unstable();
+        names.dedup();
+        return vec![Part { part: 0, job, names }];
+    }
+    // Each operation's partitions, the target's (where it is queued) first.
+    let of_op: Vec<Vec<u16>> = op_names
         .iter()
-        .map(|op| {
-            // The target's partition first: the operation is queued there.
-            let target = of(&ws, &op.target().ident, parts);
+        .map(|ns| {
+            let target = part_of(ns[0], parts);
             let mut ps = vec![target];
-            ps.extend(named(&ws, op).iter().map(|i| of(&ws, i, parts)).filter(|p| *p != target));
+            ps.extend(ns[1..].iter().map(|n| part_of(*n, parts)).filter(|p| *p != target));
             ps
         })
         .collect();
@@ -119,22 +145,21 @@ pub fn split(job: TrackJob, parts: u16) -> Vec<(u16, TrackJob)> {
             root.insert(a.max(b), a.min(b));
         }
     }
-    let mut jobs: BTreeMap<u16, TrackJob> = BTreeMap::new();
-    for (op, ps) in job.ops.into_iter().zip(&of_op) {
+    let empty = |ws: &WorkspaceName| Part {
+        part: 0,
+        job: TrackJob { workspace: ws.clone(), at: job.at, ops: vec![], barrier: None },
+        names: vec![],
+    };
+    let mut jobs: BTreeMap<u16, Part> = BTreeMap::new();
+    for ((op, ps), ns) in job.ops.into_iter().zip(&of_op).zip(op_names) {
         let main = find(&mut root, ps[0]);
-        let main_job = jobs.entry(main).or_insert_with(|| TrackJob {
-            workspace: ws.clone(),
-            at: job.at,
-            ops: vec![],
-            barrier: None,
-        });
-        main_job.ops.push(op);
+        let main_job = jobs.entry(main).or_insert_with(|| Part { part: main, ..empty(&ws) });
+        main_job.job.ops.push(op);
+        main_job.names.extend(ns);
     }
     for p in root.keys().copied().collect::<Vec<_>>() {
-        let main = find(&mut root, p);
-        if main != p {
-            let stub = TrackJob { workspace: ws.clone(), at: job.at, ops: vec![], barrier: None };
-            jobs.insert(p, stub);
+        if find(&mut root, p) != p {
+            jobs.insert(p, Part { part: p, ..empty(&ws) });
         }
     }
     let order: Vec<u16> = jobs.keys().copied().collect();
@@ -144,30 +169,38 @@ pub fn split(job: TrackJob, parts: u16) -> Vec<(u16, TrackJob)> {
         if main != p {
             let offset = index(p) - index(main);
             if let Some(j) = jobs.get_mut(&p) {
-                j.barrier = Some(Barrier::Stub { main: -offset });
+                j.job.barrier = Some(Barrier::Stub { main: -offset });
             }
             if let Some(j) = jobs.get_mut(&main) {
-                match &mut j.barrier {
+                match &mut j.job.barrier {
                     Some(Barrier::Main { stubs }) => stubs.push(StubAt { part: p, offset }),
-                    _ => j.barrier = Some(Barrier::Main { stubs: vec![StubAt { part: p, offset }] }),
+                    _ => j.job.barrier = Some(Barrier::Main { stubs: vec![StubAt { part: p, offset }] }),
                 }
             }
         }
     }
-    jobs.into_iter().collect()
+    let mut out: Vec<Part> = jobs.into_values().collect();
+    for part in &mut out {
+        part.names.sort_unstable();
+        part.names.dedup();
+    }
+    out
 }
 
 /// The records of `job` for `store`'s queue: one per partition it names, with the
 /// names of its users when the store finds jobs by them.
 pub fn encode<S: Store>(store: &S, job: &TrackJob) -> Result<Vec<PartJob>, StoreError> {
-    let named = |job: &TrackJob| if store.finds_by_name() { names(job) } else { Vec::new() };
-    let parts = store.partitions();
+    let (parts, by_name) = (store.partitions(), store.finds_by_name());
     if parts <= 1 {
-        return Ok(vec![PartJob { part: 0, job: record::encode(store, job)?, names: named(job) }]);
+        let names = if by_name { names(job) } else { Vec::new() };
+        return Ok(vec![PartJob { part: 0, job: record::encode(store, job)?, names }]);
     }
     split(job.clone(), parts)
         .into_iter()
-        .map(|(part, job)| Ok(PartJob { part, job: record::encode(store, &job)?, names: named(&job) }))
+        .map(|p| {
+            let names = if by_name { p.names } else { Vec::new() };
+            Ok(PartJob { part: p.part, job: record::encode(store, &p.job)?, names })
+        })
         .collect()
 }
 
@@ -186,7 +219,7 @@ pub fn split_record(record: Vec<u8>, parts: u16, json: bool) -> Vec<PartJob> {
     let Ok(job) = record::decode(&record) else { return whole(record) };
     let encoded: Result<Vec<_>, StoreError> = split(job, parts)
         .into_iter()
-        .map(|(part, job)| Ok(PartJob { part, job: record::encode_as(&job, json)?, names: names(&job) }))
+        .map(|p| Ok(PartJob { part: p.part, job: record::encode_as(&p.job, json)?, names: p.names }))
         .collect();
     encoded.unwrap_or_else(|_| whole(record))
 }

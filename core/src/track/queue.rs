@@ -114,12 +114,15 @@ pub async fn apply_batch<S: Store>(
 
 /// Applies the queued operations `keys` (pending, in queue order, closed as
 /// [`Backlog::concerning`] makes them) ahead of the queue, in one commit with the
-/// records that make the in-order applier skip them.
+/// records that make the in-order applier skip them. `held`: their jobs, when the
+/// caller has just read them (on a shared store they are read again after each
+/// partition's turn, so these only say which partitions to take).
 pub async fn apply_early<S: Store>(
     store: &S,
     backlog: &mut Backlog,
     seed: [u8; 16],
     keys: &[OpKey],
+    held: Option<Vec<QueuedJob>>,
 ) -> Result<QueueRun, ApiError> {
     if keys.is_empty() {
         return Ok(QueueRun::default());
@@ -128,7 +131,10 @@ pub async fn apply_early<S: Store>(
     for &(seq, op) in keys {
         wanted.entry(seq).or_default().push(op);
     }
-    let mut queued = still_queued(store, backlog, wanted.keys().copied()).await?;
+    let mut queued = match held {
+        Some(jobs) => jobs.into_iter().filter(|q| wanted.contains_key(&q.seq)).collect(),
+        None => still_queued(store, backlog, wanted.keys().copied()).await?,
+    };
     if queued.is_empty() {
         return Ok(QueueRun::default());
     }
@@ -556,13 +562,14 @@ pub async fn catch_up_for<S: Store>(
     seeds: Vec<Identifier>,
     seed: [u8; 16],
 ) -> Result<QueueRun, ApiError> {
-    let seqs = if store.finds_by_name() {
-        backlog.concerning_named(store, ws, seeds).await?
+    let (seqs, held) = if store.finds_by_name() {
+        let (seqs, held) = backlog.concerning_named(store, ws, seeds).await?;
+        (seqs, Some(held))
     } else {
         backlog.refresh(store).await?;
-        backlog.concerning(store, ws, seeds).await?
+        (backlog.concerning(store, ws, seeds).await?, None)
     };
-    apply_early(store, backlog, seed, &seqs).await
+    apply_early(store, backlog, seed, &seqs, held).await
 }
 
 /// The queue's backlog as an operator (or a metrics scrape) sees it.
