@@ -14,6 +14,7 @@ second (it is counted when the load stops and at the end), and a reader asks eac
     cargo build --release -p engage -p engage-tests --bin delay-proxy
     python3 tests/bench/apply_servers.py [--servers 1,2,4] [--store postgres|sqlite]
         [--delay-ms 1] [--profiles 1000000] [--rate 400] [--seconds 20] [--drain 60]
+        [--engage PATH]
 
 Prints one Markdown row per run: requests acknowledged per second, the backlog when
 the load stopped, requests applied per second while it drained (a request is queued
@@ -193,6 +194,7 @@ def run(n, args, base, proxy_port, logs):
 
 
 def main():
+    global ENGAGE
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--servers", default="1,2,4")
     p.add_argument("--store", default="postgres", choices=["postgres", "sqlite"])
@@ -202,7 +204,9 @@ def main():
     p.add_argument("--rate", type=int, default=400)
     p.add_argument("--seconds", type=int, default=20)
     p.add_argument("--drain", type=int, default=60)
+    p.add_argument("--engage", default=ENGAGE, help="another build of engage (to compare two)")
     args = p.parse_args()
+    ENGAGE = args.engage
     base = os.environ.get("ENGAGE_TEST_POSTGRES_URL")
     if args.store == "postgres" and not base:
         sys.exit("start PostgreSQL first: source tests/postgres.sh && start_postgres")

@@ -24,12 +24,15 @@ impl<S: Store> Engine<S> {
         caught_up: bool,
     ) -> Result<Response, ApiError> {
         if let Some(max_secs) = self.config.max_backlog_secs {
-            self.refuse_past_backlog_bound(max_secs).await?;
+            self.refuse_past_backlog_bound(max_secs, ctx.now).await?;
         }
         let seeds = match track::track(&self.store, &self.gate.ledger, ws, body, ctx, caught_up, self.config.dialect())
             .await?
         {
-            track::Tracked::Done(response) => return Ok(response),
+            track::Tracked::Done(response, last) => {
+                self.gate.pressure.enqueued(last);
+                return Ok(response);
+            }
             // Caught up by the host, and still a request for these users came between.
             track::Tracked::CatchUp(_) if caught_up => return Err(ApiError::Busy),
             track::Tracked::CatchUp(seeds) => seeds,
@@ -48,7 +51,10 @@ impl<S: Store> Engine<S> {
         for _ in 0..4 {
             self.catch_up(ws, seeds, ctx).await?;
             match track::track(&self.store, &self.gate.ledger, ws, body, ctx, true, self.config.dialect()).await? {
-                track::Tracked::Done(response) => return Ok(response),
+                track::Tracked::Done(response, last) => {
+                    self.gate.pressure.enqueued(last);
+                    return Ok(response);
+                }
                 track::Tracked::CatchUp(more) => seeds = more,
             }
         }
@@ -68,10 +74,18 @@ impl<S: Store> Engine<S> {
     }
 
     /// Refuses (503, nothing acknowledged) a new job while the queue holds more than
-    /// `max_secs` of applying.
-    async fn refuse_past_backlog_bound(&self, max_secs: u64) -> Result<(), ApiError> {
+    /// `max_secs` of applying. The tail is read from the store at most once a
+    /// [`crate::track::pressure::TAIL_FRESH_MS`].
+    async fn refuse_past_backlog_bound(&self, max_secs: u64, now: Timestamp) -> Result<(), ApiError> {
         let pressure = &self.gate.pressure;
-        let tail = self.store.queue_tail().await?;
+        let tail = match pressure.fresh_tail(now) {
+            Some(tail) => tail,
+            None => {
+                let tail = self.store.queue_tail().await?;
+                pressure.tail_read(tail, now);
+                tail
+            }
+        };
         let through = match pressure.through() {
             Some(through) => through,
             None => {

@@ -131,8 +131,8 @@ fn fits(largest: usize, growth: Growth) -> bool {
 
 /// What `/users/track` did with a request.
 pub enum Tracked {
-    /// Answered (201).
-    Done(Response),
+    /// Answered (201); the last of the jobs queued is numbered this.
+    Done(Response, u64),
     /// Whether it fits its users' bounds cannot be told until the jobs queued for
     /// them are applied: the engine applies them (in its turn) and asks again.
     CatchUp(Vec<Identifier>),
@@ -186,9 +186,13 @@ pub async fn track<S: Store>(
     // What was committed since the snapshot no longer needs counting for this request.
     drop(snapshot);
     let Some(reservation) = reservation else { return Ok(Tracked::CatchUp(seeds())) };
-    if let Err(e) = store.enqueue_parts(encoded).await {
-        ledger.cancel(reservation);
-        return Err(e.into());
-    }
-    Ok(Tracked::Done(Response::json(201, &body).then(Then::ApplyQueue)))
+    let seqs = match store.enqueue_parts(encoded).await {
+        Ok(seqs) => seqs,
+        Err(e) => {
+            ledger.cancel(reservation);
+            return Err(e.into());
+        }
+    };
+    let last = seqs.into_iter().max().unwrap_or(0);
+    Ok(Tracked::Done(Response::json(201, &body).then(Then::ApplyQueue), last))
 }

@@ -25,6 +25,14 @@ pub const UNMEASURED_MAX_PENDING: u64 = 4 * MIN_PENDING;
 /// How long one rate measurement lasts, in milliseconds.
 const WINDOW_MS: i64 = 2000;
 
+/// How long the queue's tail, once read from the store, stands in for it when a
+/// request checks the bound: this process's own enqueues move it meanwhile (their
+/// numbers also count other servers' jobs queued before them), so at most what other
+/// servers queued in the last second is missing from it, against a bound of many
+/// seconds of applying. Read for every request, it was a round trip of every
+/// acknowledgement on PostgreSQL.
+pub const TAIL_FRESH_MS: i64 = 1000;
+
 /// Most batches a background applier's turn pipelines while no rate is measured:
 /// a turn is measured once it ends, and a full turn may last many seconds (64
 /// batches at 140 batches/s, 7 s), through which nothing bounded the backlog.
@@ -46,6 +54,11 @@ pub struct Pressure {
     /// The queue's tail when a backlog bound was first checked: jobs after it were
     /// acknowledged by this process.
     first_tail: std::sync::OnceLock<u64>,
+    /// The queue's tail as last read from the store, or moved past by this process's
+    /// own enqueues since.
+    tail: AtomicU64,
+    /// When the tail was last read from the store (ms), once it was.
+    tail_read_at: Mutex<Option<i64>>,
 }
 
 #[derive(Default)]
@@ -62,6 +75,24 @@ impl Pressure {
     pub fn applied_through(&self, through: u64) {
         self.through.fetch_max(through, Ordering::SeqCst);
         self.known.store(true, Ordering::SeqCst);
+    }
+
+    /// The queue's tail as of `now`, when it was read from the store within
+    /// [`TAIL_FRESH_MS`] (a clock that went back makes it stale).
+    pub fn fresh_tail(&self, now: Timestamp) -> Option<u64> {
+        let read_at = (*self.tail_read_at.lock().unwrap_or_else(|e| e.into_inner()))?;
+        (0..TAIL_FRESH_MS).contains(&(now.0 - read_at)).then(|| self.tail.load(Ordering::SeqCst))
+    }
+
+    /// The store said the queue's tail is `tail` at `now`.
+    pub fn tail_read(&self, tail: u64, now: Timestamp) {
+        self.tail.fetch_max(tail, Ordering::SeqCst);
+        *self.tail_read_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(now.0);
+    }
+
+    /// This process queued jobs numbered up to `seq`.
+    pub fn enqueued(&self, seq: u64) {
+        self.tail.fetch_max(seq, Ordering::SeqCst);
     }
 
     /// The cursor, once known (`None` before anything was applied or read).

@@ -276,3 +276,51 @@ fn jobs_queued_as_json_before_an_upgrade_are_counted_and_applied_after_it() {
     let full = kit.user("full");
     assert_eq!(full["custom_attributes"].as_object().unwrap().len(), 999);
 }
+
+#[test]
+fn the_backlog_bound_reads_the_queue_s_tail_once_a_second_and_then_sees_another_server_s_jobs() {
+    let store = MemoryStore::new();
+    let server = || {
+        Kit::configured(store.sharing(), |c| {
+            c.max_backlog_secs = Some(30);
+            c.applies_in_background = true;
+            c.shared_store = true;
+        })
+    };
+    let at = |ms: i64| crate::ctx::Ctx::new(crate::time::Timestamp(1_800_000_000_000 + ms), [5; 16]);
+    let track = |kit: &Kit, ms: i64, user: &str| {
+        let body = json!({"attributes": [{"external_id": user, "n": 1}]});
+        let resp = pollster::block_on(
+            kit.engine().handle(kit.request(crate::http::Method::Post, "/users/track", body), at(ms)),
+        );
+        (resp.status, resp.json_body())
+    };
+    // Another server queues past what a server lets a backlog grow to before the
+    // appliers' rate is measured.
+    let unmeasured = crate::track::pressure::UNMEASURED_MAX_PENDING;
+    let others = |from: u64| {
+        for i in from..from + unmeasured + 8 {
+            pollster::block_on(store.enqueue(format!("not a job {i}").into_bytes())).unwrap();
+        }
+    };
+    let (a, b) = (server(), server());
+    assert_eq!(track(&a, 0, "a0").0, 201);
+    assert_eq!(track(&b, 0, "b0").0, 201);
+    others(0);
+    // Within the second, the tail read at 0 (and the server's own jobs since) stands.
+    assert_eq!(track(&a, 400, "a1").0, 201);
+    // Its own job was numbered after the other server's.
+    let (status, body) = track(&a, 999, "a2");
+    assert_eq!(status, 503, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("too many writes are waiting"), "{body}");
+    // A second on, the tail is read again.
+    assert_eq!(track(&b, 1000, "b1").0, 503);
+    // A clock that went back reads it again too.
+    others(unmeasured + 8);
+    let c = server();
+    assert_eq!(track(&c, 5000, "c0").0, 201);
+    others(2 * (unmeasured + 8));
+    assert_eq!(track(&c, 4000, "c1").0, 503);
+    let queued = pollster::block_on(store.queued(0, 100_000)).unwrap().len() as u64;
+    assert_eq!(queued, 4 + 3 * (unmeasured + 8), "the refused requests queued nothing");
+}
