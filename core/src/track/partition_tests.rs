@@ -92,7 +92,6 @@ fn a_read_applies_only_its_user_s_jobs_and_the_other_server_skips_them() {
     assert_eq!(records(&store), 0, "records go when the cursor passes them");
 }
 
-/// A store that runs `hook` once, just before the first commit that acknowledges jobs.
 /// A shared store that runs `hook` before the first acknowledging commit, and
 /// notes the partitions an applier looks into.
 struct BeforeAck<'k> {
