@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::ctx::Ctx;
 use crate::http::Response;
 use crate::store::Store;
-use crate::track::queue::oldest_age;
+use crate::track::waiting::oldest_age;
 
 /// How long the oldest queued job may wait while nothing is applied before the
 /// service is not ready (the applier is stuck).

@@ -265,9 +265,9 @@ async fn list_groups<S: Store>(store: &S, req: &Request) -> Result<Response, Api
     Ok(Response::json(200, &json!({"groups": list})))
 }
 
-/// GET /_engage/queue: the queue's backlog (see [`crate::track::queue::backlog_state`]).
+/// GET /_engage/queue: the queue's backlog (see [`crate::track::waiting::backlog_state`]).
 async fn queue_state<S: Store>(store: &S, ctx: Ctx) -> Result<Response, ApiError> {
-    Ok(Response::json(200, &crate::track::queue::backlog_state(store, ctx.now).await?))
+    Ok(Response::json(200, &crate::track::waiting::backlog_state(store, ctx.now).await?))
 }
 
 /// GET /_engage/queue/set-aside → `{"count": n, "jobs": [...]}`: queued jobs that

@@ -295,8 +295,8 @@ impl<S: Store> Engine<S> {
     }
 
     /// The queue's backlog now (for metrics).
-    pub async fn backlog_state(&self, now: Timestamp) -> Result<track::queue::BacklogState, ApiError> {
-        Ok(track::queue::backlog_state(&self.store, now).await?)
+    pub async fn backlog_state(&self, now: Timestamp) -> Result<track::waiting::BacklogState, ApiError> {
+        Ok(track::waiting::backlog_state(&self.store, now).await?)
     }
 
     async fn route(&self, req: Request, ctx: Ctx, caught_up: bool) -> Result<Response, ApiError> {

@@ -17,6 +17,7 @@ pub mod queue;
 pub mod record;
 pub mod schema;
 mod sync;
+pub mod waiting;
 
 #[cfg(test)]
 mod early_tests;
