@@ -48,8 +48,7 @@ pub fn name(ws: &WorkspaceName, ident: &Identifier) -> i64 {
 
 /// The names of the users `job`'s operations name, each once, in order.
 pub fn names(job: &TrackJob) -> Vec<i64> {
-    let mut out: Vec<i64> =
-        job.ops.iter().flat_map(|op| named(&job.workspace, op)).map(|i| name(&job.workspace, &i)).collect();
+    let mut out: Vec<i64> = job.ops.iter().flat_map(|op| op_names(&job.workspace, op)).collect();
     out.sort_unstable();
     out.dedup();
     out
@@ -110,14 +109,11 @@ fn part_of(name: i64, parts: u16) -> u16 {
 /// each of the others ([`super::barrier`]); the stubs' offsets count on the jobs
 /// being numbered in the order returned, one after the other.
 pub fn split(job: TrackJob, parts: u16) -> Vec<Part> {
+    if parts <= 1 {
+        return vec![Part { part: 0, names: names(&job), job }];
+    }
     let ws = job.workspace.clone();
     let op_names: Vec<Vec<i64>> = job.ops.iter().map(|op| op_names(&ws, op)).collect();
-    if parts <= 1 {
-        let mut names: Vec<i64> = op_names.into_iter().flatten().collect();
-        names.sort_unstable();
-        names.dedup();
-        return vec![Part { part: 0, job, names }];
-    }
     // Each operation's partitions, the target's (where it is queued) first.
     let of_op: Vec<Vec<u16>> = op_names
         .iter()
