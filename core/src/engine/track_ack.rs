@@ -5,7 +5,7 @@ use super::Engine;
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::http::{Response, Then};
-use crate::ids::WorkspaceName;
+use crate::ids::{Identifier, WorkspaceName};
 use crate::store::Store;
 use crate::time::Timestamp;
 use crate::track;
@@ -26,16 +26,13 @@ impl<S: Store> Engine<S> {
         if let Some(max_secs) = self.config.max_backlog_secs {
             self.refuse_past_backlog_bound(max_secs, ctx.now).await?;
         }
-        let seeds = match track::track(&self.store, &self.gate.ledger, ws, body, ctx, caught_up, self.config.dialect())
-            .await?
-        {
-            track::Tracked::Done(response, last) => {
-                self.gate.pressure.enqueued(last);
-                return Ok(response);
-            }
+        let tracked =
+            track::track(&self.store, &self.gate.ledger, ws, body, ctx, caught_up, self.config.dialect()).await?;
+        let seeds = match self.answered(tracked) {
+            Ok(response) => return Ok(response),
             // Caught up by the host, and still a request for these users came between.
-            track::Tracked::CatchUp(_) if caught_up => return Err(ApiError::Busy),
-            track::Tracked::CatchUp(seeds) => seeds,
+            Err(_) if caught_up => return Err(ApiError::Busy),
+            Err(seeds) => seeds,
         };
         if !self.config.applies_in_background {
             // One thread (the edge, the playground): waiting here for the queue's turn
@@ -50,16 +47,27 @@ impl<S: Store> Engine<S> {
         let mut seeds = seeds;
         for _ in 0..4 {
             self.catch_up(ws, seeds, ctx).await?;
-            match track::track(&self.store, &self.gate.ledger, ws, body, ctx, true, self.config.dialect()).await? {
-                track::Tracked::Done(response, last) => {
-                    self.gate.pressure.enqueued(last);
-                    return Ok(response);
-                }
-                track::Tracked::CatchUp(more) => seeds = more,
-            }
+            let tracked =
+                track::track(&self.store, &self.gate.ledger, ws, body, ctx, true, self.config.dialect()).await?;
+            seeds = match self.answered(tracked) {
+                Ok(response) => return Ok(response),
+                Err(more) => more,
+            };
         }
         // Other requests for these users kept arriving between turns.
         Err(ApiError::Busy)
+    }
+
+    /// A request that was queued: its answer, its jobs counted by the backlog bound.
+    /// One that must catch up first: the users to catch up with.
+    fn answered(&self, tracked: track::Tracked) -> Result<Response, Vec<Identifier>> {
+        match tracked {
+            track::Tracked::Done(response, last) => {
+                self.gate.pressure.enqueued(last);
+                Ok(response)
+            }
+            track::Tracked::CatchUp(seeds) => Err(seeds),
+        }
     }
 
     /// On a host without background threads, the answer for a `/users/track` that

@@ -293,11 +293,7 @@ impl Backlog {
                     todo.extend(self.ops.get(&key).into_iter().flat_map(|p| p.idents.iter().cloned()));
                 }
             }
-            for id in tx.resolve(&ident).await? {
-                if let Some(p) = tx.profile(&id).await? {
-                    todo.extend(profile_idents(p));
-                }
-            }
+            todo.extend(stored_idents(&mut tx, &ident).await?);
         }
         Ok(found.into_iter().collect())
     }
@@ -360,14 +356,21 @@ impl Backlog {
             // queue) before the lookup above is in what these reads see.
             let mut tx = Tx::new(store, ws.clone());
             for ident in &fresh {
-                for id in tx.resolve(ident).await? {
-                    if let Some(p) = tx.profile(&id).await? {
-                        todo.extend(profile_idents(p));
-                    }
-                }
+                todo.extend(stored_idents(&mut tx, ident).await?);
             }
         }
     }
+}
+
+/// Every identifier of the stored profiles `ident` names now.
+async fn stored_idents<S: Store>(tx: &mut Tx<'_, S>, ident: &Identifier) -> Result<Vec<Identifier>, StoreError> {
+    let mut out = Vec::new();
+    for id in tx.resolve(ident).await? {
+        if let Some(p) = tx.profile(&id).await? {
+            out.extend(profile_idents(p));
+        }
+    }
+    Ok(out)
 }
 
 /// Every identifier of a stored profile: queued operations naming any of them land

@@ -43,9 +43,9 @@ pub async fn cut<S: Store>(store: &S, mut jobs: Vec<QueuedJob>) -> Result<Vec<Qu
         if !may_hold(&jobs[i].job) {
             continue;
         }
-        let Ok(job) = super::record::decode(&jobs[i].job) else { continue };
-        let Some(b) = &job.barrier else { continue };
-        let keep = if ready(store, jobs[i].seq, b).await? { i + 1 } else { i };
+        // A corrupt record holds nothing here: the applier sets it aside.
+        let Ok(Some(b)) = super::record::barrier(&jobs[i].job) else { continue };
+        let keep = if ready(store, jobs[i].seq, &b).await? { i + 1 } else { i };
         jobs.truncate(keep);
         break;
     }

@@ -12,8 +12,9 @@
 //! (string escaping, number formatting); MessagePack writes strings as their
 //! bytes, and reads back faster when the job is applied.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use super::barrier::Barrier;
 use super::parse::TrackJob;
 use crate::repo::codec;
 use crate::store::{Store, StoreError};
@@ -49,6 +50,27 @@ pub fn decode(record: &[u8]) -> Result<TrackJob, StoreError> {
         Some(other) => Err(StoreError(format!("job record of unknown format (first byte {other:#04x})"))),
         None => Err(StoreError("empty job record".into())),
     }
+}
+
+/// Only a record's barrier ([`super::barrier`]), in any format written so far: its
+/// operations are skimmed past, not built (the applier builds them once, when it
+/// applies the job). Errors as [`decode`] does.
+pub fn barrier(record: &[u8]) -> Result<Option<Barrier>, StoreError> {
+    /// A job's record read for its barrier alone; every other field is skipped.
+    #[derive(Deserialize)]
+    struct BarrierOf {
+        #[serde(default)]
+        barrier: Option<Barrier>,
+    }
+    let of: BarrierOf = match record.first() {
+        Some(&MSGPACK) => {
+            rmp_serde::from_slice(&record[1..]).map_err(|e| StoreError(format!("corrupt job record: {e}")))?
+        }
+        Some(b'{') => codec::decode(record)?,
+        Some(other) => return Err(StoreError(format!("job record of unknown format (first byte {other:#04x})"))),
+        None => return Err(StoreError("empty job record".into())),
+    };
+    Ok(of.barrier)
 }
 
 /// The record as text for an operator (a job set aside): JSON for any record that
@@ -146,6 +168,23 @@ mod tests {
         assert_eq!(json[0], b'{');
         assert_eq!(decode(&json).unwrap(), job);
         assert!(packed.len() < json.len(), "{} bytes packed, {} as JSON", packed.len(), json.len());
+    }
+
+    #[test]
+    fn a_record_s_barrier_reads_alone_as_the_whole_job_has_it() {
+        let mut job = every_kind();
+        for barrier in [job.barrier.clone(), Some(Barrier::Stub { main: -4 }), None] {
+            job.barrier = barrier.clone();
+            for json in [false, true] {
+                let record = encode_as(&job, json).unwrap();
+                assert_eq!(super::barrier(&record).unwrap(), barrier, "json: {json}");
+                assert_eq!(decode(&record).unwrap().barrier, barrier);
+            }
+        }
+        let packed = encode_as(&job, false).unwrap();
+        for cut in [&packed[..1], &packed[..packed.len() / 2], b"{", &[7, 1], &[]] {
+            assert!(super::barrier(cut).is_err(), "{cut:?}");
+        }
     }
 
     #[test]
