@@ -151,9 +151,7 @@ mod tests {
                     time: Timestamp(0),
                 },
             ],
-            barrier: Some(crate::track::barrier::Barrier::Main {
-                stubs: vec![crate::track::barrier::StubAt { part: 3, offset: 2 }],
-            }),
+            barrier: Some(Barrier::Main { stubs: vec![crate::track::barrier::StubAt { part: 3, offset: 2 }] }),
         }
     }
 
@@ -183,7 +181,7 @@ mod tests {
         }
         let packed = encode_as(&job, false).unwrap();
         for cut in [&packed[..1], &packed[..packed.len() / 2], b"{", &[7, 1], &[]] {
-            assert!(super::barrier(cut).is_err(), "{cut:?}");
+            assert!(barrier(cut).is_err(), "{cut:?}");
         }
     }
 
