@@ -67,3 +67,48 @@ fn an_idle_applier_wakes_when_a_job_is_enqueued() {
     store.wait_for_jobs(store.jobs_enqueued(), Duration::from_millis(20));
     assert!(started.elapsed() >= Duration::from_millis(20));
 }
+
+/// SQLite's own: a request finds the queued jobs naming its users by their names
+/// (`names`), those queued before the store was opened again included, and not
+/// once they are applied.
+#[tokio::test]
+async fn queued_jobs_are_found_by_the_users_they_name_across_a_restart() {
+    use engage_core::provision::{create_key, Permission, WorkspaceName};
+    use engage_core::queue::record_names;
+    use engage_core::{Config, Engine, Method, Request};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.db");
+    let engine = Engine::new(SqliteStore::open(&path).unwrap(), Config { rate_limits: false, ..Config::default() });
+    assert!(engine.store().finds_by_name(), "the queue's owner names its jobs");
+    let ws = WorkspaceName::parse("w").unwrap();
+    let key = create_key(engine.store(), &ws, Permission::ALL.to_vec(), crate::ctx()).await.unwrap();
+    for users in [["ann", "bob"], ["cy", "ann"]] {
+        let body = serde_json::json!({"attributes": users.map(|u| serde_json::json!({"external_id": u, "n": 1}))});
+        let request = Request::new(Method::Post, "/users/track")
+            .header("Authorization", &format!("Bearer {key}"))
+            .body(body.to_string());
+        assert_eq!(engine.handle(request, crate::ctx()).await.status, 201);
+    }
+    let jobs = engine.store().queued(0, 10).await.unwrap();
+    assert_eq!(jobs.len(), 2, "the engine applies nothing unless its host asks");
+    let (first, second) = (record_names(&jobs[0].job), record_names(&jobs[1].job));
+    let bob: Vec<i64> = first.iter().copied().filter(|n| !second.contains(n)).collect();
+    let ann: Vec<i64> = first.iter().copied().filter(|n| second.contains(n)).collect();
+    assert!(!bob.is_empty() && !ann.is_empty(), "{first:?} {second:?}");
+    let found = |store: &SqliteStore, names: Vec<i64>| {
+        let found = pollster::block_on(store.queued_naming(&names)).unwrap();
+        found.into_iter().map(|j| j.seq).collect::<Vec<_>>()
+    };
+    let (one, two) = (jobs[0].seq, jobs[1].seq);
+    assert_eq!(found(engine.store(), ann.clone()), [one, two]);
+    assert_eq!(found(engine.store(), bob.clone()), [one]);
+    assert!(found(engine.store(), vec![12345]).is_empty());
+    drop(engine);
+    let again = SqliteStore::open(&path).unwrap();
+    assert_eq!(found(&again, ann.clone()), [one, two], "named again from their records");
+    let ack = engage_core::store::QueueAck { part: 0, through: one, count: 1 };
+    again.commit(ChangeSet { ops: vec![], ack: Some(ack) }).await.unwrap();
+    assert_eq!(found(&again, ann), [two], "applied: no longer found");
+    assert!(found(&again, bob).is_empty());
+}

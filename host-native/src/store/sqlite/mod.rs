@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use engage_core::store::{named_wanted, ChangeSet, CommitError, Entry, KeyRange, QueuedJob, Store, StoreError, Table};
+use engage_core::store::{
+    named_wanted, ChangeSet, CommitError, Entry, KeyRange, PartJob, QueuedJob, Store, StoreError, Table,
+};
 use rusqlite::{params, Connection, OptionalExtension};
 
 pub mod commit;
@@ -22,6 +24,7 @@ mod statements;
 pub mod writeback;
 
 mod base;
+mod names;
 mod shared;
 
 pub(crate) use self::base::{err, Background};
@@ -160,7 +163,7 @@ impl SqliteStore {
             Some(log) => {
                 let log = Arc::new(log);
                 import_sqlite_queue(path, applied, &log)?;
-                Some(Queue::start(log))
+                Some(Queue::start(log, applied))
             }
             None => None,
         };
@@ -219,6 +222,17 @@ impl SqliteStore {
             Ok(_) => tokio::time::sleep(wait).await,
             Err(_) => std::thread::sleep(wait),
         }
+    }
+
+    /// Appends `job`, which names `names`, once on disk.
+    async fn append(&self, job: Vec<u8>, names: Vec<i64>) -> Result<u64, StoreError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.queue()?.appender.send((job, names, reply)).map_err(|_| StoreError("the queue writer stopped".into()))?;
+        let seq = answer.await.map_err(|_| StoreError("the queue writer stopped".into()))??;
+        let (count, arrived) = &self.enqueued;
+        *count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        arrived.notify_all();
+        Ok(seq)
     }
 
     fn queue(&self) -> Result<&Queue, StoreError> {
@@ -478,13 +492,33 @@ impl Store for SqliteStore {
     }
 
     async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        self.queue()?.appender.send((job, reply)).map_err(|_| StoreError("the queue writer stopped".into()))?;
-        let seq = answer.await.map_err(|_| StoreError("the queue writer stopped".into()))??;
-        let (count, arrived) = &self.enqueued;
-        *count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        arrived.notify_all();
-        Ok(seq)
+        // Queued without its names (not by a request): they are read from the record.
+        let names = engage_core::queue::record_names(&job);
+        self.append(job, names).await
+    }
+
+    async fn enqueue_parts(&self, jobs: Vec<PartJob>) -> Result<Vec<u64>, StoreError> {
+        let mut jobs = jobs.into_iter();
+        match (jobs.next(), jobs.next()) {
+            (Some(PartJob { part: 0, job, names }), None) => Ok(vec![self.append(job, names).await?]),
+            _ => Err(StoreError("this store's queue has one partition".into())),
+        }
+    }
+
+    /// The queue's owner keeps the names of the users its jobs name (`names`).
+    fn finds_by_name(&self) -> bool {
+        self.is_owner()
+    }
+
+    async fn queued_naming(&self, names: &[i64]) -> Result<Vec<QueuedJob>, StoreError> {
+        let q = self.queue()?;
+        let applied = self.with_reader(cursor)?;
+        let mut found = Vec::new();
+        for seq in q.names.naming(&q.log, names, applied)? {
+            // Applied since, and its record forgotten: no longer queued.
+            found.extend(q.log.read_after(seq - 1, 1)?.into_iter().filter(|j| j.seq == seq));
+        }
+        Ok(found)
     }
 
     async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {

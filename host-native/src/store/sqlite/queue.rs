@@ -11,6 +11,7 @@ use engage_core::store::StoreError;
 use rusqlite::{params, Connection};
 
 use super::base::err;
+use super::names::Names;
 use super::queue_log::QueueLog;
 
 pub(super) struct Queue {
@@ -20,11 +21,14 @@ pub(super) struct Queue {
     pub(super) appender: std::sync::mpsc::Sender<Append>,
     /// Jobs through this number may be forgotten (see `Queue::trim`).
     trim_through: Arc<AtomicU64>,
+    /// The users each queued job names.
+    pub(super) names: Arc<Names>,
 }
 
-/// A job to append, and where to answer with its sequence number once it is on disk
-/// (awaited: a request lane takes other requests meanwhile, `crate::lanes`).
-pub(super) type Append = (Vec<u8>, tokio::sync::oneshot::Sender<Result<u64, StoreError>>);
+/// A job to append, the names of the users it names, and where to answer with its
+/// sequence number once it is on disk (awaited: a request lane takes other requests
+/// meanwhile, `crate::lanes`).
+pub(super) type Append = (Vec<u8>, Vec<i64>, tokio::sync::oneshot::Sender<Result<u64, StoreError>>);
 
 /// Most jobs made durable by one sync of the queue log.
 pub(super) const GROUP_COMMIT_MAX: usize = 256;
@@ -33,10 +37,11 @@ pub(super) const GROUP_COMMIT_MAX: usize = 256;
 const TRIM_POLL: Duration = Duration::from_secs(1);
 
 impl Queue {
-    /// Starts the queue's writer thread over `log`.
-    pub(super) fn start(log: Arc<QueueLog>) -> Queue {
+    /// Starts the queue's writer thread over `log`, whose jobs after `applied` are queued.
+    pub(super) fn start(log: Arc<QueueLog>, applied: u64) -> Queue {
         let trim_through = Arc::new(AtomicU64::new(0));
-        Queue { appender: spawn_appender(log.clone(), trim_through.clone()), log, trim_through }
+        let names = Arc::new(Names::new(applied, log.tail()));
+        Queue { appender: spawn_appender(log.clone(), trim_through.clone(), names.clone()), log, trim_through, names }
     }
 
     /// Lets the writer thread forget the jobs through `through` (applied, and the
@@ -55,7 +60,11 @@ impl Queue {
 /// write and one sync, so one fsync acknowledges many concurrent requests. It also
 /// forgets applied jobs, so the log's state lock is taken by normal-priority threads
 /// only (and the applier's brief reads).
-fn spawn_appender(log: Arc<QueueLog>, trim_through: Arc<AtomicU64>) -> std::sync::mpsc::Sender<Append> {
+fn spawn_appender(
+    log: Arc<QueueLog>,
+    trim_through: Arc<AtomicU64>,
+    names: Arc<Names>,
+) -> std::sync::mpsc::Sender<Append> {
     let (tx, rx) = std::sync::mpsc::channel::<Append>();
     std::thread::Builder::new()
         .name("engage-queue".into())
@@ -68,15 +77,22 @@ fn spawn_appender(log: Arc<QueueLog>, trim_through: Arc<AtomicU64>) -> std::sync
                     Err(RecvTimeoutError::Disconnected) => break,
                 };
                 let mut jobs = Vec::new();
+                let mut named = Vec::new();
                 let mut replies = Vec::new();
-                while let Some((job, reply)) = next {
+                while let Some((job, job_names, reply)) = next {
                     jobs.push(job);
+                    named.push(job_names);
                     replies.push(reply);
                     next = if replies.len() < GROUP_COMMIT_MAX { rx.try_recv().ok() } else { None };
                 }
                 if !jobs.is_empty() {
                     match log.append(&jobs) {
                         Ok(seqs) => {
+                            // Named before any is acknowledged: a read that follows
+                            // its write finds it.
+                            for (seq, job_names) in seqs.iter().zip(named) {
+                                names.add(*seq, job_names);
+                            }
                             for (reply, seq) in replies.into_iter().zip(seqs) {
                                 let _ = reply.send(Ok(seq));
                             }
@@ -91,6 +107,7 @@ fn spawn_appender(log: Arc<QueueLog>, trim_through: Arc<AtomicU64>) -> std::sync
                 let through = trim_through.load(Ordering::SeqCst);
                 if through > trimmed {
                     log.trim(through);
+                    names.forget_through(through);
                     trimmed = through;
                 }
             }
@@ -146,14 +163,16 @@ mod tests {
     fn applied_jobs_are_forgotten_without_another_append() {
         let dir = tempfile::tempdir().unwrap();
         let log = Arc::new(QueueLog::open(&dir.path().join("t.db"), 0).unwrap().unwrap());
-        let queue = Queue::start(log.clone());
+        let queue = Queue::start(log.clone(), 0);
         let append = |job: &[u8]| {
             let (reply, answer) = tokio::sync::oneshot::channel();
-            queue.appender.send((job.to_vec(), reply)).unwrap();
+            queue.appender.send((job.to_vec(), vec![i64::from(job[0])], reply)).unwrap();
             answer.blocking_recv().unwrap().unwrap()
         };
         let seqs = |log: &QueueLog| log.read_after(0, 10).unwrap().iter().map(|j| j.seq).collect::<Vec<_>>();
         assert_eq!((append(b"a"), append(b"b")), (1, 2));
+        let naming = |name: u8| queue.names.naming(&log, &[i64::from(name)], 0).unwrap();
+        assert_eq!((naming(b'a'), naming(b'b')), (vec![1], vec![2]), "named as soon as acknowledged");
         queue.trim(1);
         // No job arrives: the idle writer trims when its wait times out.
         let deadline = Instant::now() + TRIM_POLL * 5;
@@ -161,6 +180,7 @@ mod tests {
             assert!(Instant::now() < deadline, "job 1 still queued: {:?}", seqs(&log));
             std::thread::sleep(Duration::from_millis(10));
         }
+        assert!(naming(b'a').is_empty(), "forgotten with its record");
         // Trimming only moves forward; the next append keeps its number.
         queue.trim(0);
         assert_eq!(append(b"c"), 3);
