@@ -389,10 +389,10 @@ pub trait Store {
     }
 
     /// True for a store that keeps the names of the users each queued job names and
-    /// finds jobs by them ([`Store::queued_naming`]): one several servers share,
-    /// where each server indexing the whole queue in memory would cost each of them
-    /// the decoding of every job and memory in step with the backlog. The default:
-    /// the engine indexes the queue itself.
+    /// finds jobs by them ([`Store::queued_naming`]): the engine indexing the whole
+    /// queue in memory instead costs the decoding of every job and memory in step
+    /// with the backlog (on each server, for a store several servers share). The
+    /// default: the engine indexes the queue itself.
     fn finds_by_name(&self) -> bool {
         false
     }

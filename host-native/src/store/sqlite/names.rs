@@ -9,7 +9,7 @@
 //! Only the queue's owner enqueues, so it hears of every job. The jobs already queued
 //! when the log was opened are read and named at the first lookup, once.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use engage_core::store::StoreError;
@@ -27,19 +27,95 @@ pub(super) struct Names {
     first_lookup: Mutex<()>,
 }
 
+#[derive(Default)]
 struct State {
     /// Jobs `(after, through]` were queued before the log was opened and are not
     /// named yet (`None` once they are).
     unnamed: Option<(u64, u64)>,
-    /// Each job's names, sorted, in sequence order.
+    /// Each job's names, in sequence order: what to take out of `by_name` when it is
+    /// forgotten.
     jobs: VecDeque<(u64, Box<[i64]>)>,
+    /// The jobs naming each name, in sequence order: a lookup costs what it finds,
+    /// not the length of the queue (a scan of 100,000 jobs a round of every read
+    /// kept a server's request threads busy).
+    by_name: HashMap<i64, Seqs>,
+}
+
+/// The jobs naming one name: most name one job.
+enum Seqs {
+    One(u64),
+    Many(VecDeque<u64>),
+}
+
+impl Seqs {
+    fn after(&self, after: u64) -> impl Iterator<Item = u64> + '_ {
+        let (one, many) = match self {
+            Seqs::One(seq) => (Some(*seq), None),
+            Seqs::Many(seqs) => (None, Some(seqs.iter().copied())),
+        };
+        one.into_iter().chain(many.into_iter().flatten()).filter(move |seq| *seq > after)
+    }
+}
+
+impl State {
+    /// Job `seq` names `names`: the newest job (`newest`) or the oldest.
+    fn add(&mut self, seq: u64, mut names: Vec<i64>, newest: bool) {
+        names.sort_unstable();
+        names.dedup();
+        for &name in &names {
+            match self.by_name.get_mut(&name) {
+                None => {
+                    self.by_name.insert(name, Seqs::One(seq));
+                }
+                Some(Seqs::One(other)) => {
+                    let (first, second) = if newest { (*other, seq) } else { (seq, *other) };
+                    self.by_name.insert(name, Seqs::Many(VecDeque::from([first, second])));
+                }
+                Some(Seqs::Many(seqs)) if newest => seqs.push_back(seq),
+                Some(Seqs::Many(seqs)) => seqs.push_front(seq),
+            }
+        }
+        let job = (seq, names.into_boxed_slice());
+        if newest {
+            self.jobs.push_back(job);
+        } else {
+            self.jobs.push_front(job);
+        }
+    }
+
+    /// Forgets the oldest job.
+    fn forget_oldest(&mut self) {
+        let Some((seq, names)) = self.jobs.pop_front() else { return };
+        for name in names.iter() {
+            let gone = match self.by_name.get_mut(name) {
+                Some(Seqs::Many(seqs)) => {
+                    // The oldest job is the first of each of its names'.
+                    if seqs.front() == Some(&seq) {
+                        seqs.pop_front();
+                    } else {
+                        seqs.retain(|s| *s != seq);
+                    }
+                    if seqs.len() == 1 {
+                        let last = seqs[0];
+                        self.by_name.insert(*name, Seqs::One(last));
+                    }
+                    false
+                }
+                Some(Seqs::One(_)) => true,
+                None => false,
+            };
+            if gone {
+                self.by_name.remove(name);
+            }
+        }
+    }
 }
 
 impl Names {
     /// Names for a log whose jobs `(applied, tail]` are queued now.
     pub(super) fn new(applied: u64, tail: u64) -> Names {
         let unnamed = (tail > applied).then_some((applied, tail));
-        Names { state: Mutex::new(State { unnamed, jobs: VecDeque::new() }), first_lookup: Mutex::new(()) }
+        Names { state: Mutex::new(State { unnamed, ..State::default() }), first_lookup: Mutex::new(()) }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -47,17 +123,21 @@ impl Names {
     }
 
     /// Job `seq`, the newest queued, names `names`.
-    pub(super) fn add(&self, seq: u64, mut names: Vec<i64>) {
-        names.sort_unstable();
-        names.dedup();
-        self.state().jobs.push_back((seq, names.into_boxed_slice()));
+    pub(super) fn add(&self, seq: u64, names: Vec<i64>) {
+        self.state().add(seq, names, true);
     }
 
     /// Forgets the jobs through `through` (applied).
     pub(super) fn forget_through(&self, through: u64) {
         let mut st = self.state();
         while st.jobs.front().is_some_and(|(seq, _)| *seq <= through) {
-            st.jobs.pop_front();
+            st.forget_oldest();
+        }
+        if st.by_name.capacity() > 1024 && st.by_name.len() * 4 < st.by_name.capacity() {
+            // A drained backlog gives its memory back.
+            let len = st.by_name.len();
+            st.by_name.shrink_to(len * 2);
+            st.jobs.shrink_to_fit();
         }
     }
 
@@ -68,13 +148,10 @@ impl Names {
             self.name_the_first(log)?;
         }
         let st = self.state();
-        let start = st.jobs.partition_point(|(seq, _)| *seq <= after);
-        Ok(st
-            .jobs
-            .range(start..)
-            .filter(|(_, named)| names.iter().any(|n| named.binary_search(n).is_ok()))
-            .map(|(seq, _)| *seq)
-            .collect())
+        let mut seqs: Vec<u64> = names.iter().filter_map(|n| st.by_name.get(n)).flat_map(|s| s.after(after)).collect();
+        seqs.sort_unstable();
+        seqs.dedup();
+        Ok(seqs)
     }
 
     /// Names the jobs queued before the log was opened, reading them outside the
@@ -87,18 +164,15 @@ impl Names {
             let jobs = log.read_after(after, READ_CHUNK)?;
             let Some(last) = jobs.last().map(|j| j.seq) else { break };
             for job in jobs.into_iter().take_while(|j| j.seq <= through) {
-                let mut names = engage_core::queue::record_names(&job.job);
-                names.sort_unstable();
-                names.dedup();
-                first.push((job.seq, names.into_boxed_slice()));
+                first.push((job.seq, engage_core::queue::record_names(&job.job)));
             }
             after = last;
         }
         let mut st = self.state();
-        // Those applied meanwhile were forgotten from the front already; prepending
-        // them only keeps them until the next trim, and lookups skip them.
-        for job in first.into_iter().rev() {
-            st.jobs.push_front(job);
+        // Older than every job added since. Those applied meanwhile are kept only
+        // until the next trim, and lookups skip them.
+        for (seq, names) in first.into_iter().rev() {
+            st.add(seq, names, false);
         }
         st.unnamed = None;
         Ok(())
@@ -123,5 +197,9 @@ mod tests {
         names.forget_through(2);
         assert_eq!(names.naming(&log, &[10, 20, 30], 0).unwrap(), vec![3]);
         assert!(names.naming(&log, &[99], 0).unwrap().is_empty());
+        names.forget_through(3);
+        assert!(names.naming(&log, &[10, -5], 0).unwrap().is_empty());
+        let st = names.state();
+        assert!(st.by_name.is_empty() && st.jobs.is_empty(), "nothing kept for jobs forgotten");
     }
 }
