@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::parse::TrackOp;
+use super::parse::{TrackJob, TrackOp};
 use super::partition::{name, named, user_key};
 use super::record;
 use crate::http::Request;
@@ -78,6 +78,14 @@ pub struct Backlog {
     early: BTreeSet<OpKey>,
     /// On a shared store, the size of `early` at which it is next pruned.
     early_prune_at: usize,
+    /// On a store only this engine applies: for a name, the queue's tail through
+    /// which every operation naming it is applied ([`Backlog::handled`]), so that
+    /// reading the same user again decodes only the jobs queued since (a user of a
+    /// busy workspace is named by hundreds of jobs, all still queued after their
+    /// operations for that user were applied early).
+    handled: HashMap<i64, u64>,
+    /// The size of `handled` at which it is next pruned.
+    handled_prune_at: usize,
     /// Told what is applied, so it stops counting it.
     ledger: std::sync::Arc<super::ledger::Ledger>,
     /// Told where the queue cursor is.
@@ -310,11 +318,16 @@ impl Backlog {
         store: &S,
         ws: &WorkspaceName,
         seeds: Vec<Identifier>,
-    ) -> Result<(Vec<OpKey>, Vec<QueuedJob>), StoreError> {
+    ) -> Result<Named, StoreError> {
         self.load(store).await?;
+        // Every job through this tail was visible to each lookup below.
+        let tail = if self.shared { None } else { Some(store.queue_tail().await?) };
+        let mut all_names: Vec<i64> = Vec::new();
         let mut found: BTreeSet<OpKey> = BTreeSet::new();
-        // The jobs read, by sequence number: the caller applies from them.
-        let mut jobs: BTreeMap<u64, QueuedJob> = BTreeMap::new();
+        // The jobs read, by sequence number, each decoded once however many rounds
+        // find it again (a user of a busy workspace is named by hundreds of jobs):
+        // the caller applies from them.
+        let mut jobs: BTreeMap<u64, (QueuedJob, TrackJob)> = BTreeMap::new();
         let mut seen: HashSet<String> = HashSet::new();
         let mut todo = seeds;
         loop {
@@ -325,21 +338,35 @@ impl Backlog {
                 }
             }
             if fresh.is_empty() {
-                let held: Vec<QueuedJob> = jobs
+                let held: Vec<(QueuedJob, TrackJob)> = jobs
                     .into_values()
-                    .filter(|q| found.range((q.seq, 0)..=(q.seq, u32::MAX)).next().is_some())
+                    .filter(|(q, _)| found.range((q.seq, 0)..=(q.seq, u32::MAX)).next().is_some())
                     .collect();
-                return Ok((found.into_iter().collect(), held));
+                let handled = tail.map(|tail| (all_names, tail));
+                return Ok(Named { keys: found.into_iter().collect(), jobs: held, handled });
             }
             let names: Vec<i64> = fresh.iter().map(|i| name(ws, i)).collect();
+            // A job through this names none of these users' pending operations.
+            let done = names.iter().map(|n| self.handled.get(n).copied().unwrap_or(0)).min().unwrap_or(0);
+            all_names.extend(&names);
             for q in store.queued_naming(&names).await? {
-                // A job that cannot be decoded names nobody: the applier sets it aside.
-                let Ok(job) = record::decode(&q.job) else { continue };
+                let seq = q.seq;
+                if seq <= done {
+                    continue;
+                }
+                let (_, job) = match jobs.entry(seq) {
+                    std::collections::btree_map::Entry::Occupied(known) => known.into_mut(),
+                    std::collections::btree_map::Entry::Vacant(new) => {
+                        // A job that cannot be decoded names nobody: the applier sets it aside.
+                        let Ok(job) = record::decode(&q.job) else { continue };
+                        new.insert((q, job))
+                    }
+                };
                 if job.workspace != *ws {
                     continue;
                 }
                 for (i, op) in job.ops.iter().enumerate() {
-                    let key = (q.seq, i as u32);
+                    let key = (seq, i as u32);
                     if self.early.contains(&key) || found.contains(&key) {
                         continue;
                     }
@@ -349,7 +376,6 @@ impl Backlog {
                         todo.extend(idents);
                     }
                 }
-                jobs.insert(q.seq, q);
             }
             // The stored profiles are read after the queue, each round anew: an
             // operation linking two identifiers that was applied (and left the
@@ -358,6 +384,46 @@ impl Backlog {
             for ident in &fresh {
                 todo.extend(stored_idents(&mut tx, ident).await?);
             }
+        }
+    }
+}
+
+/// What [`Backlog::concerning_named`] found: the pending operations of the closure,
+/// their jobs as read, and what [`Backlog::handled`] notes once they are applied.
+pub struct Named {
+    /// The operations, in queue order.
+    pub keys: Vec<OpKey>,
+    /// Their jobs.
+    pub jobs: Vec<(QueuedJob, TrackJob)>,
+    /// Every name of the closure, and the queue's tail before its first lookup
+    /// (on a store only this engine applies).
+    handled: Option<(Vec<i64>, u64)>,
+}
+
+/// Entries of [`Backlog::handled`] kept before the first prune.
+const HANDLED_KEPT_MIN: usize = 1024;
+
+/// Most entries of [`Backlog::handled`]: past this (after a prune) it starts over,
+/// which costs only decoding again.
+const HANDLED_KEPT_MAX: usize = 1 << 20;
+
+impl Backlog {
+    /// The operations `named` found were applied (committed): every operation naming
+    /// one of its names, through the tail it was found at, is applied.
+    pub fn handled(&mut self, named: Named) {
+        let Some((names, tail)) = named.handled else { return };
+        for n in names {
+            let through = self.handled.entry(n).or_insert(0);
+            *through = (*through).max(tail);
+        }
+        if self.handled.len() >= self.handled_prune_at.max(HANDLED_KEPT_MIN) {
+            // Those the in-order applier passed say nothing more than the cursor.
+            let applied = if self.parts <= 1 { self.indexed } else { 0 };
+            self.handled.retain(|_, through| *through > applied);
+            if self.handled.len() > HANDLED_KEPT_MAX {
+                self.handled.clear();
+            }
+            self.handled_prune_at = 2 * self.handled.len();
         }
     }
 }

@@ -132,3 +132,30 @@ fn a_request_naming_many_users_is_applied_early_only_for_the_users_read() {
         assert_eq!(kit.user(u)["custom_attributes"]["n"], json!(n), "{u}");
     }
 }
+
+/// On a store that finds queued jobs by name and that only this engine applies, a
+/// read notes its users' names as handled through the queue's tail: reading them
+/// again skips the jobs already applied for them, and still finds every one queued
+/// since, by any identifier of theirs.
+#[test]
+fn a_user_read_again_sees_what_was_queued_since_and_nothing_twice() {
+    let kit = Kit::over(MemoryStore::with_partitions(4), true);
+    assert!(kit.engine().store().finds_by_name());
+    kit.track(json!({"attributes": [{"external_id": "a", "email": "a@example.com", "n": 0}]}));
+    kit.track(inc("a"));
+    kit.track(inc("b"));
+    assert_eq!(kit.user("a")["custom_attributes"]["n"], json!(1));
+    assert_eq!(kit.user("a")["custom_attributes"]["n"], json!(1), "read again: nothing applied twice");
+    kit.track(inc("a"));
+    kit.track(json!({"attributes": [{"email": "a@example.com", "n": {"inc": 10}}]}));
+    kit.track(json!({"attributes": [{"external_id": "b", "email": "b@example.com"}]}));
+    assert_eq!(kit.user("a")["custom_attributes"]["n"], json!(12), "queued since the first read");
+    assert_eq!(kit.user("b")["custom_attributes"]["n"], json!(1));
+    kit.track(json!({"attributes": [{"email": "b@example.com", "n": {"inc": 100}}]}));
+    kit.track(json!({"attributes": [{"email": "a@example.com", "n": {"inc": 100}}]}));
+    // By an identifier the first reads did not know of yet.
+    assert_eq!(kit.user("b")["custom_attributes"]["n"], json!(101));
+    assert_eq!(kit.user("a")["custom_attributes"]["n"], json!(112));
+    assert_eq!(kit.user("a")["custom_attributes"]["n"], json!(112), "read again: nothing applied twice");
+    assert_eq!(kit.user("b")["custom_attributes"]["n"], json!(101));
+}

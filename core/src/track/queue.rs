@@ -122,7 +122,7 @@ pub async fn apply_early<S: Store>(
     backlog: &mut Backlog,
     seed: [u8; 16],
     keys: &[OpKey],
-    held: Option<Vec<QueuedJob>>,
+    held: Option<Vec<(QueuedJob, TrackJob)>>,
 ) -> Result<QueueRun, ApiError> {
     if keys.is_empty() {
         return Ok(QueueRun::default());
@@ -131,8 +131,18 @@ pub async fn apply_early<S: Store>(
     for &(seq, op) in keys {
         wanted.entry(seq).or_default().push(op);
     }
+    // The jobs the caller decoded: a record is never changed, so its job read
+    // again (on a shared store) is the same.
+    let mut decoded: BTreeMap<u64, TrackJob> = BTreeMap::new();
     let mut queued = match held {
-        Some(jobs) => jobs.into_iter().filter(|q| wanted.contains_key(&q.seq)).collect(),
+        Some(jobs) => {
+            let mut queued = Vec::with_capacity(jobs.len());
+            for (q, job) in jobs.into_iter().filter(|(q, _)| wanted.contains_key(&q.seq)) {
+                decoded.insert(q.seq, job);
+                queued.push(q);
+            }
+            queued
+        }
         None => still_queued(store, backlog, wanted.keys().copied()).await?,
     };
     if queued.is_empty() {
@@ -157,8 +167,14 @@ pub async fn apply_early<S: Store>(
             }
         }
         for q in &queued {
-            // A job that cannot be decoded names nobody: it is not in the set.
-            let Ok(mut job) = record::decode(&q.job) else { continue };
+            let whole = match decoded.entry(q.seq) {
+                std::collections::btree_map::Entry::Occupied(known) => known.into_mut(),
+                std::collections::btree_map::Entry::Vacant(new) => {
+                    // A job that cannot be decoded names nobody: it is not in the set.
+                    let Ok(job) = record::decode(&q.job) else { continue };
+                    new.insert(job)
+                }
+            };
             // On a shared store, another server's request may have applied some first.
             let early = backlog.early_ops(q.seq);
             let ops: Vec<u32> = wanted[&q.seq].iter().copied().filter(|op| !early.contains(op)).collect();
@@ -166,8 +182,13 @@ pub async fn apply_early<S: Store>(
                 continue;
             }
             records.extend(ops.iter().map(|&op| (q.seq, op)));
-            job.ops =
-                job.ops.into_iter().enumerate().filter(|(i, _)| ops.contains(&(*i as u32))).map(|(_, o)| o).collect();
+            // Only the operations taken are copied (one or two of a job's 75, usually).
+            let job = TrackJob {
+                workspace: whole.workspace.clone(),
+                at: whole.at,
+                ops: ops.iter().filter_map(|&i| whole.ops.get(i as usize).cloned()).collect(),
+                barrier: whole.barrier.clone(),
+            };
             jobs.push((q.seq, job));
         }
         let mut txs = BTreeMap::new();
@@ -562,14 +583,16 @@ pub async fn catch_up_for<S: Store>(
     seeds: Vec<Identifier>,
     seed: [u8; 16],
 ) -> Result<QueueRun, ApiError> {
-    let (seqs, held) = if store.finds_by_name() {
-        let (seqs, held) = backlog.concerning_named(store, ws, seeds).await?;
-        (seqs, Some(held))
-    } else {
-        backlog.refresh(store).await?;
-        (backlog.concerning(store, ws, seeds).await?, None)
-    };
-    apply_early(store, backlog, seed, &seqs, held).await
+    if store.finds_by_name() {
+        let mut named = backlog.concerning_named(store, ws, seeds).await?;
+        let (keys, jobs) = (std::mem::take(&mut named.keys), std::mem::take(&mut named.jobs));
+        let run = apply_early(store, backlog, seed, &keys, Some(jobs)).await?;
+        backlog.handled(named);
+        return Ok(run);
+    }
+    backlog.refresh(store).await?;
+    let keys = backlog.concerning(store, ws, seeds).await?;
+    apply_early(store, backlog, seed, &keys, None).await
 }
 
 #[cfg(test)]

@@ -83,17 +83,19 @@ impl State {
         }
     }
 
-    /// Forgets the oldest job.
-    fn forget_oldest(&mut self) {
-        let Some((seq, names)) = self.jobs.pop_front() else { return };
+    /// Forgets the oldest job (`oldest`) or the newest.
+    fn forget(&mut self, oldest: bool) {
+        let job = if oldest { self.jobs.pop_front() } else { self.jobs.pop_back() };
+        let Some((seq, names)) = job else { return };
         for name in names.iter() {
             let gone = match self.by_name.get_mut(name) {
                 Some(Seqs::Many(seqs)) => {
-                    // The oldest job is the first of each of its names'.
-                    if seqs.front() == Some(&seq) {
-                        seqs.pop_front();
-                    } else {
-                        seqs.retain(|s| *s != seq);
+                    // The oldest job is the first of each of its names', the newest the last.
+                    let end = if oldest { seqs.front() } else { seqs.back() };
+                    match (end == Some(&seq), oldest) {
+                        (true, true) => drop(seqs.pop_front()),
+                        (true, false) => drop(seqs.pop_back()),
+                        (false, _) => seqs.retain(|s| *s != seq),
                     }
                     if seqs.len() == 1 {
                         let last = seqs[0];
@@ -131,13 +133,21 @@ impl Names {
     pub(super) fn forget_through(&self, through: u64) {
         let mut st = self.state();
         while st.jobs.front().is_some_and(|(seq, _)| *seq <= through) {
-            st.forget_oldest();
+            st.forget(true);
         }
         if st.by_name.capacity() > 1024 && st.by_name.len() * 4 < st.by_name.capacity() {
             // A drained backlog gives its memory back.
             let len = st.by_name.len();
             st.by_name.shrink_to(len * 2);
             st.jobs.shrink_to_fit();
+        }
+    }
+
+    /// Forgets the jobs from `first` on (their append failed).
+    pub(super) fn forget_from(&self, first: u64) {
+        let mut st = self.state();
+        while st.jobs.back().is_some_and(|(seq, _)| *seq >= first) {
+            st.forget(false);
         }
     }
 
@@ -197,6 +207,10 @@ mod tests {
         names.forget_through(2);
         assert_eq!(names.naming(&log, &[10, 20, 30], 0).unwrap(), vec![3]);
         assert!(names.naming(&log, &[99], 0).unwrap().is_empty());
+        names.add(4, vec![10, 7]);
+        names.add(5, vec![7]);
+        names.forget_from(4);
+        assert_eq!(names.naming(&log, &[10, 7], 0).unwrap(), vec![3], "a failed append names nothing");
         names.forget_through(3);
         assert!(names.naming(&log, &[10, -5], 0).unwrap().is_empty());
         let st = names.state();

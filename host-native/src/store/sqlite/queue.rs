@@ -86,18 +86,23 @@ fn spawn_appender(
                     next = if replies.len() < GROUP_COMMIT_MAX { rx.try_recv().ok() } else { None };
                 }
                 if !jobs.is_empty() {
+                    // Named before the log's tail passes them (this thread alone
+                    // appends, so it knows their numbers): every job a read can see
+                    // the tail pass is found by its names, and so is every job
+                    // acknowledged before the read.
+                    let first = log.tail() + 1;
+                    for (i, job_names) in named.into_iter().enumerate() {
+                        names.add(first + i as u64, job_names);
+                    }
                     match log.append(&jobs) {
                         Ok(seqs) => {
-                            // Named before any is acknowledged: a read that follows
-                            // its write finds it.
-                            for (seq, job_names) in seqs.iter().zip(named) {
-                                names.add(*seq, job_names);
-                            }
                             for (reply, seq) in replies.into_iter().zip(seqs) {
                                 let _ = reply.send(Ok(seq));
                             }
                         }
                         Err(e) => {
+                            // Not queued: their numbers go to the next jobs.
+                            names.forget_from(first);
                             for reply in replies {
                                 let _ = reply.send(Err(e.clone()));
                             }
