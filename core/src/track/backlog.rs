@@ -342,7 +342,7 @@ impl Backlog {
                     .into_values()
                     .filter(|(q, _)| found.range((q.seq, 0)..=(q.seq, u32::MAX)).next().is_some())
                     .collect();
-                let handled = tail.map(|tail| (all_names, tail));
+                let handled = tail.map(|tail| Handled { names: all_names, tail });
                 return Ok(Named { keys: found.into_iter().collect(), jobs: held, handled });
             }
             let names: Vec<i64> = fresh.iter().map(|i| name(ws, i)).collect();
@@ -395,9 +395,14 @@ pub struct Named {
     pub keys: Vec<OpKey>,
     /// Their jobs.
     pub jobs: Vec<(QueuedJob, TrackJob)>,
-    /// Every name of the closure, and the queue's tail before its first lookup
-    /// (on a store only this engine applies).
-    handled: Option<(Vec<i64>, u64)>,
+    /// What to note once they are applied (on a store only this engine applies).
+    pub handled: Option<Handled>,
+}
+
+/// Every name of a closure, and the queue's tail before its first lookup.
+pub struct Handled {
+    names: Vec<i64>,
+    tail: u64,
 }
 
 /// Entries of [`Backlog::handled`] kept before the first prune.
@@ -408,10 +413,10 @@ const HANDLED_KEPT_MIN: usize = 1024;
 const HANDLED_KEPT_MAX: usize = 1 << 20;
 
 impl Backlog {
-    /// The operations `named` found were applied (committed): every operation naming
-    /// one of its names, through the tail it was found at, is applied.
-    pub fn handled(&mut self, named: Named) {
-        let Some((names, tail)) = named.handled else { return };
+    /// The operations a closure found were applied (committed): every operation
+    /// naming one of its names, through the tail it was found at, is applied.
+    pub fn handled(&mut self, handled: Option<Handled>) {
+        let Some(Handled { names, tail }) = handled else { return };
         for n in names {
             let through = self.handled.entry(n).or_insert(0);
             *through = (*through).max(tail);

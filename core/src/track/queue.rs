@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::apply::apply_op;
-use super::backlog::{early_key, Backlog, OpKey};
+use super::backlog::{early_key, Backlog, Named, OpKey};
 use super::early::turn_key;
 use super::hold;
 use super::ledger::Applied;
@@ -584,10 +584,9 @@ pub async fn catch_up_for<S: Store>(
     seed: [u8; 16],
 ) -> Result<QueueRun, ApiError> {
     if store.finds_by_name() {
-        let mut named = backlog.concerning_named(store, ws, seeds).await?;
-        let (keys, jobs) = (std::mem::take(&mut named.keys), std::mem::take(&mut named.jobs));
+        let Named { keys, jobs, handled } = backlog.concerning_named(store, ws, seeds).await?;
         let run = apply_early(store, backlog, seed, &keys, Some(jobs)).await?;
-        backlog.handled(named);
+        backlog.handled(handled);
         return Ok(run);
     }
     backlog.refresh(store).await?;

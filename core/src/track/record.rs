@@ -42,6 +42,11 @@ pub fn encode_as(job: &TrackJob, json: bool) -> Result<Vec<u8>, StoreError> {
 /// The job of a record in any format written so far; an unknown or corrupt record
 /// is a storage error (the applier sets it aside), never a panic.
 pub fn decode(record: &[u8]) -> Result<TrackJob, StoreError> {
+    decode_as(record)
+}
+
+/// A record in any format written so far, read as `T` (the job, or a part of it).
+fn decode_as<T: serde::de::DeserializeOwned>(record: &[u8]) -> Result<T, StoreError> {
     match record.first() {
         Some(&MSGPACK) => {
             rmp_serde::from_slice(&record[1..]).map_err(|e| StoreError(format!("corrupt job record: {e}")))
@@ -62,15 +67,7 @@ pub fn barrier(record: &[u8]) -> Result<Option<Barrier>, StoreError> {
         #[serde(default)]
         barrier: Option<Barrier>,
     }
-    let of: BarrierOf = match record.first() {
-        Some(&MSGPACK) => {
-            rmp_serde::from_slice(&record[1..]).map_err(|e| StoreError(format!("corrupt job record: {e}")))?
-        }
-        Some(b'{') => codec::decode(record)?,
-        Some(other) => return Err(StoreError(format!("job record of unknown format (first byte {other:#04x})"))),
-        None => return Err(StoreError("empty job record".into())),
-    };
-    Ok(of.barrier)
+    Ok(decode_as::<BarrierOf>(record)?.barrier)
 }
 
 /// The record as text for an operator (a job set aside): JSON for any record that

@@ -49,11 +49,11 @@ enum Seqs {
 
 impl Seqs {
     fn after(&self, after: u64) -> impl Iterator<Item = u64> + '_ {
-        let (one, many) = match self {
-            Seqs::One(seq) => (Some(*seq), None),
-            Seqs::Many(seqs) => (None, Some(seqs.iter().copied())),
+        let (front, back) = match self {
+            Seqs::One(seq) => (std::slice::from_ref(seq), &[][..]),
+            Seqs::Many(seqs) => seqs.as_slices(),
         };
-        one.into_iter().chain(many.into_iter().flatten()).filter(move |seq| *seq > after)
+        front.iter().chain(back).copied().filter(move |seq| *seq > after)
     }
 }
 
@@ -93,8 +93,12 @@ impl State {
                     // The oldest job is the first of each of its names', the newest the last.
                     let end = if oldest { seqs.front() } else { seqs.back() };
                     match (end == Some(&seq), oldest) {
-                        (true, true) => drop(seqs.pop_front()),
-                        (true, false) => drop(seqs.pop_back()),
+                        (true, true) => {
+                            seqs.pop_front();
+                        }
+                        (true, false) => {
+                            seqs.pop_back();
+                        }
                         (false, _) => seqs.retain(|s| *s != seq),
                     }
                     if seqs.len() == 1 {
