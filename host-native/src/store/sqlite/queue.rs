@@ -40,7 +40,7 @@ impl Queue {
     /// Starts the queue's writer thread over `log`, whose jobs after `applied` are queued.
     pub(super) fn start(log: Arc<QueueLog>, applied: u64) -> Queue {
         let trim_through = Arc::new(AtomicU64::new(0));
-        let names = Arc::new(Names::new(applied, log.tail()));
+        let names = Arc::new(Names::new(applied, log.tail(), super::names::MAX_PAIRS));
         Queue { appender: spawn_appender(log.clone(), trim_through.clone(), names.clone()), log, trim_through, names }
     }
 
@@ -185,10 +185,17 @@ mod tests {
             assert!(Instant::now() < deadline, "job 1 still queued: {:?}", seqs(&log));
             std::thread::sleep(Duration::from_millis(10));
         }
-        assert!(naming(b'a').is_empty(), "forgotten with its record");
         // Trimming only moves forward; the next append keeps its number.
         queue.trim(0);
         assert_eq!(append(b"c"), 3);
         assert_eq!(seqs(&log), [2, 3]);
+        // Names go a run at a time: with every job of theirs applied.
+        queue.trim(3);
+        // The writer trims the log, then the names.
+        while !seqs(&log).is_empty() || !naming(b'c').is_empty() {
+            assert!(Instant::now() < deadline + TRIM_POLL * 5, "jobs still queued: {:?}", seqs(&log));
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!([b'a', b'b', b'c'].iter().all(|n| naming(*n).is_empty()), "forgotten with their records");
     }
 }
