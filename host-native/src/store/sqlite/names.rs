@@ -60,6 +60,14 @@ fn short(name: i64) -> u32 {
     (h ^ (h >> 32)) as u32
 }
 
+/// `names` as the runs keep them, sorted, each once.
+fn shorts(names: &[i64]) -> Vec<u32> {
+    let mut hs: Vec<u32> = names.iter().map(|n| short(*n)).collect();
+    hs.sort_unstable();
+    hs.dedup();
+    hs
+}
+
 /// The names of the queued jobs.
 pub(super) struct Names {
     state: Mutex<State>,
@@ -162,9 +170,7 @@ impl State {
     /// Names job `seq` (newer than every job named) by `names`; false, naming
     /// nothing, when they do not fit.
     fn name(&mut self, seq: u64, names: &[i64]) -> bool {
-        let mut hs: Vec<u32> = names.iter().map(|n| short(*n)).collect();
-        hs.sort_unstable();
-        hs.dedup();
+        let hs = shorts(names);
         if self.pairs + hs.len() > self.max_pairs {
             return false;
         }
@@ -184,9 +190,7 @@ impl State {
 
     /// The named jobs after `after` that `names` may name.
     fn naming(&self, names: &[i64], after: u64) -> Vec<u64> {
-        let mut hs: Vec<u32> = names.iter().map(|n| short(*n)).collect();
-        hs.sort_unstable();
-        hs.dedup();
+        let hs = shorts(names);
         let mut out = Vec::new();
         for run in &self.runs {
             for &h in &hs {
