@@ -175,13 +175,7 @@ fn main() {
     }
 
     if s.runs("scale") {
-        for &profiles in &s.sets {
-            for users in [Users::Uniform, Users::Zipf] {
-                let (row, _) = track_open_loop(&rt, profiles, users, 1000, s.secs(60), &[], "");
-                eprintln!("{}", line(&row));
-                rows.push(row);
-            }
-        }
+        rows.extend(scale(&rt, &s));
     }
     if s.runs("cache") {
         let (small_row, small) = track_open_loop(&rt, main_set, Users::Uniform, 1000, s.secs(60), &[], "");
@@ -312,7 +306,7 @@ fn main() {
         // a closed loop into quick 503s once 30 s of applying is queued.
         let server = Server::start(&seed::seed(main_set), &["--max-backlog-secs", "0"]);
         server.reset_peak();
-        let ours = load::closed_loop(&rt, &server.target(), cycle(requests), 201, 32, seconds);
+        let ours = load::closed_loop(&rt, &server.target(), cycle(requests.clone()), 201, 32, seconds);
         let ack_ratio = ours.rate / bare.rate.max(1e-9);
         let durable_ratio = ours.rate / durable.rate.max(1e-9);
         let (rss, anon) = (server.peak_rss_mib(), server.peak_anon_mib());
@@ -320,6 +314,21 @@ fn main() {
         // bare writer applying the same kind of objects.
         let applied = server.drain_rate(Duration::from_secs(s.secs(30))) * BATCH_OBJECTS;
         drop(server);
+        // The bare durable server that also applies what it acknowledges, as Engage
+        // must (the sustainable rate needs its applier running): the floor of
+        // acknowledging on these cores once applying takes its share of them.
+        let pipeline = baseline::bare_pipeline(&rt, main_set);
+        let piped = load::closed_loop(
+            &rt,
+            &Target { base: pipeline.base.clone(), key: String::new() },
+            cycle(requests.clone()),
+            201,
+            32,
+            seconds,
+        );
+        drop(pipeline);
+        let piped_ratio = ours.rate / piped.rate.max(1e-9);
+        let piped_durable = piped.rate / durable.rate.max(1e-9);
         let bare_applied = baseline::bare_writer(main_set, Users::Uniform, s.secs(30));
         rows.push(Row {
             endpoint: "bare hyper + serde server, track batches".into(),
@@ -340,6 +349,15 @@ fn main() {
             note: "parses, appends the body to a file, one fdatasync per group of waiting requests, then 201".into(),
         });
         rows.push(Row {
+            endpoint: "bare pipeline under the same load: group fdatasync, rusqlite writer applying behind".into(),
+            set: set_name(main_set),
+            offered: "closed loop, 32 conns".into(),
+            rss_mib: f64::NAN,
+            anon_mib: f64::NAN,
+            outcome: piped,
+            note: format!("acknowledged / bare server with group fdatasync = {piped_durable:.2}"),
+        });
+        rows.push(Row {
             endpoint: "POST /users/track (75+75+75), max".into(),
             set: set_name(main_set),
             offered: "closed loop, 32 conns".into(),
@@ -347,13 +365,13 @@ fn main() {
             anon_mib: anon,
             outcome: ours,
             note: format!(
-                "acknowledged / bare server = {ack_ratio:.2}, / bare server with group fdatasync = {durable_ratio:.2}; backlog then applied at {:.0}k objects/s, bare rusqlite writer {:.0}k objects/s: ratio {:.2}",
+                "acknowledged / bare server = {ack_ratio:.2}, / bare server with group fdatasync = {durable_ratio:.2}, / bare pipeline = {piped_ratio:.2}; backlog then applied at {:.0}k objects/s, bare rusqlite writer {:.0}k objects/s: ratio {:.2}",
                 applied / 1000.0,
                 bare_applied / 1000.0,
                 applied / bare_applied.max(1e-9)
             ),
         });
-        for row in &rows[rows.len() - 3..] {
+        for row in &rows[rows.len() - 4..] {
             eprintln!("{}", line(row));
         }
     }
@@ -388,6 +406,51 @@ fn main() {
     for line in seeded {
         println!("Seed: {line} (through the store, 20,000 profiles per commit)");
     }
+}
+
+/// The scale phase: full batches at 1,000/s on every data set, uniform and Zipf.
+/// Each set's applied rate is put against the main set's, and beside it the bare
+/// writer's (`baseline::bare_writer`, nothing else running) on tables of the same
+/// sizes: how much of the fall with size the storage alone makes (issue 68's floor
+/// for applied at 10M against 1M).
+fn scale(rt: &tokio::runtime::Runtime, s: &Settings) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for users in [Users::Uniform, Users::Zipf] {
+        let mut applied = Vec::new();
+        for &profiles in &s.sets {
+            let (row, rate) = track_open_loop(rt, profiles, users, 1000, s.secs(60), &[], "");
+            eprintln!("{}", line(&row));
+            rows.push(row);
+            applied.push((profiles, rate));
+        }
+        let Some(&(_, main)) = applied.iter().find(|a| a.0 == s.main_set) else { continue };
+        let bare: Vec<(u64, f64)> =
+            s.sets.iter().map(|&p| (p, baseline::bare_writer(p, users, s.secs(30)) / BATCH_OBJECTS)).collect();
+        let bare_main = bare.iter().find(|b| b.0 == s.main_set).map_or(f64::NAN, |b| b.1);
+        for (&(profiles, ours), &(_, theirs)) in applied.iter().zip(&bare) {
+            let row = Row {
+                endpoint: "bare rusqlite writer, full batches' objects".into(),
+                set: set_name(profiles),
+                offered: "as fast as it goes, alone".into(),
+                rss_mib: f64::NAN,
+                anon_mib: f64::NAN,
+                outcome: Outcome { sent: 0, ok: 0, rate: theirs, latencies: Vec::new(), first_failure: None },
+                note: format!(
+                    "{}: batches/s applied; at {} / at {} = {:.2}; Engage's applied at {} / at {} = {:.2}",
+                    users.name(),
+                    set_name(profiles),
+                    set_name(s.main_set),
+                    theirs / bare_main.max(1e-9),
+                    set_name(profiles),
+                    set_name(s.main_set),
+                    ours / main.max(1e-9),
+                ),
+            };
+            eprintln!("{}", line(&row));
+            rows.push(row);
+        }
+    }
+    rows
 }
 
 /// The sustainable rate of full track batches on the main data set, Engage's and the
