@@ -84,8 +84,71 @@ impl<S: Store> Engine<S> {
 
 #[cfg(test)]
 mod tests {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    use serde_json::json;
+
     use crate::http::{Method, Notice, Request};
+    use crate::store::memory::MemoryStore;
     use crate::testkit::Kit;
+
+    /// With nothing queued a read takes no turn at the queue: it is answered while
+    /// another holds the turn, so reads do not go one at a time.
+    #[test]
+    fn reads_with_nothing_queued_wait_for_no_turn() {
+        let kit = Kit::over(MemoryStore::new(), true);
+        let (status, _) = kit.post("/users/track/sync", json!({"attributes": [{"external_id": "a", "plan": "gold"}]}));
+        assert_eq!(status, 201);
+        let engine = kit.engine();
+        let _held = pollster::block_on(engine.gate.backlog.lock());
+        let req = kit.request(Method::Post, "/users/export/ids", json!({"external_ids": ["a"]}));
+        let mut read = Box::pin(engine.handle(req, kit.ctx()));
+        let Poll::Ready(resp) = read.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+            panic!("a read with nothing queued waited for the queue's turn")
+        };
+        assert_eq!(resp.json_body()["users"][0]["custom_attributes"]["plan"], "gold");
+    }
+
+    /// Reads that wait for the queue's turn get it in the order they asked: one that
+    /// asks while others wait goes after them, and each sees the write queued before
+    /// it. (A mutex that let a newcomer in ahead of the waiter it had just woken kept
+    /// some exports waiting for as long as a closed load of them lasted.)
+    #[test]
+    fn reads_waiting_for_the_queue_get_their_turns_in_the_order_they_asked() {
+        let kit = Kit::over(MemoryStore::new(), true);
+        kit.track_attributes(json!([{"external_id": "a", "plan": "gold"}]));
+        let engine = kit.engine();
+        let export =
+            || engine.handle(kit.request(Method::Post, "/users/export/ids", json!({"external_ids": ["a"]})), kit.ctx());
+        let mut cx = Context::from_waker(Waker::noop());
+        // The applier's turn, held while two reads ask for theirs.
+        let held = pollster::block_on(engine.gate.backlog.lock());
+        let (mut first, mut second) = (Box::pin(export()), Box::pin(export()));
+        assert!(first.as_mut().poll(&mut cx).is_pending());
+        assert!(second.as_mut().poll(&mut cx).is_pending());
+        drop(held);
+        let mut third = Box::pin(export());
+        assert!(third.as_mut().poll(&mut cx).is_pending(), "a newcomer waits behind the reads already waiting");
+        let mut order = Vec::new();
+        for _ in 0..3 {
+            for (name, read) in [("first", &mut first), ("second", &mut second), ("third", &mut third)] {
+                if order.iter().any(|(n, _)| *n == name) {
+                    continue;
+                }
+                if let Poll::Ready(resp) = read.as_mut().poll(&mut cx) {
+                    order.push((name, resp));
+                    break;
+                }
+            }
+        }
+        let names: Vec<&str> = order.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["first", "second", "third"]);
+        for (_, resp) in order {
+            assert_eq!(resp.status, 201);
+            assert_eq!(resp.json_body()["users"][0]["custom_attributes"]["plan"], "gold");
+        }
+    }
 
     /// A refused API key or SCIM token asks the host to say which database it serves;
     /// a refused admin token, or a request that was let in, does not.

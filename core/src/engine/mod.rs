@@ -97,14 +97,20 @@ const KEY_USE_RESOLUTION_MS: i64 = 3_600_000;
 /// applier, or a request catching up) applies, so they take turns instead of racing
 /// for the same jobs and failing each other's commits; requests waiting make the
 /// applier stop after its current batch.
+///
+/// Its locks are fair: turns go in the order they were asked for. `futures-util`'s
+/// mutex, used before, wakes the waiter in its lowest free slot and lets a newcomer
+/// take the lock before the woken one runs, so under a closed load of reads a request
+/// could wait for its turn as long as the load lasted (exports of 50 users,
+/// 32 connections, 1M profiles: 816 answered a second, the slowest after 10 s).
 struct Gate {
-    backlog: futures_util::lock::Mutex<Backlog>,
+    backlog: tokio::sync::Mutex<Backlog>,
     /// What queued jobs will add to each user (told by the backlog what is applied).
     ledger: std::sync::Arc<Ledger>,
     /// How far behind the appliers are.
     pressure: std::sync::Arc<Pressure>,
     /// Held by a `/users/track` request checked exactly against the store.
-    exact: futures_util::lock::Mutex<()>,
+    exact: tokio::sync::Mutex<()>,
     waiting: AtomicUsize,
     /// When a turn last found the queue empty or applied something (ms): readiness.
     progress_at: AtomicI64,
@@ -115,7 +121,7 @@ struct Gate {
     /// at once, each application taking its partitions' turns (see
     /// `track::early::turn_key`); this server's requests and applier do the same, so
     /// that a read never waits for a batch being applied.
-    reads: Option<futures_util::lock::Mutex<Backlog>>,
+    reads: Option<tokio::sync::Mutex<Backlog>>,
 }
 
 impl Gate {
@@ -124,13 +130,12 @@ impl Gate {
         let ledger = std::sync::Arc::new(Ledger::default());
         let pressure = std::sync::Arc::new(Pressure::default());
         Gate {
-            backlog: futures_util::lock::Mutex::new(Backlog::with(ledger.clone(), pressure.clone(), shared)),
+            backlog: tokio::sync::Mutex::new(Backlog::with(ledger.clone(), pressure.clone(), shared)),
             lanes: Default::default(),
-            reads: shared
-                .then(|| futures_util::lock::Mutex::new(Backlog::with(ledger.clone(), pressure.clone(), true))),
+            reads: shared.then(|| tokio::sync::Mutex::new(Backlog::with(ledger.clone(), pressure.clone(), true))),
             ledger,
             pressure,
-            exact: futures_util::lock::Mutex::new(()),
+            exact: tokio::sync::Mutex::new(()),
             waiting: AtomicUsize::new(0),
             progress_at: AtomicI64::new(0),
         }
@@ -420,6 +425,15 @@ impl<S: Store> Engine<S> {
     /// that concern the users `seeds` name (with a background applier), or all of
     /// them (otherwise), in its turn at the gate.
     async fn catch_up(&self, ws: &WorkspaceName, seeds: Vec<Identifier>, ctx: Ctx) -> Result<QueueRun, ApiError> {
+        // Nothing queued: every job acknowledged before this request is applied and
+        // committed (a job leaves the queue only then), so there is nothing to catch
+        // up with and no turn to wait for. Without this, each read took the queue's
+        // turn to look for its users' jobs and read their profiles twice over, one
+        // request at a time (exports of 50 users on 1M profiles: 800 a second).
+        if self.store.queued(0, 1).await?.is_empty() {
+            self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
+            return Ok(QueueRun::default());
+        }
         if let (Some(reads), true) = (&self.gate.reads, self.config.applies_in_background) {
             let mut backlog = reads.lock().await;
             return track::queue::catch_up_for(&self.store, &mut backlog, ws, seeds, self.queue_seed(ctx)).await;
@@ -438,7 +452,7 @@ impl<S: Store> Engine<S> {
 
     /// Waits for the queue's turn as a request does (counted as waiting, so the
     /// background applier lets it go first) and holds it while the guard lives.
-    async fn queue_turn(&self) -> futures_util::lock::MutexGuard<'_, Backlog> {
+    async fn queue_turn(&self) -> tokio::sync::MutexGuard<'_, Backlog> {
         let waiting = Waiting::new(&self.gate.waiting);
         let backlog = self.gate.backlog.lock().await;
         drop(waiting);
@@ -448,7 +462,7 @@ impl<S: Store> Engine<S> {
     /// The queue's turn, held, with everything queued applied: what copies,
     /// removes or puts back whole state holds while it does, so that no queued job
     /// is applied during it or over it afterwards.
-    async fn caught_up_turn(&self, ctx: Ctx) -> Result<futures_util::lock::MutexGuard<'_, Backlog>, ApiError> {
+    async fn caught_up_turn(&self, ctx: Ctx) -> Result<tokio::sync::MutexGuard<'_, Backlog>, ApiError> {
         let mut backlog = self.queue_turn().await;
         track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch).await?;
         Ok(backlog)

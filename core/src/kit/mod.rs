@@ -36,7 +36,7 @@ pub struct State {
     /// The latest requests answered.
     pub journal: journal::Journal,
     /// Held while a fixtures file loads: one at a time in this process.
-    pub seeding: futures_util::lock::Mutex<()>,
+    pub seeding: tokio::sync::Mutex<()>,
     /// Failed admin-token attempts per client.
     pub guard: session::Guard,
     /// The faults injected (none unless faults are on).
@@ -64,7 +64,7 @@ impl State {
         State {
             admin_token_hash: admin_token.filter(|t| session::check_admin_token(t).is_ok()).map(crate::auth::key_hash),
             journal: journal::Journal::new(journal_bodies),
-            seeding: futures_util::lock::Mutex::new(()),
+            seeding: tokio::sync::Mutex::new(()),
             guard: session::Guard::new(admin_failures_per_minute),
             faults: faults::Faults::default(),
             next_fault: std::sync::atomic::AtomicU64::new(1),

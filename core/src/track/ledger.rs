@@ -250,7 +250,7 @@ pub struct Ledger {
     /// Whether the queued jobs are counted ([`Ledger::load`]): read without the
     /// lock, since appliers ask at every turn.
     loaded: AtomicBool,
-    loading: futures_util::lock::Mutex<()>,
+    loading: tokio::sync::Mutex<()>,
     /// When a request of a host without background threads began counting the
     /// queued jobs (ms since the epoch; 0 when none is), see [`Ledger::load_unless_loading`].
     claimed_at: AtomicI64,
