@@ -16,7 +16,10 @@
 # jobs are applied nearly every object updates an existing profile), BENCH_DRAIN_SECONDS
 # (60: how long the drain is watched), BENCH_CONNECTIONS (64), BENCH_APPLY_BATCH
 # (queued jobs applied per commit: the Worker's ENGAGE_APPLY_BATCH; its default
-# when unset).
+# when unset). BENCH_BARE=1 loads a bare Worker instead, the floor of the figure:
+# plain JavaScript that parses each body with JSON.parse, inserts it into a local D1
+# table and answers 201 (no wasm, no key, no ledger, nothing applied). It prints
+# "edge bare track ..." and watches no drain.
 #
 # Needs the tools host-edge/test.sh installs (run it once first).
 set -euo pipefail
@@ -43,9 +46,13 @@ for tool in worker-build wasm-bindgen node_modules/.bin/wrangler node_modules/.b
 done
 use_local_tools
 
+BARE="${BENCH_BARE:-0}"
 # Both builds first, so that no compilation runs beside the load.
-log "building the Worker (worker-build --release) and the load generator"
-worker-build --release >/dev/null
+if [ "$BARE" != 1 ]; then
+    log "building the Worker (worker-build --release)"
+    worker-build --release >/dev/null
+fi
+log "building the load generator"
 (cd "$ROOT" && cargo bench -q -p engage --bench track_load --no-run)
 
 STATE="$(mktemp -d "${TMPDIR:-/tmp}/engage-edge-bench.XXXXXX")"
@@ -69,13 +76,44 @@ read_admin_token
 PORT="$(free_port)"
 INSPECTOR_PORT="$(free_port)"
 
-# The Worker is built already (wrangler dev would rebuild it), and a load test
-# must not meet the API's rate limits.
-sed -e '/^\[build\]/,/^command/d' -e 's/^ENGAGE_RATE_LIMITS = .*/ENGAGE_RATE_LIMITS = "off"/' wrangler.toml >"$CONFIG"
-if [ -n "${BENCH_APPLY_BATCH:-}" ]; then
-    sed -i "s/^ENGAGE_RATE_LIMITS = .*/&\nENGAGE_APPLY_BATCH = \"$BENCH_APPLY_BATCH\"/" "$CONFIG"
+if [ "$BARE" = 1 ]; then
+    # The bare Worker: its script, a table for the bodies, and a configuration of
+    # its own beside them (paths in it are relative to it).
+    mkdir -p "$STATE/bare/migrations"
+    cat >"$STATE/bare/worker.js" <<'JS'
+export default {
+  async fetch(request, env) {
+    if (request.method !== "POST") return new Response("{}");
+    const text = await request.text();
+    try { JSON.parse(text); } catch { return new Response('{"message":"bad json"}', { status: 400 }); }
+    await env.DB.prepare("INSERT INTO bodies (body) VALUES (?1)").bind(text).run();
+    return new Response('{"message":"success"}', { status: 201, headers: { "Content-Type": "application/json" } });
+  },
+};
+JS
+    echo 'CREATE TABLE bodies (seq INTEGER PRIMARY KEY, body TEXT NOT NULL);' >"$STATE/bare/migrations/0001_bodies.sql"
+    cat >"$STATE/bare/wrangler.toml" <<'TOML'
+name = "engage-bare"
+main = "worker.js"
+compatibility_date = "2026-04-01"
+send_metrics = false
+
+[[d1_databases]]
+binding = "DB"
+database_name = "bare"
+database_id = "00000000-0000-0000-0000-000000000000"
+migrations_dir = "migrations"
+TOML
+    start_worker "$STATE/bare/wrangler.toml" "$STATE" "$STATE/wrangler.log" "$PORT" "$INSPECTOR_PORT" bare
+else
+    # The Worker is built already (wrangler dev would rebuild it), and a load test
+    # must not meet the API's rate limits.
+    sed -e '/^\[build\]/,/^command/d' -e 's/^ENGAGE_RATE_LIMITS = .*/ENGAGE_RATE_LIMITS = "off"/' wrangler.toml >"$CONFIG"
+    if [ -n "${BENCH_APPLY_BATCH:-}" ]; then
+        sed -i "s/^ENGAGE_RATE_LIMITS = .*/&\nENGAGE_APPLY_BATCH = \"$BENCH_APPLY_BATCH\"/" "$CONFIG"
+    fi
+    start_worker "$CONFIG" "$STATE" "$STATE/wrangler.log" "$PORT" "$INSPECTOR_PORT" engage
 fi
-start_worker "$CONFIG" "$STATE" "$STATE/wrangler.log" "$PORT" "$INSPECTOR_PORT" engage
 
 # Requests to the running Worker (node's fetch: the same client test.sh uses).
 # `api METHOD PATH [BODY]` prints the response body, and fails unless it is a 2xx.
@@ -98,7 +136,11 @@ node -e '
     devtools.addEventListener("open", () => devtools.send(JSON.stringify({ id: 1, method: "Network.disable" })));
     devtools.addEventListener("close", () => process.exit(0));' "ws://127.0.0.1:$INSPECTOR_PORT/ws" &
 DEVTOOLS=$!
-KEY="$(api POST /_engage/keys '{"workspace": "bench"}' | node -e 'process.stdin.on("data", (d) => console.log(JSON.parse(d).key))')"
+if [ "$BARE" = 1 ]; then
+    KEY=bare # the bare Worker reads no key
+else
+    KEY="$(api POST /_engage/keys '{"workspace": "bench"}' | node -e 'process.stdin.on("data", (d) => console.log(JSON.parse(d).key))')"
+fi
 
 # `offer SECONDS OUT`: the load for that long, its report in OUT.
 offer() {
@@ -124,6 +166,10 @@ offer "$SECONDS_OF_LOAD" "$STATE/load.txt"
 acked="$(sed -n 's/^ *acknowledged: \([0-9]*\/[0-9]*\).*/\1/p' "$STATE/load.txt")"
 p50="$(sed -n 's/.*latency from scheduled send: p50 \([0-9.]*\) ms.*/\1/p' "$STATE/load.txt")"
 p99="$(sed -n 's/.*latency from scheduled send: .* p99 \([0-9.]*\) ms.*/\1/p' "$STATE/load.txt")"
+if [ "$BARE" = 1 ]; then
+    echo "edge bare track $RATE/s: acked $acked p50 $p50 ms p99 $p99 ms"
+    exit 0
+fi
 echo "edge track $RATE/s: acked $acked p50 $p50 ms p99 $p99 ms"
 
 # The backlog once the load has stopped: every acknowledged request is one queued
