@@ -130,21 +130,12 @@ mod tests {
         drop(held);
         let mut third = Box::pin(export());
         assert!(third.as_mut().poll(&mut cx).is_pending(), "a newcomer waits behind the reads already waiting");
-        let mut order = Vec::new();
-        for _ in 0..3 {
-            for (name, read) in [("first", &mut first), ("second", &mut second), ("third", &mut third)] {
-                if order.iter().any(|(n, _)| *n == name) {
-                    continue;
-                }
-                if let Poll::Ready(resp) = read.as_mut().poll(&mut cx) {
-                    order.push((name, resp));
-                    break;
-                }
-            }
-        }
-        let names: Vec<&str> = order.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["first", "second", "third"]);
-        for (_, resp) in order {
+        // Each in turn: the first, then the second, and only then the newcomer.
+        let Poll::Ready(first) = first.as_mut().poll(&mut cx) else { panic!("the first to ask goes first") };
+        assert!(third.as_mut().poll(&mut cx).is_pending(), "the newcomer waits for the second");
+        let Poll::Ready(second) = second.as_mut().poll(&mut cx) else { panic!("the second goes next") };
+        let Poll::Ready(third) = third.as_mut().poll(&mut cx) else { panic!("the newcomer goes last") };
+        for resp in [first, second, third] {
             assert_eq!(resp.status, 201);
             assert_eq!(resp.json_body()["users"][0]["custom_attributes"]["plan"], "gold");
         }
