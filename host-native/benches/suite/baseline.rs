@@ -211,6 +211,43 @@ pub fn bare_export_server(rt: &tokio::runtime::Runtime, profiles: u64) -> String
     })
 }
 
+thread_local! {
+    /// Each blocking thread's own read connection to the copy of Engage's seed.
+    static SEED_READER: std::cell::RefCell<Option<Connection>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The export baseline on Engage's own tables: as [`bare_export_server`], but each
+/// user is read from a copy of the seed the server runs on, as the server finds
+/// it: the identifier entry by key (`idents`, workspace `bench`), then the
+/// profile at the row the entry names. It separates what the layout costs (larger
+/// records, a second table) from what the server adds over plain reads.
+pub fn bare_export_on_seed_server(rt: &tokio::runtime::Runtime, seed: &std::path::Path) -> String {
+    let db = root().join("bare-export-seed.db");
+    crate::seed::fresh_copy(seed, &db);
+    bare_with(rt, 201, move |body| {
+        let v: Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+        let ids = v["external_ids"].as_array().ok_or("no external_ids")?;
+        SEED_READER.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            if cell.is_none() {
+                *cell = Some(Connection::open(&db).map_err(|e| e.to_string())?);
+            }
+            let c = cell.as_ref().expect("opened");
+            let mut entry =
+                c.prepare_cached("SELECT at FROM idents WHERE tbl = 4 AND key = ?1").map_err(|e| e.to_string())?;
+            let mut profile = c.prepare_cached("SELECT value FROM docs WHERE rowid = ?1").map_err(|e| e.to_string())?;
+            let mut users = Vec::with_capacity(ids.len());
+            for id in ids {
+                let key = format!("bench\u{1f}x\u{1f}{}", id.as_str().unwrap_or(""));
+                let at: i64 = entry.query_row(params![key], |r| r.get(0)).map_err(|e| format!("{key}: {e}"))?;
+                let value: Vec<u8> = profile.query_row(params![at], |r| r.get(0)).map_err(|e| e.to_string())?;
+                users.push(serde_json::from_slice::<Value>(&value).map_err(|e| e.to_string())?);
+            }
+            serde_json::to_vec(&serde_json::json!({"users": users, "message": "success"})).map_err(|e| e.to_string())
+        })
+    })
+}
+
 /// The `/users/track/sync` baseline: bare hyper + rusqlite, one durable
 /// read-modify-write transaction per request (`synchronous = FULL`, WAL) on the
 /// document of the first event's `external_id`: read, decode, a counter bumped,

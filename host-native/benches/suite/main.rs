@@ -23,7 +23,8 @@
 //! `BENCH_ONLY=seed-only` only makes the seeds. `BENCH_QUICK=1` runs every phase
 //! briefly on 100k profiles (a smoke run);
 //! `BENCH_SETS=10k,1m` picks the data sets of the scale phase; `BENCH_TIME=0.25`
-//! runs every phase a quarter as long.
+//! runs every phase a quarter as long; `BENCH_ENDPOINTS=export` runs only the
+//! endpoints (and their baselines) whose line holds that text.
 
 mod baseline;
 mod bodies;
@@ -227,7 +228,8 @@ fn main() {
             // Last: merging removes the merged profiles.
             ("POST /users/merge (1 pair)", 202, Arc::new(move |n| Req::post("/users/merge", bodies::merge(n, p)))),
         ];
-        for (name, expect, next) in endpoints {
+        let picked = |name: &str| std::env::var("BENCH_ENDPOINTS").map_or(true, |f| name.contains(f.as_str()));
+        for (name, expect, next) in endpoints.into_iter().filter(|(name, ..)| picked(name)) {
             server.reset_peak();
             let seconds = s.secs(15);
             let out = load::closed_loop(&rt, &server.target(), next, expect, 32, seconds);
@@ -245,7 +247,7 @@ fn main() {
         }
         drop(server);
         // Their baselines in the same run, on the same requests (issue 39's ratios).
-        let bare: [(&str, &str, u16, String, Next); 2] = [
+        let bare: [(&str, &str, u16, String, Next); 3] = [
             (
                 "POST /users/track/sync (1 event)",
                 "bare hyper + rusqlite, one durable read-modify-write transaction per request",
@@ -260,15 +262,26 @@ fn main() {
                 baseline::bare_export_server(&rt, p),
                 Arc::new(move |n| Req::post("/users/export/ids", bodies::export_50(n, p))),
             ),
+            (
+                "POST /users/export/ids (50 users)",
+                "the same bare reader on a copy of Engage's seed: each identifier entry by key, then its profile by row",
+                201,
+                baseline::bare_export_on_seed_server(&rt, &seed::seed(p)),
+                Arc::new(move |n| Req::post("/users/export/ids", bodies::export_50(n, p))),
+            ),
         ];
-        for (ours, what, expect, base, next) in bare {
+        for (ours, what, expect, base, next) in bare.into_iter().filter(|(ours, ..)| picked(ours)) {
             let out = load::closed_loop(&rt, &Target { base, key: String::new() }, next, expect, 32, s.secs(15));
             if let Some(row) = rows.iter_mut().find(|r| r.endpoint == ours) {
-                row.note = format!(
-                    "Engage / bare = {:.2} (bare {:.0} req/s)",
+                // The first baseline of an endpoint is its target's; a second one (the
+                // export's floor on Engage's own tables) is added after it.
+                let label = if row.note.is_empty() { "bare" } else { "bare on Engage's tables" };
+                let ratio = format!(
+                    "Engage / {label} = {:.2} ({label} {:.0} req/s)",
                     row.outcome.rate / out.rate.max(1e-9),
                     out.rate
                 );
+                row.note = if row.note.is_empty() { ratio } else { format!("{}; {ratio}", row.note) };
             }
             let row = Row {
                 endpoint: what.into(),
