@@ -417,6 +417,21 @@ impl Store for D1Store {
         Ok(rows.into_iter().map(|r| QueuedJob { seq: r.seq as u64, part: 0, job: r.job.into_bytes() }).collect())
     }
 
+    /// Without reading a job: D1 would otherwise send the oldest job's whole text.
+    async fn nothing_queued(&self) -> Result<bool, StoreError> {
+        self.pace().await;
+        let row: Option<NumberRow> = self
+            .stmt(
+                "SELECT EXISTS (SELECT 1 FROM queue
+                 WHERE seq > (SELECT applied FROM queue_cursor WHERE id = 1)) AS n",
+                &[],
+            )?
+            .first(None)
+            .await
+            .map_err(store_err)?;
+        Ok(row.is_some_and(|r| r.n == 0.0))
+    }
+
     async fn queue_tail(&self) -> Result<u64, StoreError> {
         self.pace().await;
         // Rows are deleted only up to the cursor, so every sequence number ever

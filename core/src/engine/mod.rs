@@ -430,7 +430,7 @@ impl<S: Store> Engine<S> {
         // up with and no turn to wait for. Without this, each read took the queue's
         // turn to look for its users' jobs and read their profiles twice over, one
         // request at a time (exports of 50 users on 1M profiles: 800 a second).
-        if self.store.queued(0, 1).await?.is_empty() {
+        if self.store.nothing_queued().await? {
             self.gate.progress_at.store(ctx.now.0, Ordering::SeqCst);
             return Ok(QueueRun::default());
         }

@@ -102,7 +102,9 @@ async fn batched_reads<S: Store>(s: &S) {
 async fn queue<S: Store>(s: &S) {
     assert_eq!(s.queue_tail().await.unwrap(), 0);
     assert!(s.queued(0, 10).await.unwrap().is_empty());
+    assert!(s.nothing_queued().await.unwrap(), "an empty queue");
     let a = s.enqueue(b"a".to_vec()).await.unwrap();
+    assert!(!s.nothing_queued().await.unwrap(), "a job queued");
     let b = s.enqueue(b"b".to_vec()).await.unwrap();
     let c = s.enqueue(b"c".to_vec()).await.unwrap();
     assert!(a < b && b < c);
@@ -133,6 +135,7 @@ async fn queue<S: Store>(s: &S) {
     assert_eq!(s.queued(a, 10).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![c]);
     assert_eq!(s.queued_at(&[a, b, c]).await.unwrap().iter().map(|j| j.seq).collect::<Vec<_>>(), vec![c]);
     assert_eq!(value(s, Table::Profile, "p").await, Some((1, "1".into())));
+    assert!(!s.nothing_queued().await.unwrap(), "one job left of three");
 
     // A second applier acknowledging the same jobs conflicts.
     let again = ChangeSet { ops: vec![], ack: Some(QueueAck { part: 0, through: b, count: 2 }) };
@@ -140,6 +143,10 @@ async fn queue<S: Store>(s: &S) {
     assert_eq!(s.queue_tail().await.unwrap(), c);
     let d = s.enqueue(b"d".to_vec()).await.unwrap();
     assert!(d > c);
+    // Every job applied: nothing queued, though a store may still hold their records.
+    s.commit(ChangeSet { ops: vec![], ack: Some(QueueAck { part: 0, through: d, count: 2 }) }).await.unwrap();
+    assert!(s.queued(0, 10).await.unwrap().is_empty());
+    assert!(s.nothing_queued().await.unwrap(), "every job applied");
 }
 
 /// A store of several partitions ([`Store::partitions`]) keeps each in the order

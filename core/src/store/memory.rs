@@ -201,4 +201,8 @@ impl Store for MemoryStore {
     async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
         Ok(self.lock().queue.iter().filter(|j| j.seq > after).take(limit).cloned().collect())
     }
+
+    async fn nothing_queued(&self) -> Result<bool, StoreError> {
+        Ok(self.lock().queue.is_empty())
+    }
 }

@@ -247,6 +247,13 @@ impl Store for NativeStore {
         }
     }
 
+    async fn nothing_queued(&self) -> Result<bool, StoreError> {
+        match self {
+            NativeStore::Sqlite(s) => s.nothing_queued().await,
+            NativeStore::Postgres(s) => s.nothing_queued().await,
+        }
+    }
+
     async fn queued_at(&self, seqs: &[u64]) -> Result<Vec<QueuedJob>, StoreError> {
         match self {
             NativeStore::Sqlite(s) => s.queued_at(seqs).await,

@@ -380,6 +380,18 @@ impl Store for PgStore {
         .await
     }
 
+    /// Applied jobs are deleted, so any row is a queued job; none is read.
+    async fn nothing_queued(&self) -> Result<bool, StoreError> {
+        let pool = self.pool.clone();
+        self.spawn(async move {
+            let client = pool.get().await.map_err(pool_err)?;
+            let st = client.prepare_cached("SELECT EXISTS (SELECT 1 FROM queue)").await.map_err(store_err)?;
+            let any: bool = client.query_one(&st, &[]).await.map_err(store_err)?.get(0);
+            Ok(!any)
+        })
+        .await
+    }
+
     async fn queued_at(&self, seqs: &[u64]) -> Result<Vec<QueuedJob>, StoreError> {
         let (pool, seqs) = (self.pool.clone(), seqs.iter().map(|s| *s as i64).collect::<Vec<i64>>());
         self.spawn(async move {

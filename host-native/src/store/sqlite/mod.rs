@@ -527,6 +527,17 @@ impl Store for SqliteStore {
         q.log.read_after(applied.max(after), limit)
     }
 
+    /// From the log's index in memory and the applied cursor: no job's record is read.
+    async fn nothing_queued(&self) -> Result<bool, StoreError> {
+        let Some(q) = &self.shared.queue else { return Ok(true) };
+        if q.log.is_drained() {
+            return Ok(true);
+        }
+        // The index keeps applied jobs until the cursor saying so is durable.
+        let applied = self.with_reader(cursor)?;
+        Ok(!q.log.holds_after(applied))
+    }
+
     async fn queue_tail(&self) -> Result<u64, StoreError> {
         self.tail()
     }

@@ -292,6 +292,11 @@ impl QueueLog {
         self.lock().index.is_empty()
     }
 
+    /// True when a job after `applied` is indexed (appended and not forgotten).
+    pub fn holds_after(&self, applied: u64) -> bool {
+        self.lock().index.back().is_some_and(|s| s.seq > applied)
+    }
+
     /// Deletes the spare segments, giving their space back to the disk; returns the
     /// bytes freed. For a drained queue (see the module docs for why not under load).
     pub fn drop_spares(&self) -> u64 {
