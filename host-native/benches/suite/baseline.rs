@@ -185,6 +185,22 @@ thread_local! {
     static READER: std::cell::RefCell<Option<Connection>> = const { std::cell::RefCell::new(None) };
 }
 
+/// Runs `f` on this thread's read connection in `cell`, opening it to `db` at the
+/// thread's first request.
+fn with_reader<T>(
+    cell: &'static std::thread::LocalKey<std::cell::RefCell<Option<Connection>>>,
+    db: &std::path::Path,
+    f: impl FnOnce(&Connection) -> Result<T, String>,
+) -> Result<T, String> {
+    cell.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = Some(Connection::open(db).map_err(|e| e.to_string())?);
+        }
+        f(cell.as_ref().expect("opened"))
+    })
+}
+
 /// The export baseline: bare hyper + rusqlite. Each request's `external_ids` are
 /// read by key from a table of `profiles` documents (one connection per thread, as
 /// the server's readers) and written back as a JSON array of the documents.
@@ -193,12 +209,7 @@ pub fn bare_export_server(rt: &tokio::runtime::Runtime, profiles: u64) -> String
     bare_with(rt, 201, move |body| {
         let v: Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
         let ids = v["external_ids"].as_array().ok_or("no external_ids")?;
-        READER.with(|cell| {
-            let mut cell = cell.borrow_mut();
-            if cell.is_none() {
-                *cell = Some(Connection::open(&db).map_err(|e| e.to_string())?);
-            }
-            let c = cell.as_ref().expect("opened");
+        with_reader(&READER, &db, |c| {
             let mut st = c.prepare_cached("SELECT value FROM docs WHERE key = ?1").map_err(|e| e.to_string())?;
             let mut users = Vec::with_capacity(ids.len());
             for id in ids {
@@ -227,12 +238,7 @@ pub fn bare_export_on_seed_server(rt: &tokio::runtime::Runtime, seed: &std::path
     bare_with(rt, 201, move |body| {
         let v: Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
         let ids = v["external_ids"].as_array().ok_or("no external_ids")?;
-        SEED_READER.with(|cell| {
-            let mut cell = cell.borrow_mut();
-            if cell.is_none() {
-                *cell = Some(Connection::open(&db).map_err(|e| e.to_string())?);
-            }
-            let c = cell.as_ref().expect("opened");
+        with_reader(&SEED_READER, &db, |c| {
             let mut entry =
                 c.prepare_cached("SELECT at FROM idents WHERE tbl = 4 AND key = ?1").map_err(|e| e.to_string())?;
             let mut profile = c.prepare_cached("SELECT value FROM docs WHERE rowid = ?1").map_err(|e| e.to_string())?;
