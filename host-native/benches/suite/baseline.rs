@@ -91,7 +91,7 @@ fn bare_db(profiles: u64) -> PathBuf {
     let mut c = Connection::open(&tmp).expect("open");
     // A cache that holds the whole table while it is built: the keys (`user-{i}`)
     // arrive out of text order, and a 10M-row build spilling a small cache to disk
-    // would take the better part of an hour. Runs open the copy with the default cache.
+    // would take the better part of an hour. Runs open the copy with Engage's writer cache.
     c.execute_batch("PRAGMA page_size = 1024; PRAGMA journal_mode = WAL; PRAGMA cache_size = -4000000; CREATE TABLE docs (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
         .expect("schema");
     let tx = c.transaction().expect("tx");
@@ -113,11 +113,12 @@ fn bare_db(profiles: u64) -> PathBuf {
 /// JSON decode, one counter bumped, an encode and a write, one transaction (WAL,
 /// synchronous NORMAL, like the server's applier) per batch.
 pub fn bare_writer(profiles: u64, users: Users, seconds: u64) -> f64 {
-    let db = root().join("bare-run.db");
-    let _ = std::fs::remove_file(&db);
-    std::fs::copy(bare_db(profiles), &db).expect("copy");
+    let db = bare_copy(profiles, "run");
     let mut c = Connection::open(&db).expect("open");
-    c.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL").expect("pragmas");
+    // The page cache of Engage's writer connection (`WRITER_CACHE_KIB`), so that the
+    // floor has the memory Engage has and the two lose the same to a larger table.
+    c.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -32768")
+        .expect("pragmas");
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     let (started, mut objects) = (Instant::now(), 0u64);
     while started.elapsed() < Duration::from_secs(seconds) {
@@ -127,9 +128,7 @@ pub fn bare_writer(profiles: u64, users: Users, seconds: u64) -> f64 {
     }
     let rate = objects as f64 / started.elapsed().as_secs_f64();
     drop(c);
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
+    crate::seed::remove_db(&db);
     rate
 }
 
@@ -170,13 +169,12 @@ where
     })
 }
 
-/// A fresh copy of the bare writer's table of `profiles` rows, for one baseline.
+/// A fresh copy of the bare writer's table of `profiles` rows, for one baseline:
+/// flushed and the disk settled as for Engage's runs ([`crate::seed::fresh_copy`]),
+/// so that no baseline runs beside the writeback of its own copy (gigabytes at 10M).
 fn bare_copy(profiles: u64, name: &str) -> PathBuf {
     let db = root().join(format!("bare-{name}.db"));
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
-    }
-    std::fs::copy(bare_db(profiles), &db).expect("copy");
+    crate::seed::fresh_copy(&bare_db(profiles), &db);
     db
 }
 
