@@ -7,7 +7,7 @@
 //! of the three (parse, group fdatasync, writer) for the sustainable rate.
 
 use std::convert::Infallible;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -114,11 +114,7 @@ fn bare_db(profiles: u64) -> PathBuf {
 /// synchronous NORMAL, like the server's applier) per batch.
 pub fn bare_writer(profiles: u64, users: Users, seconds: u64) -> f64 {
     let db = bare_copy(profiles, "run");
-    let mut c = Connection::open(&db).expect("open");
-    // The page cache of Engage's writer connection (`WRITER_CACHE_KIB`), so that the
-    // floor has the memory Engage has and the two lose the same to a larger table.
-    c.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -32768")
-        .expect("pragmas");
+    let mut c = open_writer(&db, "NORMAL");
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     let (started, mut objects) = (Instant::now(), 0u64);
     while started.elapsed() < Duration::from_secs(seconds) {
@@ -130,6 +126,18 @@ pub fn bare_writer(profiles: u64, users: Users, seconds: u64) -> f64 {
     drop(c);
     crate::seed::remove_db(&db);
     rate
+}
+
+/// A bare baseline's writing connection on `db`: WAL, `synchronous` as given, and
+/// the page cache of Engage's writer connection (`WRITER_CACHE_KIB`, 32 MiB), so that
+/// a floor has the memory Engage has and both lose the same to a larger table.
+fn open_writer(db: &Path, synchronous: &str) -> Connection {
+    let c = Connection::open(db).expect("open");
+    c.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = {synchronous}; PRAGMA cache_size = -32768"
+    ))
+    .expect("pragmas");
+    c
 }
 
 /// The bare writer's unit of work: one transaction in which each of `keys` is a read
@@ -187,7 +195,7 @@ thread_local! {
 /// thread's first request.
 fn with_reader<T>(
     cell: &'static std::thread::LocalKey<std::cell::RefCell<Option<Connection>>>,
-    db: &std::path::Path,
+    db: &Path,
     f: impl FnOnce(&Connection) -> Result<T, String>,
 ) -> Result<T, String> {
     cell.with(|cell| {
@@ -230,7 +238,7 @@ thread_local! {
 /// it: the identifier entry by key (`idents`, workspace `bench`), then the
 /// profile at the row the entry names. It separates what the layout costs (larger
 /// records, a second table) from what the server adds over plain reads.
-pub fn bare_export_on_seed_server(rt: &tokio::runtime::Runtime, seed: &std::path::Path) -> String {
+pub fn bare_export_on_seed_server(rt: &tokio::runtime::Runtime, seed: &Path) -> String {
     let db = root().join("bare-export-seed.db");
     crate::seed::fresh_copy(seed, &db);
     bare_with(rt, 201, move |body| {
@@ -258,9 +266,7 @@ pub fn bare_export_on_seed_server(rt: &tokio::runtime::Runtime, seed: &std::path
 /// encode, write, commit.
 pub fn bare_sync_server(rt: &tokio::runtime::Runtime, profiles: u64) -> String {
     let db = bare_copy(profiles, "sync");
-    let conn = Connection::open(&db).expect("open");
-    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL").expect("pragmas");
-    let conn = Mutex::new(conn);
+    let conn = Mutex::new(open_writer(&db, "FULL"));
     bare_with(rt, 201, move |body| {
         let v: Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
         let key = v["events"][0]["external_id"].as_str().ok_or("no external_id")?.to_string();
@@ -377,8 +383,7 @@ pub fn bare_pipeline(rt: &tokio::runtime::Runtime, profiles: u64) -> BarePipelin
     {
         let (applied, stop) = (applied.clone(), stop.clone());
         std::thread::spawn(move || {
-            let mut c = Connection::open(&db).expect("open");
-            c.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL").expect("pragmas");
+            let mut c = open_writer(&db, "NORMAL");
             while let Ok(keys) = batches.recv() {
                 if stop.load(Ordering::SeqCst) {
                     break;
