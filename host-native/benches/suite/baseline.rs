@@ -20,6 +20,8 @@ use hyper_util::rt::TokioIo;
 use rusqlite::{params, Connection};
 use serde_json::Value;
 
+use engage::store::sqlite::connection::WRITER_CACHE_KIB;
+
 use crate::bodies::{Rng, Users};
 use crate::seed::{root, user};
 
@@ -129,12 +131,12 @@ pub fn bare_writer(profiles: u64, users: Users, seconds: u64) -> f64 {
 }
 
 /// A bare baseline's writing connection on `db`: WAL, `synchronous` as given, and
-/// the page cache of Engage's writer connection (`WRITER_CACHE_KIB`, 32 MiB), so that
-/// a floor has the memory Engage has and both lose the same to a larger table.
+/// the page cache of Engage's writer connection ([`WRITER_CACHE_KIB`]), so that a
+/// floor has the memory Engage has and both lose the same to a larger table.
 fn open_writer(db: &Path, synchronous: &str) -> Connection {
     let c = Connection::open(db).expect("open");
     c.execute_batch(&format!(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = {synchronous}; PRAGMA cache_size = -32768"
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = {synchronous}; PRAGMA cache_size = -{WRITER_CACHE_KIB}"
     ))
     .expect("pragmas");
     c

@@ -98,13 +98,14 @@ pub struct Store {
 
 /// A new database at `path` with the store's two tables of documents as the
 /// migrations make them (`docs` optionally `WITHOUT ROWID`), `page`-byte pages, and
-/// the server's writer settings: WAL, `synchronous = FULL`, a 32 MiB cache.
+/// the server's writer settings: WAL, `synchronous = FULL`, its cache
+/// (`WRITER_CACHE_KIB`).
 pub fn open_store(path: &Path, page: i64, without_rowid: bool) -> rusqlite::Result<Store> {
     let c = Connection::open(path)?;
     c.pragma_update(None, "page_size", page)?;
     c.pragma_update(None, "journal_mode", "WAL")?;
     c.pragma_update(None, "synchronous", "FULL")?;
-    c.pragma_update(None, "cache_size", -32768)?;
+    c.pragma_update(None, "cache_size", -engage::store::sqlite::connection::WRITER_CACHE_KIB)?;
     c.execute_batch(&format!(
         "CREATE TABLE docs (tbl INTEGER NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL, value BLOB NOT NULL,
            PRIMARY KEY (tbl, key)){};

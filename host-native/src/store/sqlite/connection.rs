@@ -73,8 +73,8 @@ fn stable_plans(conn: &Connection) -> Result<(), StoreError> {
 
 /// Page cache of the writer connection, KiB: part of the server's memory budget
 /// (docs/performance.md); larger caches were no faster (SQLite walks the cache at
-/// every commit).
-pub(super) const WRITER_CACHE_KIB: i64 = 32 << 10;
+/// every commit). Public so that the benchmarks' bare writers take the same cache.
+pub const WRITER_CACHE_KIB: i64 = 32 << 10;
 
 /// WAL size at which a committing connection checkpoints by itself.
 pub(super) const WAL_HIGH_WATER: i64 = 1 << 30;
