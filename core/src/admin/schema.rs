@@ -5,7 +5,8 @@ use serde_json::{json, Value};
 
 use crate::describe::op::Op;
 use crate::describe::schema::{
-    array, boolean, free_object, integer, nullable, number, object, one_of, refer, string, values, with, workspace_name,
+    array, boolean, free_object, integer, not_blank, nullable, number, object, one_of, refer, string, values, with,
+    workspace_name, BLANK,
 };
 use crate::permission::Permission;
 use crate::routes::Operator;
@@ -32,7 +33,7 @@ fn group() -> Value {
 /// An integration's name, as `Spec::check` takes it.
 fn integration_name() -> Value {
     let max = crate::cdi::integration::MAX_NAME_CHARS;
-    with(with(string(&format!("1 to {max} characters, not blank.")), "pattern", json!("\\S")), "maxLength", json!(max))
+    with(not_blank(string(&format!("1 to {max} characters, not blank."))), "maxLength", json!(max))
 }
 
 /// An integration's source, as `Warehouse::of` and `Spec::check` take it.
@@ -120,7 +121,7 @@ pub fn describe(endpoint: &Operator) -> Op {
                 .with_example("workspaces", json!({"workspaces": [{"name": "default", "created_at": "2026-11-26T10:00:00.000Z", "keys": 1}, {"name": "shop", "created_at": "2026-11-26T10:05:00.000Z", "keys": 2}]}))
         }
         Operator::CreateGroup => Op::new("Creates a subscription group (as `engage groups create`).")
-            .body(object("", &[workspace("Its workspace"), ("name", with(string("1 to 255 bytes, not blank."), "pattern", json!("\\S"))), ("channel", group()["properties"]["channel"].clone())], &["name", "channel"]))
+            .body(object("", &[workspace("Its workspace"), ("name", not_blank(string("1 to 255 bytes, not blank."))), ("channel", group()["properties"]["channel"].clone())], &["name", "channel"]))
             .example(json!({"workspace": "shop", "name": "Weekly newsletter", "channel": "email"}))
             .reply(201, "Created.", group())
             .with_example("group", json!({"id": "6c2bdb0e-3e57-4a8b-9d0a-0c4d1f5e8a21", "name": "Weekly newsletter", "channel": "email"})),
@@ -130,7 +131,7 @@ pub fn describe(endpoint: &Operator) -> Op {
             .with_example("groups", json!({"groups": [{"id": "6c2bdb0e-3e57-4a8b-9d0a-0c4d1f5e8a21", "name": "Weekly newsletter", "channel": "email"}]})),
         Operator::CreateScimToken => Op::new("Creates a SCIM token for the deployment, valid with `X-Request-Origin: <origin>` (as `engage scim-tokens create`). The token is shown once. With `default_department`, the users it creates without a department get that one.")
             .body(object("", &[
-                ("origin", with(string("The identity provider's origin (`https://idp.example.com`): 1 to 255 characters, no spaces or control characters; spaces around it and slashes at its end are dropped."), "pattern", json!(format!("^\\s*[^\\s\\x00-\\x1f\\x7f-\\x9f]{{0,254}}[^\\s\\x00-\\x1f\\x7f-\\x9f/]/*\\s*{}", crate::describe::schema::END)))),
+                ("origin", with(string("The identity provider's origin (`https://idp.example.com`): 1 to 255 characters, no spaces or control characters; spaces around it and slashes at its end are dropped."), "pattern", json!(format!("^[{BLANK}]*[^{BLANK}\\x00-\\x1f\\x7f-\\x9f]{{0,254}}[^{BLANK}\\x00-\\x1f\\x7f-\\x9f/]/*[{BLANK}]*{}", crate::describe::schema::END)))),
                 ("default_department", nullable(values(&crate::scim::values::Department::ALL.iter().map(|d| d.as_str()).collect::<Vec<_>>(), "The department the users this token creates get when they name none (`null` or absent: none; such creates must name one)."))),
             ], &["origin"]))
             .example(json!({"origin": "https://idp.example.com", "default_department": "engineering"}))

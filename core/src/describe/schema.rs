@@ -35,6 +35,20 @@ pub fn number(description: &str) -> Value {
 /// newline in some (Python's), where a schema-valid value would then end in one.
 pub const END: &str = "(?![\\s\\S])";
 
+/// White space as the server reads it (`char::is_whitespace`, what `str::trim`
+/// drops), written out for a character class: `\s` differs between dialects (in
+/// ECMA-262 it takes U+FEFF and leaves U+0085; in Python it also takes U+001C to
+/// U+001F), so with `\S` a generator could send a "not blank" value the
+/// server found blank.
+pub const BLANK: &str = "\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+
+/// A string that is not all [`BLANK`] (what `str::trim` leaves non-empty).
+pub fn not_blank(schema: Value) -> Value {
+    let mut schema = schema;
+    schema["pattern"] = Value::from(format!("[^{BLANK}]"));
+    schema
+}
+
 /// Control characters (as Rust's `char::is_control`), which no identifier holds.
 const CONTROL: &str = "\\u0000-\\u001f\\u007f-\\u009f";
 
@@ -64,7 +78,7 @@ pub fn lenient_id(description: &str) -> Value {
 /// An email address: the rules of `ids::Email` (one `@`, a dotted domain that
 /// neither starts nor ends with a dot, no spaces).
 pub fn email(description: &str) -> Value {
-    let c = format!("@\\s{CONTROL}");
+    let c = format!("@{BLANK}{CONTROL}");
     described(
         json!({"type": "string", "maxLength": 254,
                "pattern": format!("^[^{c}]+@[^{c}.][^{c}]*\\.[^{c}]*[^{c}.]{END}")}),

@@ -123,7 +123,11 @@ pub fn components() -> Vec<(&'static str, Value)> {
         "contains": {"const": USER_URN},
         "description": format!("`{USER_URN}`, and `{ENTERPRISE_URN}` when the extension is sent (compared without case)."),
     });
-    let text = |d: &str| json!({"type": "string", "pattern": "\\S", "maxLength": super::attrs::MAX_TEXT_CHARS, "description": d});
+    let text = |d: &str| {
+        crate::describe::schema::not_blank(
+            json!({"type": "string", "maxLength": super::attrs::MAX_TEXT_CHARS, "description": d}),
+        )
+    };
     write["properties"]["userName"] = crate::describe::schema::email("The user's email; unique, case-insensitive.");
     write["properties"]["name"] = object(
         "",
