@@ -14,6 +14,7 @@
 #
 #   bash tests/openapi/fuzz.sh        (needs target/debug/engage: cargo build -p engage)
 #   FUZZ_TIME=60 bash tests/openapi/fuzz.sh    (seconds per run; default 60)
+#   FUZZ_SEED=1 bash tests/openapi/fuzz.sh     (another seed, to explore; CI keeps the default)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -66,7 +67,7 @@ fuzz() {
     local what="$1"; shift
     log "schemathesis: $what"
     if ! "$VENV/bin/schemathesis" --config-file tests/openapi/schemathesis.toml run "$BASE/openapi.json" \
-        --no-color --max-time "$TIME" --seed 20261126 "$@" > "$DIR/fuzz.log" 2>&1; then
+        --no-color --max-time "$TIME" --seed "${FUZZ_SEED:-20261126}" "$@" > "$DIR/fuzz.log" 2>&1; then
         cat "$DIR/fuzz.log"
         failed=1
     else
