@@ -44,9 +44,7 @@ pub const BLANK: &str = "\\t-\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2
 
 /// A string that is not all [`BLANK`] (what `str::trim` leaves non-empty).
 pub fn not_blank(schema: Value) -> Value {
-    let mut schema = schema;
-    schema["pattern"] = Value::from(format!("[^{BLANK}]"));
-    schema
+    with(schema, "pattern", Value::from(format!("[^{BLANK}]")))
 }
 
 /// Control characters (as Rust's `char::is_control`), which no identifier holds.
