@@ -18,14 +18,29 @@ const IDLE_WAIT: Duration = Duration::from_millis(250);
 /// Batches the applier pipelines before it drains the pipeline and starts over.
 const APPLY_ROUNDS: usize = 64;
 
+/// How often an applier holding off for requests looks again.
+const HOLD_POLL: Duration = Duration::from_millis(5);
+
 /// Applies queued track jobs in the background. A request applies first only the
 /// queued jobs concerning its users, so this is what applies the rest.
-pub(crate) fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+/// `saturated`: whether requests saturate the server now (the lanes' judgement); the
+/// engine decides whether the applier then holds off (`Engine::defers_applying`).
+pub(crate) fn spawn_applier(
+    engine: SharedEngine,
+    stopping: Arc<AtomicBool>,
+    saturated: impl Fn() -> bool + Send + 'static,
+) -> std::thread::JoinHandle<()> {
     let thread = std::thread::Builder::new().name("engage-applier".into());
     thread
         .spawn(move || {
             crate::priority::background();
             while !stopping.load(Ordering::SeqCst) {
+                // A burst is acknowledged first, and applied once it lets up (or the
+                // backlog grows long: the engine's rule).
+                if engine.defers_applying(saturated(), ctx().now) {
+                    std::thread::sleep(HOLD_POLL);
+                    continue;
+                }
                 // Requests waiting for their turn take it first: the gate is not fair, and
                 // a turn started the moment the last one ended would take it again
                 // before a woken request thread runs (on a busy machine, every time).
@@ -35,7 +50,7 @@ pub(crate) fn spawn_applier(engine: SharedEngine, stopping: Arc<AtomicBool>) -> 
                     std::thread::sleep(Duration::from_millis(1));
                 }
                 let seen = engine.store().jobs_enqueued();
-                match pollster::block_on(engine.apply_queued_pipelined(ctx(), APPLY_ROUNDS)) {
+                match pollster::block_on(engine.apply_queued_pipelined(ctx(), APPLY_ROUNDS, &saturated)) {
                     Ok(run) => {
                         if !run.is_empty() {
                             METRICS.applied_batches.inc();

@@ -76,11 +76,10 @@ pub async fn run_with(
     tracing::info!("engage listening on http://{addr}");
 
     let stopping = Arc::new(AtomicBool::new(false));
-    let applier = crate::applier::spawn_applier(engine.clone(), stopping.clone());
-    let syncs = crate::cdi::spawn_runner(engine.clone(), stopping.clone());
     // A SQLite store's requests run on lanes, two per core (see `crate::lanes`). The
     // PostgreSQL store blocks on a runtime of its own, which cannot be entered from a
-    // lane's: its requests take a thread of the blocking pool each.
+    // lane's: its requests take a thread of the blocking pool each (and its applier
+    // never holds off for them).
     let lanes = match matches!(engine.store(), NativeStore::Postgres(_)) {
         false => Some(Arc::new(Lanes::start(&engine, crate::lanes::per_machine())?)),
         true => {
@@ -88,6 +87,10 @@ pub async fn run_with(
             None
         }
     };
+    let watched = lanes.clone();
+    let saturated = move || watched.as_ref().is_some_and(|l| l.saturated());
+    let applier = crate::applier::spawn_applier(engine.clone(), stopping.clone(), saturated);
+    let syncs = crate::cdi::spawn_runner(engine.clone(), stopping.clone());
     let connections = tokio_util_tracker();
     let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let refusal = crate::conn::raw_response(&engine.refuse_overloaded());

@@ -9,6 +9,7 @@ use super::Engine;
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::store::Store;
+use crate::time::Timestamp;
 use crate::track;
 use crate::track::pressure::UNMEASURED_ROUNDS;
 use crate::track::queue::QueueRun;
@@ -54,12 +55,37 @@ impl<S: Store> Engine<S> {
         Ok(run)
     }
 
+    /// Whether the background applier should hold off now instead of taking a turn,
+    /// the host judging that requests are `saturating` it (see
+    /// [`crate::track::pressure::Pressure::defer`]). With a backlog bound, only while
+    /// the appliers' rate is measured and the backlog is within half the bound.
+    pub fn defers_applying(&self, saturating: bool, now: Timestamp) -> bool {
+        self.gate.pressure.defer(saturating, self.backlog_within_half(saturating), now)
+    }
+
+    /// With a backlog bound and requests `saturating` the server, whether the backlog
+    /// is within half the bound (judged by this process's own view of the queue's
+    /// tail, which its acknowledgements keep current); `None` otherwise.
+    fn backlog_within_half(&self, saturating: bool) -> Option<bool> {
+        let pressure = &self.gate.pressure;
+        match self.config.max_backlog_secs {
+            Some(max) if saturating => Some(pressure.measured() && pressure.within(max / 2)),
+            _ => None,
+        }
+    }
+
     /// Applies up to `rounds` batches of queued jobs of the next partition this
     /// process holds that has any, each prepared while the one before it commits,
     /// for hosts whose store commits on another thread or machine. Stops after the
-    /// first batch when requests wait for their turn to catch up. Empty when no
-    /// partition held had a job.
-    pub async fn apply_queued_pipelined(&self, ctx: Ctx, rounds: usize) -> Result<QueueRun, ApiError> {
+    /// first batch when requests wait for their turn to catch up, or when the applier
+    /// should hold off for requests that `saturate` the server (the host's judgement;
+    /// see [`Engine::defers_applying`]). Empty when no partition held had a job.
+    pub async fn apply_queued_pipelined(
+        &self,
+        ctx: Ctx,
+        rounds: usize,
+        saturated: &dyn Fn() -> bool,
+    ) -> Result<QueueRun, ApiError> {
         let bounded = self.config.max_backlog_secs.is_some();
         let pressure = &self.gate.pressure;
         pressure.turn_started(ctx.now);
@@ -96,7 +122,14 @@ impl<S: Store> Engine<S> {
                 continue;
             }
             let mut backlog = self.gate.backlog.lock().await;
-            let waiting = || self.requests_waiting();
+            // A turn begun before a burst saturated the server ends with its batch: it
+            // would otherwise run through the burst on the CPU acknowledging needs.
+            let waiting = || {
+                self.requests_waiting() || {
+                    let saturating = saturated();
+                    pressure.would_defer(saturating, self.backlog_within_half(saturating), ctx.now)
+                }
+            };
             run = track::queue::apply_pipelined(
                 &self.store,
                 &mut backlog,

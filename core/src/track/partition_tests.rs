@@ -35,7 +35,7 @@ fn drain(servers: &[&Kit]) {
     for _ in 0..10_000 {
         let mut idle = true;
         for s in servers {
-            idle &= pollster::block_on(s.engine().apply_queued_pipelined(s.ctx(), 1)).unwrap().is_empty();
+            idle &= pollster::block_on(s.engine().apply_queued_pipelined(s.ctx(), 1, &|| false)).unwrap().is_empty();
         }
         if idle {
             return;
@@ -173,11 +173,11 @@ fn an_applier_looks_only_into_the_partitions_that_have_jobs() {
     let part = pending(&store)[0].part;
     let watched = BeforeAck { inner: store.sharing(), hook: RefCell::new(None), looked: RefCell::default() };
     let applier = crate::testkit::shared_engine(watched);
-    let run = pollster::block_on(applier.apply_queued_pipelined(a.ctx(), 1)).unwrap();
+    let run = pollster::block_on(applier.apply_queued_pipelined(a.ctx(), 1, &|| false)).unwrap();
     assert_eq!(run.applied, 1);
     assert_eq!(*applier.store().looked.borrow(), vec![part], "not the seven empty partitions");
     applier.store().looked.borrow_mut().clear();
-    assert!(pollster::block_on(applier.apply_queued_pipelined(a.ctx(), 1)).unwrap().is_empty());
+    assert!(pollster::block_on(applier.apply_queued_pipelined(a.ctx(), 1, &|| false)).unwrap().is_empty());
     assert!(applier.store().looked.borrow().is_empty(), "an idle applier looks into none");
     assert_eq!(n(&a, "x"), json!(1));
 }

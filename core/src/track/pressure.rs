@@ -38,6 +38,17 @@ pub const TAIL_FRESH_MS: i64 = 1000;
 /// batches at 140 batches/s, 7 s), through which nothing bounded the backlog.
 pub const UNMEASURED_ROUNDS: usize = 4;
 
+/// How long the server counts as saturated after the host last saw it so, ms:
+/// requests come and go, and a turn begun in a gap runs a batch on the CPU the next
+/// requests need (as the edge's `BUSY_MEMORY_MS`).
+pub const SATURATED_MEMORY_MS: i64 = 1_000;
+
+/// Longest the background applier holds off at a stretch, with no backlog bound,
+/// while requests keep the server saturated; then it applies until they let up. As
+/// the edge's drainer (`DEFER_LIMIT_MS` there): a burst is acknowledged first and
+/// applied after it, and a saturating load that goes on is still applied.
+pub const DEFER_LIMIT_MS: i64 = 45_000;
+
 /// Measures the appliers' rate and the queue's cursor, shared by the engine's
 /// acknowledgements and its appliers.
 #[derive(Default)]
@@ -59,6 +70,19 @@ pub struct Pressure {
     tail: AtomicU64,
     /// When the tail was last read from the store (ms), once it was.
     tail_read_at: Mutex<Option<i64>>,
+    /// Whether the background applier holds off for requests (see [`Pressure::defer`]).
+    hold: Mutex<Hold>,
+}
+
+/// The background applier holding off while requests saturate the server.
+#[derive(Default)]
+struct Hold {
+    /// When the requests began to saturate it (ms), while they do.
+    since: Option<i64>,
+    /// When the host last saw them saturate it (ms).
+    seen: Option<i64>,
+    /// Whether the applier holds off now: the time is not its rate's.
+    holding: bool,
 }
 
 #[derive(Default)]
@@ -103,6 +127,11 @@ impl Pressure {
     /// An applier's turn applied `applied` jobs at `now`; `backlog` says whether
     /// jobs were left waiting (only then is the rate the appliers' capacity).
     pub fn note_applied(&self, applied: usize, backlog: bool, now: Timestamp) {
+        if self.hold.lock().unwrap_or_else(|e| e.into_inner()).holding {
+            // A request's catch-up while the applier holds off: a window opened now
+            // would count the time held as applying, and lower the rate.
+            return;
+        }
         let mut m = self.meter.lock().unwrap_or_else(|e| e.into_inner());
         match (m.since, backlog) {
             (None, false) => {}
@@ -142,6 +171,55 @@ impl Pressure {
     /// were left waiting.
     pub fn turn_ended(&self, started: Timestamp, applied: usize, backlog: bool) {
         *self.last_turn.lock().unwrap_or_else(|e| e.into_inner()) = Some((started, applied as u64, backlog));
+    }
+
+    /// Whether the background applier holds off at `now` instead of taking a turn:
+    /// requests are `saturating` the server (the host's judgement: more in flight
+    /// than it runs at once) or were within [`SATURATED_MEMORY_MS`], for at most
+    /// [`DEFER_LIMIT_MS`] at a stretch, and, with a backlog bound, while the backlog
+    /// is `within` half of it (`None`: no bound). Acknowledging first is what the
+    /// queue is for: on two cores the applier's turns beside a closed load of full
+    /// batches cost a third of what was acknowledged (docs/performance.md). Applied
+    /// at full speed once half the bound is used, a bounded backlog still turns an
+    /// overload into 503s; a load that goes on (reads too) is applied after the
+    /// limit, so nothing waits unapplied for longer than that because of it.
+    pub fn defer(&self, saturating: bool, within: Option<bool>, now: Timestamp) -> bool {
+        let mut hold = self.hold.lock().unwrap_or_else(|e| e.into_inner());
+        if saturating {
+            hold.seen = Some(now.0);
+        }
+        if hold.seen.is_none_or(|seen| now.0 - seen >= SATURATED_MEMORY_MS) {
+            *hold = Hold::default();
+            return false;
+        }
+        let defer = Self::holds(hold.since.get_or_insert(now.0), within, now);
+        if defer && !hold.holding {
+            // The last turn ends here, and no rate window spans the time held.
+            self.turn_started(now);
+            self.meter.lock().unwrap_or_else(|e| e.into_inner()).since = None;
+        }
+        hold.holding = defer;
+        defer
+    }
+
+    /// What [`Pressure::defer`] would answer, changing nothing: a turn under way
+    /// asks it between its batches, and stops to hold off.
+    pub fn would_defer(&self, saturating: bool, within: Option<bool>, now: Timestamp) -> bool {
+        let hold = self.hold.lock().unwrap_or_else(|e| e.into_inner());
+        saturating && Self::holds(&hold.since.unwrap_or(now.0), within, now)
+    }
+
+    /// Whether to hold off at `now` while requests saturate the server since `since`.
+    fn holds(since: &i64, within: Option<bool>, now: Timestamp) -> bool {
+        within.unwrap_or(true) && now.0 - since < DEFER_LIMIT_MS
+    }
+
+    /// Whether the jobs acknowledged past the cursor, as far as this process knows
+    /// (its own enqueues move the tail), are within `secs` of applying at the
+    /// measured rate. False while the cursor is unknown.
+    pub fn within(&self, secs: u64) -> bool {
+        let (tail, through) = (self.tail.load(Ordering::SeqCst), self.through());
+        through.is_some_and(|through| self.wait_secs(tail.saturating_sub(through), tail, secs).is_none())
     }
 
     /// Whether the appliers' rate has been measured (until then nothing is refused).
@@ -263,5 +341,66 @@ mod tests {
         // catch-up): 1,500 pending are 3.5 s of applying, past a 3-s bound.
         assert_eq!(p.wait_secs(1_500, 0, 3), Some(1));
         assert_eq!(p.wait_secs(1_250, 0, 3), None);
+    }
+
+    #[test]
+    fn with_no_bound_the_applier_holds_off_for_a_saturating_load_up_to_the_limit() {
+        let p = Pressure::default();
+        assert!(!p.defer(false, None, Timestamp(0)), "nothing to hold off for");
+        assert!(p.defer(true, None, Timestamp(1_000)));
+        assert!(p.defer(true, None, Timestamp(1_000 + DEFER_LIMIT_MS - 1)));
+        assert!(!p.defer(true, None, Timestamp(1_000 + DEFER_LIMIT_MS)), "a load that goes on is applied");
+        assert!(!p.defer(true, None, Timestamp(120_000)), "until it lets up");
+        assert!(!p.defer(false, None, Timestamp(121_000)));
+        assert!(p.defer(true, None, Timestamp(122_000)), "the next burst is held off again");
+    }
+
+    #[test]
+    fn with_a_bound_the_applier_holds_off_only_while_the_backlog_is_within_half_of_it() {
+        let p = Pressure::default();
+        assert!(p.defer(true, Some(true), Timestamp(0)));
+        assert!(!p.defer(true, Some(false), Timestamp(1)), "half the bound used: it applies");
+        assert!(p.defer(true, Some(true), Timestamp(2)), "and holds off again below it");
+        assert!(p.defer(false, Some(true), Timestamp(3)), "a gap between requests");
+        assert!(!p.defer(false, Some(true), Timestamp(2 + SATURATED_MEMORY_MS)), "requests let up");
+        assert!(p.defer(true, Some(true), Timestamp(10_000)));
+        assert!(!p.defer(true, Some(true), Timestamp(10_000 + DEFER_LIMIT_MS)), "a load that goes on is applied");
+    }
+
+    #[test]
+    fn time_held_off_is_not_measured_as_applying() {
+        let p = Pressure::default();
+        p.turn_started(Timestamp(0));
+        p.turn_ended(Timestamp(0), 300, true);
+        // The turn ends where holding off begins: 300 jobs in 2 s, 150 jobs/s.
+        assert!(p.defer(true, None, Timestamp(2_000)));
+        assert!(p.measured());
+        // A request's catch-up while held off, then a minute held off.
+        p.note_applied(10, true, Timestamp(5_000));
+        assert!(!p.defer(false, None, Timestamp(60_000)));
+        p.turn_started(Timestamp(60_000));
+        p.turn_ended(Timestamp(60_000), 300, true);
+        p.turn_started(Timestamp(62_000));
+        // Still 150 jobs/s: 4,500 pending are 30 s of applying.
+        assert_eq!(p.wait_secs(4_500, 0, 30), None);
+        assert_eq!(p.wait_secs(6_000, 0, 30), Some(10));
+    }
+
+    #[test]
+    fn a_turn_asks_without_changing_anything_and_the_backlog_is_judged_by_this_processs_tail() {
+        let p = Pressure::default();
+        assert!(p.would_defer(true, None, Timestamp(0)));
+        assert!(!p.would_defer(false, None, Timestamp(0)));
+        assert!(p.defer(true, None, Timestamp(0)), "asking did not start the limit's clock");
+        assert!(!p.would_defer(true, None, Timestamp(DEFER_LIMIT_MS)));
+        assert!(!p.defer(false, None, Timestamp(SATURATED_MEMORY_MS)));
+        assert!(!p.within(30), "the cursor is unknown");
+        p.applied_through(1_000);
+        p.note_applied(0, true, Timestamp(0));
+        p.note_applied(200, true, Timestamp(2_000));
+        // 100 jobs/s; this process queued up to 4,000: 3,000 pending, 30 s of applying.
+        p.enqueued(4_000);
+        assert!(p.within(30));
+        assert!(!p.within(29));
     }
 }

@@ -217,16 +217,53 @@ fn turns_stay_short_until_the_appliers_rate_is_measured_and_then_the_bound_refus
         kit.track(json!({"attributes": [{"external_id": format!("u{i}"), "n": i}]}));
     }
     let at = |ms: i64| crate::ctx::Ctx::new(crate::time::Timestamp(ms), [3; 16]);
-    let turn = |ms: i64| pollster::block_on(kit.engine().apply_queued_pipelined(at(ms), 64)).unwrap().applied;
-    // No rate yet: a short turn, measured when the next one starts.
+    let turn =
+        |ms: i64| pollster::block_on(kit.engine().apply_queued_pipelined(at(ms), 64, &|| false)).unwrap().applied;
+    // No rate yet: the applier does not hold off for requests (it applies, to measure
+    // one), and a short turn, measured when the next one starts.
+    assert!(!kit.engine().defers_applying(true, at(0).now));
     assert_eq!(turn(0), crate::track::pressure::UNMEASURED_ROUNDS);
     // Measured (4 jobs in 2 s): a full turn, and the backlog is far past 1 s of applying.
     assert_eq!(turn(2000), 64);
+    assert!(!kit.engine().defers_applying(true, at(2000).now), "past half the bound it applies");
     let (status, body) = kit.post("/users/track", json!({"attributes": [{"external_id": "late", "n": 1}]}));
     assert_eq!(status, 503, "{body}");
     assert!(body["message"].as_str().unwrap().contains("too many writes are waiting"), "{body}");
     let pending = pollster::block_on(kit.engine().store().queued(0, jobs * 2)).unwrap().len();
     assert_eq!(pending, jobs - 4 - 64, "the refused request queued nothing");
+}
+
+#[test]
+fn the_applier_holds_off_while_requests_saturate_the_server_and_applies_once_they_let_up() {
+    use crate::track::pressure::{DEFER_LIMIT_MS, SATURATED_MEMORY_MS};
+    let kit = Kit::configured(MemoryStore::new(), |c| {
+        c.max_backlog_secs = None;
+        c.apply_batch = 1;
+        c.applies_in_background = true;
+    });
+    for i in 0..10 {
+        kit.track(json!({"attributes": [{"external_id": format!("u{i}"), "n": i}]}));
+    }
+    let (engine, at) = (kit.engine(), |ms: i64| crate::ctx::Ctx::new(crate::time::Timestamp(ms), [3; 16]));
+    let pending = || pollster::block_on(engine.store().queued(0, 100)).unwrap().len();
+    let turn = |ms: i64, saturated: bool| {
+        pollster::block_on(engine.apply_queued_pipelined(at(ms), 64, &move || saturated)).unwrap().applied
+    };
+    // A turn the burst finds under way stops after its batch.
+    assert_eq!(turn(0, true), 1);
+    assert!(engine.defers_applying(true, at(0).now));
+    assert!(engine.defers_applying(true, at(DEFER_LIMIT_MS - 1).now));
+    assert_eq!(pending(), 9, "nothing applied while it holds off");
+    // A load that goes on past the limit is applied, whole turns.
+    assert!(!engine.defers_applying(true, at(DEFER_LIMIT_MS).now));
+    assert_eq!(turn(DEFER_LIMIT_MS, true), 9);
+    // Once the requests let up, the next burst is held off again.
+    kit.track(json!({"attributes": [{"external_id": "late", "n": 1}]}));
+    let quiet = DEFER_LIMIT_MS + SATURATED_MEMORY_MS;
+    assert!(!engine.defers_applying(false, at(quiet).now));
+    assert!(engine.defers_applying(true, at(quiet + 1).now));
+    assert_eq!(turn(quiet + 1, false), 1, "a turn of a quiet server runs whole");
+    assert_eq!(pending(), 0);
 }
 
 #[test]
