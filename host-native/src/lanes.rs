@@ -155,14 +155,19 @@ mod tests {
     use crate::ctx;
     use crate::store::NativeStore;
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn one_lane_answers_requests_in_flight_together_and_reads_see_every_write() {
+    /// One lane over a new store, and a key with every permission.
+    async fn one_lane() -> (tempfile::TempDir, Arc<Lanes>, String) {
         let dir = tempfile::tempdir().unwrap();
         let store = NativeStore::open(&dir.path().join("e.db")).unwrap();
         let engine = Arc::new(Engine::new(store, Config { rate_limits: false, ..Config::default() }));
         let ws = WorkspaceName::parse("w").unwrap();
         let key = create_key(engine.store(), &ws, Permission::ALL.to_vec(), ctx()).await.unwrap();
-        let lanes = Arc::new(Lanes::start(&engine, 1).unwrap());
+        (dir, Arc::new(Lanes::start(&engine, 1).unwrap()), key)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_lane_answers_requests_in_flight_together_and_reads_see_every_write() {
+        let (_dir, lanes, key) = one_lane().await;
         let post = |path: &str, body: serde_json::Value| {
             Request::new(Method::Post, path).header("Authorization", &format!("Bearer {key}")).body(body.to_string())
         };
@@ -202,12 +207,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn lanes_kept_busy_by_requests_count_as_saturated_and_idle_ones_do_not() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = NativeStore::open(&dir.path().join("e.db")).unwrap();
-        let engine = Arc::new(Engine::new(store, Config { rate_limits: false, ..Config::default() }));
-        let ws = WorkspaceName::parse("w").unwrap();
-        let key = create_key(engine.store(), &ws, Permission::ALL.to_vec(), ctx()).await.unwrap();
-        let lanes = Arc::new(Lanes::start(&engine, 1).unwrap());
+        let (_dir, lanes, key) = one_lane().await;
         tokio::time::sleep(super::SAMPLE).await;
         assert!(!lanes.saturated(), "no requests");
         // A batch of 75 users' attributes, from 16 clients at once, for a second.
