@@ -43,8 +43,8 @@ pub const UNMEASURED_ROUNDS: usize = 4;
 /// requests need (as the edge's `BUSY_MEMORY_MS`).
 pub const SATURATED_MEMORY_MS: i64 = 1_000;
 
-/// Longest the background applier holds off at a stretch, with no backlog bound,
-/// while requests keep the server saturated; then it applies until they let up. As
+/// Longest the background applier holds off at a stretch while requests keep the
+/// server saturated; then it applies until they let up. As
 /// the edge's drainer (`DEFER_LIMIT_MS` there): a burst is acknowledged first and
 /// applied after it, and a saturating load that goes on is still applied.
 pub const DEFER_LIMIT_MS: i64 = 45_000;
@@ -174,8 +174,8 @@ impl Pressure {
     }
 
     /// Whether the background applier holds off at `now` instead of taking a turn:
-    /// requests are `saturating` the server (the host's judgement: more in flight
-    /// than it runs at once) or were within [`SATURATED_MEMORY_MS`], for at most
+    /// requests are `saturating` the server (the host's judgement: on the native
+    /// host, its request lanes kept busy) or were within [`SATURATED_MEMORY_MS`], for at most
     /// [`DEFER_LIMIT_MS`] at a stretch, and, with a backlog bound, while the backlog
     /// is `within` half of it (`None`: no bound). Acknowledging first is what the
     /// queue is for: on two cores the applier's turns beside a closed load of full
