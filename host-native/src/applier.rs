@@ -37,7 +37,7 @@ pub(crate) fn spawn_applier(
             while !stopping.load(Ordering::SeqCst) {
                 // A burst is acknowledged first, and applied once it lets up (or the
                 // backlog grows long: the engine's rule).
-                if engine.defers_applying(saturated(), ctx().now) {
+                if engine.defers_applying(saturated(), crate::now()) {
                     std::thread::sleep(HOLD_POLL);
                     continue;
                 }

@@ -73,15 +73,24 @@ pub fn set_clock(now: Timestamp) {
     CLOCK_OFFSET_MS.store(now.0 - wall_clock_ms(), std::sync::atomic::Ordering::SeqCst);
 }
 
+/// The clock at wall-clock time `wall`: moved by the test clock, if any.
+fn clock_at(wall: i64) -> Timestamp {
+    Timestamp(wall + CLOCK_OFFSET_MS.load(std::sync::atomic::Ordering::SeqCst))
+}
+
+/// The clock alone, for a loop that only needs the time (no randomness read).
+pub fn now() -> Timestamp {
+    clock_at(wall_clock_ms())
+}
+
 /// The host's context for one request: the clock (the wall clock, unless a test
 /// clock moved it) and fresh OS randomness.
 pub fn ctx() -> Ctx {
     let wall = wall_clock_ms();
-    let now = wall + CLOCK_OFFSET_MS.load(std::sync::atomic::Ordering::SeqCst);
     let mut seed = [0u8; 16];
     // Without OS randomness we must not mint keys or ids.
     getrandom::fill(&mut seed).expect("the operating system's random source is unavailable");
-    Ctx { now: Timestamp(now), wall: Timestamp(wall), seed }
+    Ctx { now: clock_at(wall), wall: Timestamp(wall), seed }
 }
 
 /// Counts one more on a counter until dropped: a request in flight on its lane, or
