@@ -193,7 +193,7 @@ impl Pressure {
             *hold = Hold::default();
             return false;
         }
-        let defer = Self::holds(hold.since.get_or_insert(now.0), within, now);
+        let defer = Self::holds(*hold.since.get_or_insert(now.0), within, now);
         if defer && !hold.holding {
             // The last turn ends here, and no rate window spans the time held.
             self.turn_started(now);
@@ -207,11 +207,11 @@ impl Pressure {
     /// asks it between its batches, and stops to hold off.
     pub fn would_defer(&self, saturating: bool, within: Option<bool>, now: Timestamp) -> bool {
         let hold = self.hold.lock().unwrap_or_else(|e| e.into_inner());
-        saturating && Self::holds(&hold.since.unwrap_or(now.0), within, now)
+        saturating && Self::holds(hold.since.unwrap_or(now.0), within, now)
     }
 
     /// Whether to hold off at `now` while requests saturate the server since `since`.
-    fn holds(since: &i64, within: Option<bool>, now: Timestamp) -> bool {
+    fn holds(since: i64, within: Option<bool>, now: Timestamp) -> bool {
         within.unwrap_or(true) && (0..DEFER_LIMIT_MS).contains(&(now.0 - since))
     }
 
