@@ -103,6 +103,12 @@ pub mod queue {
     pub use crate::track::partition::{record_names, split_record};
 }
 
+/// How long a background applier holds off while requests saturate the server, for
+/// a host that schedules its own drainer (the edge): one rule's limits, kept here.
+pub mod applying {
+    pub use crate::track::pressure::{DEFER_LIMIT_MS, SATURATED_MEMORY_MS};
+}
+
 /// The route table as data, for documentation and the playground's examples.
 pub mod api {
     pub use crate::routes::{find, Auth, Endpoint, Family, Route, ROUTES};

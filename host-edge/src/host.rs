@@ -31,7 +31,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use engage_core::store::StoreError;
-use engage_core::{ApiError, BodyPlan, Config, Ctx, Engine, Method, Request, Response, Then, Timestamp};
+use engage_core::{applying, ApiError, BodyPlan, Config, Ctx, Engine, Method, Request, Response, Then, Timestamp};
 use worker::{event, Context, Date, Delay, Env, Headers};
 
 use crate::conformance;
@@ -54,8 +54,9 @@ const DRAIN_BUDGET_MS: u64 = 1_000;
 /// an operator's poll say, does not slow the drainer down.)
 const BUSY_IN_FLIGHT: u32 = 2;
 /// How long the isolate counts as busy after it last was: requests come and go
-/// between turns, and one full batch started in a gap holds up all that follow.
-const BUSY_MEMORY_MS: u64 = 1_000;
+/// between turns, and one full batch started in a gap holds up all that follow. The
+/// core's memory of a saturated server, for the native applier's hold too.
+const BUSY_MEMORY_MS: u64 = applying::SATURATED_MEMORY_MS.unsigned_abs();
 /// Jobs per background turn while the isolate is busy: one full job's unit of work
 /// holds the isolate's thread for milliseconds, a full batch's for ~0.4 s under
 /// `wrangler dev`, and every request arriving meanwhile waits for it.
@@ -88,9 +89,8 @@ const SHARE_WINDOW_MS: u64 = 1_000;
 /// such a load held acknowledgement p99 at 100-185 ms a second, not applying at
 /// 15-75 ms. A burst up to this long is acknowledged at full speed and applied
 /// after it; reads never see stale data meanwhile (they catch up with the queue
-/// first). Under the minute after which `/readyz` reports a queue with nothing
-/// applied as not ready.
-const DEFER_LIMIT_MS: u64 = 45_000;
+/// first). The core's limit, for the native applier's hold too.
+const DEFER_LIMIT_MS: u64 = applying::DEFER_LIMIT_MS.unsigned_abs();
 /// How often a deferring drainer looks at the isolate again.
 const DEFER_POLL_MS: u64 = 250;
 /// A lane holder silent this long is presumed cancelled by the runtime.

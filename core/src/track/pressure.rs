@@ -40,13 +40,14 @@ pub const UNMEASURED_ROUNDS: usize = 4;
 
 /// How long the server counts as saturated after the host last saw it so, ms:
 /// requests come and go, and a turn begun in a gap runs a batch on the CPU the next
-/// requests need (as the edge's `BUSY_MEMORY_MS`).
+/// requests need. The edge's drainer counts an isolate busy as long.
 pub const SATURATED_MEMORY_MS: i64 = 1_000;
 
 /// Longest the background applier holds off at a stretch while requests keep the
-/// server saturated; then it applies until they let up. As
-/// the edge's drainer (`DEFER_LIMIT_MS` there): a burst is acknowledged first and
-/// applied after it, and a saturating load that goes on is still applied.
+/// server saturated; then it applies until they let up. The edge's drainer waits as
+/// long: a burst is acknowledged first and applied after it, and a saturating load
+/// that goes on is still applied. Under the minute after which `/readyz` reports a
+/// queue with nothing applied as not ready.
 pub const DEFER_LIMIT_MS: i64 = 45_000;
 
 /// Measures the appliers' rate and the queue's cursor, shared by the engine's
