@@ -163,10 +163,10 @@ impl State {
     }
 
     /// The growth pending for `slot` as a request that took its snapshot at
-    /// `epoch` must count it: pending now, and committed since the snapshot, each
-    /// name once (with the larger replacing value and both appended sizes).
-    fn pending_since(&self, slot: Slot, epoch: u64) -> Growth {
-        let now = self.of(slot);
+    /// `epoch` must count it: pending now (`now`, as [`State::of`] gives it), and
+    /// committed since the snapshot, each name once (with the larger replacing value
+    /// and both appended sizes).
+    fn pending_since(&self, slot: Slot, now: &[(u64, NameCount)], epoch: u64) -> Growth {
         // Held in the order taken in: those since the snapshot are the last ones.
         let since = self.held.get(&slot).map_or(&[][..], |kept| &kept[kept.partition_point(|(at, _)| *at <= epoch)..]);
         if since.is_empty() {
@@ -423,11 +423,17 @@ impl Ledger {
         let mut state = self.lock();
         // The snapshot keeps what was committed since it was taken counted.
         debug_assert!(state.readers.first_key_value().is_some_and(|(e, _)| *e <= snapshot.epoch));
-        for s in &slots {
+        // Every target's pending names found first, in a loop of lookups alone: each
+        // is a cache miss or two in a map of up to a million targets, and these
+        // overlap where a lookup followed by its check would wait for each in turn
+        // (the lookups were 9% of an acknowledgement's CPU under the suite's closed
+        // track load, perf).
+        let pending: Vec<&[(u64, NameCount)]> = slots.iter().map(|s| state.of(*s)).collect();
+        for (s, now) in slots.iter().zip(pending) {
             let start = own.partition_point(|(o, _, _)| o < s);
             let end = start + own[start..].partition_point(|(o, _, _)| o == s);
             let mine = growth(own[start..end].iter().map(|(_, _, c)| c));
-            if !fits(state.pending_since(*s, snapshot.epoch), mine) {
+            if !fits(state.pending_since(*s, now, snapshot.epoch), mine) {
                 return None;
             }
         }
