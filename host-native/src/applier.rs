@@ -39,6 +39,7 @@ pub(crate) fn spawn_applier(
                 // backlog grows long: the engine's rule).
                 if engine.defers_applying(saturated(), crate::now()) {
                     std::thread::sleep(HOLD_POLL);
+                    METRICS.held_seconds.inc_by(HOLD_POLL.as_secs_f64());
                     continue;
                 }
                 // Requests waiting for their turn take it first: the gate is not fair, and

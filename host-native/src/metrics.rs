@@ -38,6 +38,8 @@ pub struct Metrics {
     pub applied_batches: Counter,
     pub applied_jobs: Counter,
     pub set_aside_jobs: Counter,
+    /// Seconds the background applier held off for acknowledgements (`Engine::defers_applying`).
+    pub held_seconds: Counter<f64, std::sync::atomic::AtomicU64>,
     pub commit_seconds: Histogram,
     pub cache_hits: Counter,
     pub cache_misses: Counter,
@@ -62,6 +64,7 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         applied_batches: Counter::default(),
         applied_jobs: Counter::default(),
         set_aside_jobs: Counter::default(),
+        held_seconds: Counter::default(),
         commit_seconds: latency_histogram(),
         cache_hits: Counter::default(),
         cache_misses: Counter::default(),
@@ -81,6 +84,11 @@ pub static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     registry.register("queue_applied_batches", "Batches of queued jobs applied", m.applied_batches.clone());
     registry.register("queue_applied_jobs", "Queued jobs applied", m.applied_jobs.clone());
     registry.register("queue_set_aside_jobs", "Queued jobs set aside", m.set_aside_jobs.clone());
+    registry.register(
+        "queue_applier_held_seconds",
+        "Time the background applier held off while acknowledgements saturated the server",
+        m.held_seconds.clone(),
+    );
     registry.register(
         "store_commit_duration_seconds",
         "Time to commit a change set to SQLite",

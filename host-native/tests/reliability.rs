@@ -56,6 +56,15 @@ fn drained(server: &Server, within: Duration) -> Duration {
     }
 }
 
+/// Clears its flags when dropped, a panic's unwinding included.
+struct StopOnDrop<'a, const N: usize>([&'a AtomicBool; N]);
+
+impl<const N: usize> Drop for StopOnDrop<'_, N> {
+    fn drop(&mut self) {
+        self.0.iter().for_each(|flag| flag.store(false, Ordering::Relaxed));
+    }
+}
+
 #[derive(Default)]
 struct Tally {
     /// Requests answered 201, by user.
@@ -176,6 +185,9 @@ impl Backlog {
         let (loaded, draining, stale) = (Mutex::new(Vec::new()), Mutex::new(Vec::new()), Mutex::new(Vec::new()));
         let (mut at_end, mut drain, mut rss_max) = (Value::Null, Duration::ZERO, 0);
         std::thread::scope(|s| {
+            // A failed check below stops the clients too, or the scope would wait for
+            // them for ever.
+            let _stop = StopOnDrop([&loading, &reading]);
             for c in 0..8 {
                 let (key, acked, loading, sent, refused) = (&key, &acked, &loading, &sent, &refused);
                 s.spawn(move || {

@@ -24,6 +24,17 @@ const BATCH_SCALE: u16 = 16;
 /// Batches one turn applies of one partition, when there are several.
 const PARTITION_ROUNDS: usize = 4;
 
+/// Most batches a background applier's turn runs to repay what requests catching up
+/// took of the gate (`Gate::owed`): as many whole jobs as they applied
+/// parts of, before it lets them go first again. Reading through a backlog costs about
+/// what applying it does (each job a read touches is decoded whole), so neither can
+/// stop the other. Before, a turn stopped after one batch whenever a request waited:
+/// two clients reading through a backlog of 98,140 jobs of 50 users (a read applying
+/// its user's ~1,000 queued jobs, 1.5 s, while the other waited) left the applier one
+/// batch a cycle, and 1,245 jobs were applied in 600 s (2026-12-04, 7a459d4). Bounded
+/// so that a read waits for seconds, not minutes.
+pub const OWED_ROUNDS_MAX: usize = 2_048;
+
 /// The partitions this process applies, and whose turn is next.
 #[derive(Default)]
 pub(super) struct Lanes {
@@ -77,7 +88,8 @@ impl<S: Store> Engine<S> {
     /// Applies up to `rounds` batches of queued jobs of the next partition this
     /// process holds that has any, each prepared while the one before it commits,
     /// for hosts whose store commits on another thread or machine. Stops after the
-    /// first batch when requests wait for their turn to catch up, or when the applier
+    /// first batch when requests wait for their turn to catch up (after as many as it
+    /// owes them, [`OWED_ROUNDS_MAX`]), or when the applier
     /// should hold off for requests that `saturate` the server (the host's judgement;
     /// see [`Engine::defers_applying`]). Empty when no partition held had a job.
     pub async fn apply_queued_pipelined(
@@ -89,16 +101,18 @@ impl<S: Store> Engine<S> {
         let bounded = self.config.max_backlog_secs.is_some();
         let pressure = &self.gate.pressure;
         pressure.turn_started(ctx.now);
+        // Partitions of jobs split by user hold a few of each request's operations:
+        // a batch takes more of them, though fewer than the partitions share a
+        // request, so that a read waiting for the gate waits for less.
+        let batch = self.config.apply_batch * usize::from(self.store.partitions().min(BATCH_SCALE));
+        let owed = self.gate.owed.swap(0, Ordering::SeqCst).div_ceil(batch.max(1)).min(OWED_ROUNDS_MAX);
+        let rounds = rounds.max(owed);
         // Until the appliers' rate is measured the backlog bound refuses nothing: short
         // turns measure it within seconds of the first backlog.
         let rounds = if bounded && !pressure.measured() { rounds.min(UNMEASURED_ROUNDS) } else { rounds };
         // One partition's turn stays short, so that leases are renewed in time.
         let rounds = if self.store.partitions() > 1 { rounds.min(PARTITION_ROUNDS) } else { rounds };
         let held = self.held_partitions(ctx).await?;
-        // Partitions of jobs split by user hold a few of each request's operations:
-        // a batch takes more of them, though fewer than the partitions share a
-        // request, so that a read waiting for the gate waits for less.
-        let batch = self.config.apply_batch * usize::from(self.store.partitions().min(BATCH_SCALE));
         // Of those held, the partitions with jobs, asked in one call rather than by
         // looking into each in turn.
         let busy = match self.store.partitions() {
@@ -122,10 +136,13 @@ impl<S: Store> Engine<S> {
                 continue;
             }
             let mut backlog = self.gate.backlog.lock().await;
+            // Batches applied so far (the closure is asked after each).
+            let batches = std::cell::Cell::new(0);
             // A turn begun before a burst saturated the server ends with its batch: it
             // would otherwise run through the burst on the CPU acknowledging needs.
             let waiting = || {
-                self.requests_waiting() || {
+                batches.set(batches.get() + 1);
+                (batches.get() >= owed && self.requests_waiting()) || {
                     let saturating = saturated();
                     pressure.would_defer(saturating, self.backlog_within_half(saturating), ctx.now)
                 }
@@ -148,6 +165,9 @@ impl<S: Store> Engine<S> {
         }
         if bounded {
             pressure.turn_ended(ctx.now, run.applied + run.set_aside, self.backlog_left().await);
+        }
+        if run.is_empty() {
+            pressure.ran_dry();
         }
         Ok(run)
     }

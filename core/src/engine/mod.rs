@@ -112,6 +112,11 @@ struct Gate {
     /// Held by a `/users/track` request checked exactly against the store.
     exact: tokio::sync::Mutex<()>,
     waiting: AtomicUsize,
+    /// Queued jobs that requests catching up in their turns at this gate applied
+    /// parts of since the background applier's last turn: its next turn applies as
+    /// many whole jobs before it lets waiting requests go first (see
+    /// [`applying::OWED_ROUNDS_MAX`]).
+    owed: AtomicUsize,
     /// When a turn last found the queue empty or applied something (ms): readiness.
     progress_at: AtomicI64,
     /// The partitions of the queue this process applies.
@@ -137,6 +142,7 @@ impl Gate {
             pressure,
             exact: tokio::sync::Mutex::new(()),
             waiting: AtomicUsize::new(0),
+            owed: AtomicUsize::new(0),
             progress_at: AtomicI64::new(0),
         }
     }
@@ -440,7 +446,9 @@ impl<S: Store> Engine<S> {
         }
         let mut backlog = self.queue_turn().await;
         let run = if self.config.applies_in_background {
-            track::queue::catch_up_for(&self.store, &mut backlog, ws, seeds, self.queue_seed(ctx)).await?
+            let run = track::queue::catch_up_for(&self.store, &mut backlog, ws, seeds, self.queue_seed(ctx)).await?;
+            self.gate.owed.fetch_add(run.applied, Ordering::SeqCst);
+            run
         } else {
             let run = track::queue::catch_up(&self.store, &mut backlog, self.queue_seed(ctx), self.config.apply_batch)
                 .await?;

@@ -43,11 +43,14 @@ pub const UNMEASURED_ROUNDS: usize = 4;
 /// requests need. The edge's drainer counts an isolate busy as long.
 pub const SATURATED_MEMORY_MS: i64 = 1_000;
 
-/// Longest the background applier holds off at a stretch while requests keep the
-/// server saturated; then it applies until they let up. The edge's drainer waits as
-/// long: a burst is acknowledged first and applied after it, and a saturating load
-/// that goes on is still applied. Under the minute after which `/readyz` reports a
-/// queue with nothing applied as not ready.
+/// Longest the background applier holds off for requests at a stretch: from the
+/// first time it holds off until it next finds nothing to apply. Past it, it applies
+/// until then, whether requests saturate the server or not. The edge's drainer waits
+/// as long: a burst is acknowledged first and applied after it, and a saturating load
+/// that goes on is still applied. A stretch ends only when the queue runs dry, not
+/// when requests let up for a moment: a load that saturated the server on and off
+/// would otherwise start a new stretch at each lapse, for as long as it lasted. Under
+/// the minute after which `/readyz` reports a queue with nothing applied as not ready.
 pub const DEFER_LIMIT_MS: i64 = 45_000;
 
 /// Measures the appliers' rate and the queue's cursor, shared by the engine's
@@ -78,7 +81,8 @@ pub struct Pressure {
 /// The background applier holding off while requests saturate the server.
 #[derive(Default)]
 struct Hold {
-    /// When the requests began to saturate it (ms), while they do.
+    /// When the applier first held off since it last found nothing to apply (ms):
+    /// the stretch [`DEFER_LIMIT_MS`] bounds.
     since: Option<i64>,
     /// When the host last saw them saturate it (ms).
     seen: Option<i64>,
@@ -186,12 +190,18 @@ impl Pressure {
     /// limit, so nothing waits unapplied for longer than that because of it.
     pub fn defer(&self, saturating: bool, within: Option<bool>, now: Timestamp) -> bool {
         let mut hold = self.hold.lock().unwrap_or_else(|e| e.into_inner());
+        // A clock moved back (the test kit's) ends a hold rather than prolong it.
+        if hold.since.is_some_and(|since| now.0 < since) || hold.seen.is_some_and(|seen| now.0 < seen) {
+            *hold = Hold::default();
+            return false;
+        }
         if saturating {
             hold.seen = Some(now.0);
         }
-        // A clock moved either way (the test kit's) ends a hold rather than prolong it.
-        if !hold.seen.is_some_and(|seen| (0..SATURATED_MEMORY_MS).contains(&(now.0 - seen))) {
-            *hold = Hold::default();
+        if hold.seen.is_none_or(|seen| now.0 - seen >= SATURATED_MEMORY_MS) {
+            // Requests let up: the applier applies, and the stretch goes on until it
+            // finds nothing to apply ([`Pressure::ran_dry`]).
+            hold.holding = false;
             return false;
         }
         let defer = Self::holds(*hold.since.get_or_insert(now.0), within, now);
@@ -202,6 +212,12 @@ impl Pressure {
         }
         hold.holding = defer;
         defer
+    }
+
+    /// The background applier found nothing to apply: a stretch of holding off
+    /// ends, and the next saturating load may be held off for [`DEFER_LIMIT_MS`] again.
+    pub fn ran_dry(&self) {
+        *self.hold.lock().unwrap_or_else(|e| e.into_inner()) = Hold::default();
     }
 
     /// What [`Pressure::defer`] would answer, changing nothing: a turn under way
@@ -352,9 +368,29 @@ mod tests {
         assert!(p.defer(true, None, Timestamp(1_000)));
         assert!(p.defer(true, None, Timestamp(1_000 + DEFER_LIMIT_MS - 1)));
         assert!(!p.defer(true, None, Timestamp(1_000 + DEFER_LIMIT_MS)), "a load that goes on is applied");
-        assert!(!p.defer(true, None, Timestamp(120_000)), "until it lets up");
+        assert!(!p.defer(true, None, Timestamp(120_000)), "until it finds nothing to apply");
         assert!(!p.defer(false, None, Timestamp(121_000)));
-        assert!(p.defer(true, None, Timestamp(122_000)), "the next burst is held off again");
+        assert!(!p.defer(true, None, Timestamp(122_000)), "requests letting up start no new stretch");
+        p.ran_dry();
+        assert!(p.defer(true, None, Timestamp(123_000)), "once the queue ran dry, the next burst is held off again");
+    }
+
+    #[test]
+    fn a_load_that_saturates_on_and_off_is_held_off_for_the_limit_in_all() {
+        // Saturated for a second, then not for two, over and over: each lapse lets the
+        // applier run, and holding off ends for good once the stretch reaches the limit.
+        let p = Pressure::default();
+        let mut held_after_limit = false;
+        for cycle in 0..60 {
+            let start = cycle * 3_000;
+            for ms in (start..start + 3_000).step_by(100) {
+                let held = p.defer(ms < start + 1_000, None, Timestamp(ms));
+                held_after_limit |= held && ms >= DEFER_LIMIT_MS;
+            }
+        }
+        assert!(!held_after_limit, "a stretch lasts at most the limit, lapses or not");
+        p.ran_dry();
+        assert!(p.defer(true, None, Timestamp(200_000)), "a new stretch once nothing was left to apply");
     }
 
     #[test]

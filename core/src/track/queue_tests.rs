@@ -234,7 +234,7 @@ fn turns_stay_short_until_the_appliers_rate_is_measured_and_then_the_bound_refus
 }
 
 #[test]
-fn the_applier_holds_off_while_requests_saturate_the_server_and_applies_once_they_let_up() {
+fn the_applier_holds_off_while_requests_saturate_the_server_and_applies_once_they_let_up_or_past_the_limit() {
     use crate::track::pressure::{DEFER_LIMIT_MS, SATURATED_MEMORY_MS};
     let kit = Kit::configured(MemoryStore::new(), |c| {
         c.max_backlog_secs = None;
@@ -257,13 +257,52 @@ fn the_applier_holds_off_while_requests_saturate_the_server_and_applies_once_the
     // A load that goes on past the limit is applied, whole turns.
     assert!(!engine.defers_applying(true, at(DEFER_LIMIT_MS).now));
     assert_eq!(turn(DEFER_LIMIT_MS, true), 9);
-    // Once the requests let up, the next burst is held off again.
+    // Requests letting up start no new stretch while jobs wait: one queued now is
+    // applied, saturated or not.
     kit.track(json!({"attributes": [{"external_id": "late", "n": 1}]}));
     let quiet = DEFER_LIMIT_MS + SATURATED_MEMORY_MS;
     assert!(!engine.defers_applying(false, at(quiet).now));
-    assert!(engine.defers_applying(true, at(quiet + 1).now));
-    assert_eq!(turn(quiet + 1, false), 1, "a turn of a quiet server runs whole");
+    assert!(!engine.defers_applying(true, at(quiet + 1).now));
+    assert_eq!(turn(quiet + 1, true), 1);
+    // Once a turn finds nothing to apply, the next burst is held off again.
+    assert_eq!(turn(quiet + 2, true), 0);
+    kit.track(json!({"attributes": [{"external_id": "later", "n": 1}]}));
+    assert!(engine.defers_applying(true, at(quiet + 3).now));
+    assert!(!engine.defers_applying(false, at(quiet + 3 + SATURATED_MEMORY_MS).now));
+    assert_eq!(turn(quiet + 3 + SATURATED_MEMORY_MS, false), 1, "a turn of a quiet server runs whole");
     assert_eq!(pending(), 0);
+}
+
+#[test]
+fn the_applier_repays_what_reads_catching_up_applied_before_it_yields_to_them() {
+    let kit = Kit::configured(MemoryStore::new(), |c| {
+        c.max_backlog_secs = None;
+        c.apply_batch = 1;
+        c.applies_in_background = true;
+    });
+    for i in 0..40 {
+        kit.track(json!({"attributes": [
+            {"external_id": "read", "n": {"inc": 1}},
+            {"external_id": format!("other{i}"), "n": i}
+        ]}));
+    }
+    let (engine, at) = (kit.engine(), |ms: i64| crate::ctx::Ctx::new(crate::time::Timestamp(ms), [3; 16]));
+    let pending = || pollster::block_on(engine.store().queued(0, 100)).unwrap().len();
+    let turn = |rounds: usize| pollster::block_on(engine.apply_queued_pipelined(at(0), rounds, &|| false)).unwrap();
+    // A read applies its user's part of all 40 jobs, in its turn at the gate.
+    let (status, body) = kit.post("/users/export/ids", json!({"external_ids": ["read"]}));
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["users"][0]["custom_attributes"]["n"], 40);
+    assert_eq!(pending(), 40, "the jobs stay queued for the others' parts");
+    // The applier's next turn applies as many whole jobs, whatever it was asked for.
+    assert_eq!(turn(1).applied, 40);
+    kit.track(json!({"attributes": [{"external_id": "late", "n": 1}]}));
+    kit.track(json!({"attributes": [{"external_id": "later", "n": 1}]}));
+    assert_eq!(turn(1).applied, 1, "repaid: a turn of one batch again");
+    let (status, body) = kit.post("/users/export/ids", json!({"external_ids": ["other39", "later"]}));
+    assert_eq!(status, 201, "{body}");
+    let n: Vec<_> = body["users"].as_array().unwrap().iter().map(|u| u["custom_attributes"]["n"].clone()).collect();
+    assert!(n.contains(&json!(39)) && n.contains(&json!(1)), "{body}");
 }
 
 #[test]
