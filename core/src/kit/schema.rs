@@ -153,7 +153,7 @@ pub fn describe(endpoint: &Kit) -> Op {
         Kit::CreateWorkspace => Op::new("Makes a workspace that did not exist, with one API key (all permissions unless `permissions` names them; made up unless `api_key` gives it), in one unit of work: each test of a suite gets a workspace of its own, and removes it with `POST /_engage/reset?workspace=NAME&keep=none`.")
             .body(crate::describe::schema::closed(object("Unknown fields are refused.", &[
                 ("name", crate::describe::schema::workspace_name("The new workspace.")),
-                ("api_key", crate::describe::schema::with(string("The key to make: 32 to 256 visible ASCII characters."), "pattern", json!(format!("^[!-~]{{32,256}}{}", crate::describe::schema::END)))),
+                ("api_key", nullable(crate::describe::schema::with(string("The key to make: 32 to 256 visible ASCII characters (absent or null: one is made up)."), "pattern", json!(format!("^[!-~]{{32,256}}{}", crate::describe::schema::END))))),
                 ("permissions", nullable(crate::admin::schema::permissions())),
             ], &["name"])))
             .example(json!({"name": "test-7f3a"}))
