@@ -215,25 +215,23 @@ mod tests {
         assert_eq!(lanes.lanes[0].in_flight.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn lanes_kept_busy_by_requests_count_as_saturated_and_idle_ones_do_not() {
-        let (_dir, lanes, key) = one_lane().await;
-        tokio::time::sleep(super::SAMPLE).await;
-        assert!(!lanes.saturated(), "no requests");
-        // A batch of 75 users' attributes, from 16 clients at once, for a second.
-        let attributes: Vec<_> = (0..75).map(|n| json!({"external_id": format!("u{n}"), "n": n})).collect();
-        let body = json!({ "attributes": attributes }).to_string();
+    /// `POST path` with `body` from 16 clients at once for a second, each answered 201:
+    /// how many were answered, and whether the lanes counted as saturated meanwhile.
+    async fn sixteen_clients_for_a_second(lanes: &Arc<Lanes>, key: &str, path: &str, body: &str) -> (usize, bool) {
         let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
         let clients: Vec<_> = (0..16)
             .map(|_| {
-                let (lanes, key, body) = (lanes.clone(), key.clone(), body.clone());
+                let (lanes, key, path, body) = (lanes.clone(), key.to_string(), path.to_string(), body.to_string());
                 tokio::spawn(async move {
+                    let mut answered = 0;
                     while std::time::Instant::now() < until {
-                        let request = Request::new(Method::Post, "/users/track")
+                        let request = Request::new(Method::Post, &path)
                             .header("Authorization", &format!("Bearer {key}"))
                             .body(body.clone());
                         assert_eq!(lanes.handle(request).await.map(|r| r.status), Some(201));
+                        answered += 1;
                     }
+                    answered
                 })
             })
             .collect();
@@ -242,9 +240,22 @@ mod tests {
             tokio::time::sleep(super::SAMPLE).await;
             seen |= lanes.saturated();
         }
+        let mut answered = 0;
         for c in clients {
-            c.await.unwrap();
+            answered += c.await.unwrap();
         }
+        (answered, seen)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lanes_kept_busy_by_requests_count_as_saturated_and_idle_ones_do_not() {
+        let (_dir, lanes, key) = one_lane().await;
+        tokio::time::sleep(super::SAMPLE).await;
+        assert!(!lanes.saturated(), "no requests");
+        // A batch of 75 users' attributes, from 16 clients at once, for a second.
+        let attributes: Vec<_> = (0..75).map(|n| json!({"external_id": format!("u{n}"), "n": n})).collect();
+        let body = json!({ "attributes": attributes }).to_string();
+        let (_, seen) = sixteen_clients_for_a_second(&lanes, &key, "/users/track", &body).await;
         assert!(seen, "a lane kept busy by requests counts as saturated");
         tokio::time::sleep(super::SAMPLE * 2).await;
         assert!(!lanes.saturated(), "once they stop, it does not");
@@ -257,32 +268,7 @@ mod tests {
         assert_eq!(lanes.handle(read.body(body.clone())).await.map(|r| r.status), Some(201));
         tokio::time::sleep(super::SAMPLE * 2).await;
         assert!(!lanes.saturated(), "nor did that read");
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
-        let readers: Vec<_> = (0..16)
-            .map(|_| {
-                let (lanes, key, body) = (lanes.clone(), key.clone(), body.clone());
-                tokio::spawn(async move {
-                    let mut read = 0;
-                    while std::time::Instant::now() < until {
-                        let request = Request::new(Method::Post, "/users/export/ids")
-                            .header("Authorization", &format!("Bearer {key}"))
-                            .body(body.clone());
-                        assert_eq!(lanes.handle(request).await.map(|r| r.status), Some(201));
-                        read += 1;
-                    }
-                    read
-                })
-            })
-            .collect();
-        let mut seen = false;
-        while std::time::Instant::now() < until {
-            tokio::time::sleep(super::SAMPLE).await;
-            seen |= lanes.saturated();
-        }
-        let mut reads = 0;
-        for r in readers {
-            reads += r.await.unwrap();
-        }
+        let (reads, seen) = sixteen_clients_for_a_second(&lanes, &key, "/users/export/ids", &body).await;
         assert!(reads > 160, "the readers kept the lane busy ({reads} reads)");
         assert!(!seen, "reads do not count as saturating the server");
     }

@@ -186,8 +186,8 @@ impl Pressure {
     /// queue is for: on two cores the applier's turns beside a closed load of full
     /// batches cost a third of what was acknowledged (docs/performance.md). Applied
     /// at full speed once half the bound is used, a bounded backlog still turns an
-    /// overload into 503s; a load that goes on (reads too) is applied after the
-    /// limit, so nothing waits unapplied for longer than that because of it.
+    /// overload into 503s; a load that goes on is applied after the limit, until
+    /// the queue runs dry, so nothing waits unapplied for longer than that because of it.
     pub fn defer(&self, saturating: bool, within: Option<bool>, now: Timestamp) -> bool {
         let mut hold = self.hold.lock().unwrap_or_else(|e| e.into_inner());
         // A clock moved back (the test kit's) ends a hold rather than prolong it.

@@ -233,14 +233,19 @@ fn turns_stay_short_until_the_appliers_rate_is_measured_and_then_the_bound_refus
     assert_eq!(pending, jobs - 4 - 64, "the refused request queued nothing");
 }
 
-#[test]
-fn the_applier_holds_off_while_requests_saturate_the_server_and_applies_once_they_let_up_or_past_the_limit() {
-    use crate::track::pressure::{DEFER_LIMIT_MS, SATURATED_MEMORY_MS};
-    let kit = Kit::configured(MemoryStore::new(), |c| {
+/// A kit whose engine has a background applier, one job a batch and no backlog bound.
+fn background_kit() -> Kit {
+    Kit::configured(MemoryStore::new(), |c| {
         c.max_backlog_secs = None;
         c.apply_batch = 1;
         c.applies_in_background = true;
-    });
+    })
+}
+
+#[test]
+fn the_applier_holds_off_while_requests_saturate_the_server_and_applies_once_they_let_up_or_past_the_limit() {
+    use crate::track::pressure::{DEFER_LIMIT_MS, SATURATED_MEMORY_MS};
+    let kit = background_kit();
     for i in 0..10 {
         kit.track(json!({"attributes": [{"external_id": format!("u{i}"), "n": i}]}));
     }
@@ -275,11 +280,7 @@ fn the_applier_holds_off_while_requests_saturate_the_server_and_applies_once_the
 
 #[test]
 fn the_applier_repays_what_reads_catching_up_applied_before_it_yields_to_them() {
-    let kit = Kit::configured(MemoryStore::new(), |c| {
-        c.max_backlog_secs = None;
-        c.apply_batch = 1;
-        c.applies_in_background = true;
-    });
+    let kit = background_kit();
     for i in 0..40 {
         kit.track(json!({"attributes": [
             {"external_id": "read", "n": {"inc": 1}},
