@@ -9,6 +9,7 @@ use super::sync::{begin, commit_batch, finish, prepare_batch, Begun, INTERRUPTED
 use crate::http::Method;
 use crate::ids::WorkspaceName;
 use crate::store::memory::MemoryStore;
+use crate::store::{ChangeSet, CommitError, Entry, QueuedJob, Store, StoreError, Table};
 use crate::testkit::Kit;
 use crate::time::Timestamp;
 
@@ -119,7 +120,7 @@ fn users_job(kit: &Kit) -> (Integration, Begun) {
 }
 
 /// Reads `rows` as a batch of `i` and pushes it into `pipeline`.
-fn push_rows(kit: &Kit, i: &Integration, pipeline: &mut Pipeline<'_, MemoryStore>, rows: Vec<Row>) {
+fn push_rows<S: Store>(kit: &Kit, i: &Integration, pipeline: &mut Pipeline<'_, S>, rows: Vec<Row>) {
     let batch = pollster::block_on(prepare_batch(kit.engine().store(), i, rows, kit.ctx().now)).unwrap();
     pollster::block_on(pipeline.push(batch, false, kit.ctx())).unwrap();
 }
@@ -186,6 +187,70 @@ fn a_batch_built_on_one_whose_commit_failed_never_commits_even_when_its_versions
     for (id, a) in [("u1", 1), ("u2", 2), ("u3", 3)] {
         assert_eq!(kit.user(id)["custom_attributes"], json!({"a": a}), "{id}");
     }
+}
+
+/// A store whose commits are carried out only when their outcome is awaited, in
+/// order, as a writer thread with work queued carries them out: several batches of
+/// a pipeline are then in flight at once.
+struct Deferred<'a>(&'a MemoryStore);
+
+impl Store for Deferred<'_> {
+    fn commits_in_order(&self) -> bool {
+        true
+    }
+    async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
+        self.0.get(table, key).await
+    }
+    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
+        self.0.scan(table, prefix, limit).await
+    }
+    async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
+        let mut polled = false;
+        std::future::poll_fn(|cx| {
+            if std::mem::replace(&mut polled, true) {
+                return std::task::Poll::Ready(());
+            }
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        })
+        .await;
+        self.0.commit(changes).await
+    }
+    async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
+        self.0.enqueue(job).await
+    }
+    async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        self.0.queued(after, limit).await
+    }
+    async fn queue_tail(&self) -> Result<u64, StoreError> {
+        self.0.queue_tail().await
+    }
+}
+
+#[test]
+fn batches_in_flight_behind_one_that_fails_are_all_committed_again_in_order() {
+    let kit = Kit::new();
+    let (i, begun) = users_job(&kit);
+    let store = Deferred(kit.engine().store());
+    let mut pipeline = Pipeline::new(&store, &begun, None);
+    let mut push = |rows: Vec<Row>| push_rows(&kit, &i, &mut pipeline, rows);
+    push(vec![row(1000, "u1", r#"{"a":1}"#)]);
+    push(vec![row(2000, "u1", r#"{"b":2}"#), row(2001, "u2", r#"{"a":2}"#)]);
+    push(vec![row(3000, "u3", r#"{"a":3}"#)]);
+    // Nothing has committed yet: a request makes u1 first, so the first batch's
+    // commit conflicts, and so do the two built on it behind it.
+    assert_eq!(kit.user("u1"), Value::Null);
+    let (status, body) = kit.post("/users/track/sync", json!({"attributes": [{"external_id": "u1", "c": 3}]}));
+    assert_eq!(status, 201, "{body}");
+    push(vec![row(4000, "u4", r#"{"a":4}"#), row(4001, "u1", r#"{"d":4}"#)]);
+    pollster::block_on(pipeline.flush(kit.ctx())).unwrap();
+    let job = pollster::block_on(finish(kit.engine().store(), &begun, None, kit.ctx())).unwrap();
+    assert_eq!((job.rows_synced, job.rows_failed, job.status), (6, 0, JobStatus::Success), "{job:?}");
+    let attrs = |id: &str| kit.user(id)["custom_attributes"].clone();
+    assert_eq!(attrs("u1"), json!({"a": 1, "b": 2, "c": 3, "d": 4}));
+    assert_eq!((attrs("u2"), attrs("u3"), attrs("u4")), (json!({"a": 2}), json!({"a": 3}), json!({"a": 4})));
+    let (_, list) = kit.call(Method::Get, "/cdi/integrations", Value::Null);
+    assert_eq!(list["results"][0]["last_updated_at"], "1970-01-01T00:00:04.001Z");
 }
 
 #[test]

@@ -93,12 +93,15 @@ impl<'s, S: Store> Tx<'s, S> {
     /// The change set, the profiles it stores large, and the index entries of the
     /// profiles whose identifiers it changes.
     fn changes(&self) -> Result<Changes, StoreError> {
-        let mut ops = Vec::new();
         let mut large_now = HashSet::new();
         let mut moved = Vec::new();
         // By service id, so a change set does not depend on hashing.
         let mut dirty: Vec<(&ServiceId, &Slot)> = self.profiles.iter().filter(|(_, slot)| slot.dirty).collect();
         dirty.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        // Room for a profile and an identifier entry each (a new user's), and the
+        // documents: a warehouse batch's 4,000 operations, grown from empty, were
+        // copied a dozen times over (2% of a sync's building thread, callgrind).
+        let mut ops = Vec::with_capacity(dirty.len() * 2 + self.docs.len());
         for (id, slot) in dirty {
             let key = profile_key(&self.ws, id);
             let expect = slot.version.map_or(Expect::Absent, Expect::Version);

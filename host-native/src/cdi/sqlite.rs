@@ -38,7 +38,13 @@ fn text(v: ValueRef<'_>) -> Option<String> {
         ValueRef::Null => None,
         ValueRef::Integer(i) => Some(i.to_string()),
         ValueRef::Real(f) => Some(f.to_string()),
-        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        // Checked whole first: valid text (nearly every column) is copied once, where
+        // the lossy decoder walked it chunk by chunk (4% of the reading thread,
+        // callgrind).
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(match std::str::from_utf8(t) {
+            Ok(s) => s.to_owned(),
+            Err(_) => String::from_utf8_lossy(t).into_owned(),
+        }),
     }
 }
 
