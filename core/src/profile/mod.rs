@@ -173,16 +173,19 @@ impl Profile {
     /// Why this profile is over Engage's bound on a profile's size, if it is: the
     /// message names the user and the bound.
     pub fn size_error(&self) -> Option<String> {
-        let who = self.external_id.as_ref().map_or_else(|| self.id.as_str().to_string(), |x| x.as_str().to_string());
         let over = |what: &str, n: usize, max: usize| {
             (n > max).then(|| {
+                let who = self.external_id.as_ref().map_or(self.id.as_str(), |x| x.as_str());
                 format!("Profile too large: user '{who}' would have {n} {what}; a profile keeps at most {max}")
             })
         };
         over("custom attributes", self.custom.len(), MAX_CUSTOM_ATTRIBUTES)
             .or_else(|| {
-                let bytes = custom::encoded_len(&self.custom);
-                over("bytes of custom attributes", bytes, MAX_CUSTOM_BYTES)
+                // Counted exactly only where the quick bound could be over.
+                if custom::encoded_len_bound(&self.custom) <= MAX_CUSTOM_BYTES {
+                    return None;
+                }
+                over("bytes of custom attributes", custom::encoded_len(&self.custom), MAX_CUSTOM_BYTES)
             })
             .or_else(|| over("custom event names", self.events.len(), MAX_NAMES))
             .or_else(|| over("purchased products", self.purchases.len(), MAX_NAMES))
