@@ -5,8 +5,8 @@
 //! on a store whose commits run elsewhere (a writer thread, a remote database) the
 //! building and the committing overlap, as the queue applier's do. A built batch is
 //! handed to the store as the next one starts and, on a store that commits in order,
-//! waited for only once [`IN_FLIGHT`] batches after it are handed over too: neither
-//! side waits for the other while both have work. (When each batch waited for its predecessor's commit,
+//! waited for only before the one after that is built: neither side waits for the
+//! other while both have work. (When each batch waited for its predecessor's commit,
 //! the builder and the writer each idled while the other finished: a sync of 1M rows,
 //! four runs of each, alternating, took 21.1-22.8 s, against 21.0-21.7 s.) A batch
 //! built on one whose commit then fails cannot commit: both write one document that
@@ -19,7 +19,6 @@
 //! which sets that row aside.
 
 use std::cell::Cell;
-use std::collections::VecDeque;
 
 use super::integration::Cursor;
 use super::job::RowError;
@@ -56,14 +55,6 @@ pub struct Released {
     _landed: Vec<InFlight>,
 }
 
-/// Batches handed to a store that commits in order and not yet waited for, at most.
-/// With one, each batch was built while the one before it committed and handed over
-/// when both were done, so the faster side idled at every batch: in a sync of 1M
-/// rows the building thread and the store's writer each slept 2.2-2.4 s of 5.7
-/// (perf sched, 2026-12-05). With two, the writer finds the next batch waiting as it
-/// finishes one, and commits two batches waiting together in one transaction.
-const IN_FLIGHT: usize = 2;
-
 /// A batch handed to the store: its commit started, its outcome not yet read.
 struct Submitted<'s> {
     commit: StartedCommit<'s>,
@@ -78,9 +69,8 @@ pub struct Pipeline<'s, S: Store> {
     cursor: Option<Cursor>,
     /// The unit of work the next batch is built in, on top of the one built last.
     tx: Option<Tx<'s, S>>,
-    /// Handed to the store, oldest first (at most [`IN_FLIGHT`]); everything
-    /// before them has committed.
-    submitted: VecDeque<Submitted<'s>>,
+    /// Handed to the store; everything before it has committed.
+    submitted: Option<Submitted<'s>>,
     /// Built on `submitted` as if it had committed; handed to the store at the next push.
     built: Option<(ChangeSet, InFlight)>,
     count: u64,
@@ -98,7 +88,7 @@ impl<'s, S: Store> Pipeline<'s, S> {
             begun,
             cursor: start,
             tx: None,
-            submitted: VecDeque::new(),
+            submitted: None,
             built: None,
             count: 0,
             retired: None,
@@ -107,9 +97,8 @@ impl<'s, S: Store> Pipeline<'s, S> {
     }
 
     /// Builds `batch` (`continues`: the next row shares its last `UPDATED_AT`) while
-    /// the batches before it commit: the one built last is handed to the store
-    /// first, and the oldest in flight waited for if that makes more than
-    /// [`IN_FLIGHT`].
+    /// the batch before it commits: that one is handed to the store first, and the
+    /// one before it waited for.
     pub async fn push(&mut self, batch: PreparedBatch, continues: bool, ctx: Ctx) -> Result<(), ApiError> {
         let Some(to) = next_cursor(self.cursor.as_ref(), &batch.rows, continues) else { return Ok(()) };
         let (store, begun) = (self.store, self.begun);
@@ -143,9 +132,9 @@ impl<'s, S: Store> Pipeline<'s, S> {
             // before it.
             Err(_) => {
                 self.tx = None;
-                // Should one in flight fail, they are all committed the plain way;
-                // this one follows them.
-                self.land_all(ctx).await?;
+                if let Some(last) = self.submitted.take() {
+                    self.land(last, ctx).await?;
+                }
                 let (_, moved) = commit_prepared(store, begun, after.as_ref(), batch, continues, ctx).await?;
                 self.cursor = moved;
                 Ok(())
@@ -153,43 +142,33 @@ impl<'s, S: Store> Pipeline<'s, S> {
         }
     }
 
-    /// Hands the batch built last to the store, and waits for the oldest one in
-    /// flight while more than [`IN_FLIGHT`] are (each was built on the one before).
-    /// On a store that may reorder commits, every earlier one is waited for first.
-    /// False when a commit failed on contention and the batches were committed the
-    /// plain way.
+    /// Hands the batch built last to the store, and waits for the one handed over
+    /// before it, which this batch's predecessor was built on. On a store that may
+    /// reorder commits, the earlier one is waited for first. False when a commit
+    /// failed on contention and the batches were committed the plain way.
     async fn hand_over(&mut self, ctx: Ctx) -> Result<bool, ApiError> {
         if self.built.is_none() {
             return Ok(true);
         }
-        if !self.store.commits_in_order() && !self.land_all(ctx).await? {
-            return Ok(false);
+        if !self.store.commits_in_order() {
+            if let Some(earlier) = self.submitted.take() {
+                if !self.land(earlier, ctx).await? {
+                    return Ok(false);
+                }
+            }
         }
         let Some((changes, f)) = self.built.take() else { return Ok(true) };
-        self.submitted.push_back(Submitted { commit: start_commit(self.store, changes).await, batch: f });
-        while self.submitted.len() > IN_FLIGHT {
-            let Some(earliest) = self.submitted.pop_front() else { break };
-            if !self.land(earliest, ctx).await? {
-                return Ok(false);
-            }
+        let next = Submitted { commit: start_commit(self.store, changes).await, batch: f };
+        match self.submitted.replace(next) {
+            Some(earlier) => self.land(earlier, ctx).await,
+            None => Ok(true),
         }
-        Ok(true)
     }
 
-    /// Waits for every batch in flight, oldest first; false as [`Pipeline::land`].
-    async fn land_all(&mut self, ctx: Ctx) -> Result<bool, ApiError> {
-        while let Some(earliest) = self.submitted.pop_front() {
-            if !self.land(earliest, ctx).await? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
-    /// Waits for `earlier`'s commit. Should it have failed on contention, the batches
-    /// handed to the store after it (each built on the one before, so failing too)
-    /// are waited for, and they, and the one built last, are committed the plain
-    /// way, in order; what was built is dropped, and false returned.
+    /// Waits for `earlier`'s commit. Should it have failed on contention, the batch
+    /// handed to the store after it (built on it, so failing too) is waited for, and
+    /// both are committed the plain way, in order; what was built is dropped, and
+    /// false returned.
     async fn land(&mut self, earlier: Submitted<'s>, ctx: Ctx) -> Result<bool, ApiError> {
         match earlier.commit.await {
             Ok(()) => {
@@ -201,9 +180,9 @@ impl<'s, S: Store> Pipeline<'s, S> {
         }
         self.tx = None;
         let mut redo = vec![earlier.batch];
-        // Their outcomes are read before anything is committed again, so no plain
-        // commit can overtake them on a store that commits on several connections.
-        while let Some(later) = self.submitted.pop_front() {
+        // Its outcome is read before anything is committed again, so no plain commit
+        // can overtake it on a store that commits on several connections.
+        if let Some(later) = self.submitted.take() {
             match later.commit.await {
                 Err(CommitError::Conflict) => redo.push(later.batch),
                 Err(CommitError::Store(e)) => return Err(e.into()),
@@ -242,10 +221,11 @@ impl<'s, S: Store> Pipeline<'s, S> {
 
     /// Commits every batch pushed so far; what comes next is built afresh.
     pub async fn flush(&mut self, ctx: Ctx) -> Result<(), ApiError> {
-        if self.hand_over(ctx).await? {
-            self.land_all(ctx).await?;
-        }
+        let landed = self.hand_over(ctx).await?;
         self.tx = None;
-        Ok(())
+        match self.submitted.take() {
+            Some(last) if landed => self.land(last, ctx).await.map(|_| ()),
+            _ => Ok(()),
+        }
     }
 }
