@@ -14,6 +14,7 @@ use crate::http::{Method, Request, Response};
 use crate::ids::WorkspaceName;
 use crate::permission::Permission;
 use crate::store::memory::MemoryStore;
+use crate::store::{ChangeSet, CommitError, Entry, QueuedJob, Store, StoreError, Table};
 use crate::subscriptions::groups::Channel;
 use crate::time::Timestamp;
 
@@ -22,7 +23,7 @@ pub(crate) const ADMIN_TOKEN: &str = "kit-admin-token-0123456789abcdef01";
 
 /// An engine over any store (a test's wrapper of one), as a server's beside
 /// others on a store they share.
-pub(crate) fn shared_engine<S: crate::store::Store>(store: S) -> Engine<S> {
+pub(crate) fn shared_engine<S: Store>(store: S) -> Engine<S> {
     Engine::new(store, Config { applies_in_background: true, shared_store: true, ..Config::default() })
 }
 
@@ -165,4 +166,65 @@ impl Kit {
         let alias = json!({"alias_name": name, "alias_label": label});
         self.users(json!({"user_aliases": [alias]})).into_iter().next().unwrap_or(Value::Null)
     }
+}
+
+/// What a [`Held`] store keeps in flight until it is awaited again.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// Commits: carried out in order as their outcomes are awaited, as a writer
+    /// thread with work queued carries them out.
+    Commits,
+    /// Reads of the queue, as a slow database answers them.
+    QueueReads,
+}
+
+/// A [`MemoryStore`] whose commits or queue reads stay in flight until awaited again.
+pub(crate) struct Held<'a>(pub &'a MemoryStore, pub Hold);
+
+impl Held<'_> {
+    async fn hold(&self, what: Hold) {
+        if self.1 == what {
+            yield_once().await;
+        }
+    }
+}
+
+impl Store for Held<'_> {
+    fn commits_in_order(&self) -> bool {
+        self.0.commits_in_order()
+    }
+    async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
+        self.0.get(table, key).await
+    }
+    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
+        self.0.scan(table, prefix, limit).await
+    }
+    async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
+        self.hold(Hold::Commits).await;
+        self.0.commit(changes).await
+    }
+    async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
+        self.0.enqueue(job).await
+    }
+    async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
+        self.hold(Hold::QueueReads).await;
+        self.0.queued(after, limit).await
+    }
+    async fn queue_tail(&self) -> Result<u64, StoreError> {
+        self.0.queue_tail().await
+    }
+}
+
+/// Pending once, then ready: a test's store awaits it to keep a commit or a read in
+/// flight until the caller awaits it again.
+pub(crate) async fn yield_once() {
+    let mut polled = false;
+    std::future::poll_fn(|cx| {
+        if std::mem::replace(&mut polled, true) {
+            return std::task::Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
 }

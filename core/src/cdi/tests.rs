@@ -8,9 +8,8 @@ use super::rows::Row;
 use super::sync::{begin, commit_batch, finish, prepare_batch, Begun, INTERRUPTED};
 use crate::http::Method;
 use crate::ids::WorkspaceName;
-use crate::store::memory::MemoryStore;
-use crate::store::{ChangeSet, CommitError, Entry, QueuedJob, Store, StoreError, Table};
-use crate::testkit::Kit;
+use crate::store::Store;
+use crate::testkit::{Held, Hold, Kit};
 use crate::time::Timestamp;
 
 fn spec(kind: DataKind) -> Spec {
@@ -189,49 +188,11 @@ fn a_batch_built_on_one_whose_commit_failed_never_commits_even_when_its_versions
     }
 }
 
-/// A store whose commits are carried out only when their outcome is awaited, in
-/// order, as a writer thread with work queued carries them out: a batch handed over
-/// is still in flight while the next one is built.
-struct Deferred<'a>(&'a MemoryStore);
-
-impl Store for Deferred<'_> {
-    fn commits_in_order(&self) -> bool {
-        true
-    }
-    async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
-        self.0.get(table, key).await
-    }
-    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
-        self.0.scan(table, prefix, limit).await
-    }
-    async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
-        let mut polled = false;
-        std::future::poll_fn(|cx| {
-            if std::mem::replace(&mut polled, true) {
-                return std::task::Poll::Ready(());
-            }
-            cx.waker().wake_by_ref();
-            std::task::Poll::Pending
-        })
-        .await;
-        self.0.commit(changes).await
-    }
-    async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
-        self.0.enqueue(job).await
-    }
-    async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
-        self.0.queued(after, limit).await
-    }
-    async fn queue_tail(&self) -> Result<u64, StoreError> {
-        self.0.queue_tail().await
-    }
-}
-
 #[test]
 fn a_user_named_by_email_in_a_batch_in_flight_is_found_by_a_later_batch() {
     let kit = Kit::new();
     let (i, begun) = users_job(&kit);
-    let store = Deferred(kit.engine().store());
+    let store = Held(kit.engine().store(), Hold::Commits);
     let mut pipeline = Pipeline::new(&store, &begun, None);
     let by_email = |ms: i64, payload: &str| Row {
         updated_at: Timestamp(ms),

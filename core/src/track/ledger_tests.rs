@@ -11,7 +11,8 @@ use super::parse::{self, TrackJob, TrackOp};
 use super::record;
 use crate::ids::WorkspaceName;
 use crate::store::memory::MemoryStore;
-use crate::store::{ChangeSet, CommitError, Entry, QueuedJob, Store, StoreError, Table};
+use crate::store::Store;
+use crate::testkit::{Held, Hold};
 use crate::time::Timestamp;
 
 fn ws() -> WorkspaceName {
@@ -180,39 +181,6 @@ fn an_operation_on_standard_attributes_only_counts_nothing() {
     assert!(!reserve(&ledger, &ops("u", &["b"]), 1), "releasing it takes nothing of `a` off");
 }
 
-/// A store whose reads of the queue wait once, as a request's read of D1 does.
-struct SlowQueue<'a>(&'a MemoryStore);
-
-impl Store for SlowQueue<'_> {
-    async fn get(&self, table: Table, key: &str) -> Result<Option<Entry>, StoreError> {
-        self.0.get(table, key).await
-    }
-    async fn scan(&self, table: Table, prefix: &str, limit: usize) -> Result<Vec<(String, Entry)>, StoreError> {
-        self.0.scan(table, prefix, limit).await
-    }
-    async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
-        self.0.commit(changes).await
-    }
-    async fn enqueue(&self, job: Vec<u8>) -> Result<u64, StoreError> {
-        self.0.enqueue(job).await
-    }
-    async fn queued(&self, after: u64, limit: usize) -> Result<Vec<QueuedJob>, StoreError> {
-        let mut waited = false;
-        std::future::poll_fn(|cx| {
-            if std::mem::replace(&mut waited, true) {
-                return std::task::Poll::Ready(());
-            }
-            cx.waker().wake_by_ref();
-            std::task::Poll::Pending
-        })
-        .await;
-        self.0.queued(after, limit).await
-    }
-    async fn queue_tail(&self) -> Result<u64, StoreError> {
-        self.0.queue_tail().await
-    }
-}
-
 #[test]
 fn a_count_of_the_queue_under_way_elsewhere_is_not_waited_for_and_is_kept_once() {
     let store = MemoryStore::default();
@@ -222,7 +190,8 @@ fn a_count_of_the_queue_under_way_elsewhere_is_not_waited_for_and_is_kept_once()
     let nothing_pending = || reserve_if(&ledger, &ops("u", &["b"]), |pending, _| pending == Growth::default());
 
     // A request begins counting the queue and waits for its read.
-    let slow = SlowQueue(&store);
+    // Its reads of the queue wait once, as a request's read of D1 does.
+    let slow = Held(&store, Hold::QueueReads);
     let mut first = Box::pin(ledger.load_unless_loading(&slow, Timestamp(1_000)));
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     assert!(first.as_mut().poll(&mut cx).is_pending());

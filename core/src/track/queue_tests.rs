@@ -77,21 +77,6 @@ impl<'a> Interfering<'a> {
     }
 }
 
-/// Pending once, then ready.
-struct YieldOnce(bool);
-
-impl std::future::Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
-        if self.0 {
-            return std::task::Poll::Ready(());
-        }
-        self.0 = true;
-        cx.waker().wake_by_ref();
-        std::task::Poll::Pending
-    }
-}
-
 impl Store for Interfering<'_> {
     fn commits_in_order(&self) -> bool {
         self.in_order
@@ -104,7 +89,7 @@ impl Store for Interfering<'_> {
     }
     async fn commit(&self, changes: ChangeSet) -> Result<(), CommitError> {
         if changes.ack.is_some() {
-            YieldOnce(false).await;
+            crate::testkit::yield_once().await;
             self.commits.set(self.commits.get() + 1);
             if self.fail_every > 0 && self.commits.get().is_multiple_of(self.fail_every) {
                 return Err(CommitError::Conflict);
