@@ -141,9 +141,9 @@ pub(super) fn spawn_checkpointer(path: &Path, shared: Arc<Shared>) -> Result<Bac
 /// Most passes a round makes beside the writer before its closing pass.
 const CATCH_UP_PASSES: usize = 4;
 
-/// Frames a closing pass may find to copy, at most, without another pass first
-/// (4 MiB at the main database's 1 KiB pages).
-const CLOSING_FRAMES: i64 = 4096;
+/// Frames a closing pass may find to copy, at most, without another pass first:
+/// 4 MiB of the main database's pages.
+const CLOSING_FRAMES: i64 = (4 << 20) / MAIN_PAGE_SIZE;
 
 /// Checkpoints beside the writer (`pass`: one PASSIVE checkpoint, giving the WAL's
 /// length in frames) until what the writer appended during the last pass is at most
