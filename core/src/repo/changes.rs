@@ -65,6 +65,7 @@ impl<'s, S: Store> Tx<'s, S> {
             slot.stored = slot.doc.as_ref().map(Identity::of);
             slot.stored_large = large_now.contains(id);
             slot.dirty = false;
+            (slot.stale, slot.touched) = (false, false);
         }
         self.docs.retain(|_, d| d.dirty);
         for d in self.docs.values_mut() {

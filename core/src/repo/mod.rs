@@ -11,6 +11,8 @@ pub mod keys;
 pub mod large;
 mod resolve;
 mod slot;
+#[cfg(test)]
+mod tests;
 pub mod transact;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 // foldhash, not std's SipHash: these maps live for one unit of work and hold at most
 // its batch's profiles and identifiers (a key chosen to collide could slow only that
 // batch), and SipHash was 7% of a warehouse sync's instructions (callgrind).
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use foldhash::{HashMap, HashMapExt};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -56,11 +58,13 @@ pub struct Tx<'s, S: Store> {
     /// one batch (which share their first 18 characters) made each lookup a dozen
     /// long comparisons (perf).
     overlay_keys: HashMap<ServiceId, Vec<(String, bool)>>,
-    /// Profiles handed out for change since the overlay was last refreshed.
-    stale: HashSet<ServiceId>,
-    /// Profiles handed out for change since [`Tx::take_touched`] (the queue applier
-    /// checks each job's against the bound on a profile's size).
-    touched: HashSet<ServiceId>,
+    /// Profiles handed out for change since the overlay was last refreshed, each
+    /// once (its slot is marked `stale`).
+    stale: Vec<ServiceId>,
+    /// Profiles handed out for change since [`Tx::take_oversized`] or
+    /// [`Tx::untouch`] (the queue applier checks each job's against the bound on a
+    /// profile's size), each once (its slot is marked `touched`).
+    touched: Vec<ServiceId>,
     /// Unique-identifier index entries already read from the store.
     unique_read: HashMap<String, Option<ServiceId>>,
     /// Shared index entries (emails, phones) of the profiles whose identifiers changed
@@ -106,8 +110,8 @@ impl<'s, S: Store> Tx<'s, S> {
             overlay: BTreeMap::new(),
             overlay_unique: HashMap::new(),
             overlay_keys: HashMap::new(),
-            stale: HashSet::new(),
-            touched: HashSet::new(),
+            stale: Vec::new(),
+            touched: Vec::new(),
             unique_read: HashMap::new(),
             settled: BTreeMap::new(),
         }
@@ -146,32 +150,19 @@ impl<'s, S: Store> Tx<'s, S> {
     /// A profile to change; it is written back at commit.
     pub async fn profile_mut(&mut self, id: &ServiceId) -> Result<Option<&mut Profile>, StoreError> {
         self.load(id).await?;
-        if !self.stale.contains(id) {
-            self.stale.insert(id.clone());
+        let Some(slot) = self.profiles.get_mut(id) else { return Ok(None) };
+        mark(slot, id, &mut self.stale, &mut self.touched);
+        if slot.doc.is_some() {
+            slot.dirty = true;
         }
-        if !self.touched.contains(id) {
-            self.touched.insert(id.clone());
-        }
-        Ok(self.profiles.get_mut(id).and_then(|s| {
-            if s.doc.is_some() {
-                s.dirty = true;
-            }
-            s.doc.as_mut()
-        }))
+        Ok(slot.doc.as_mut())
     }
 
     /// Adds a new profile.
     pub fn insert_profile(&mut self, p: Profile) {
         let id = p.id.clone();
-        self.stale.insert(id.clone());
-        self.touched.insert(id.clone());
-        let slot = self.profiles.entry(id).or_insert(Slot {
-            version: None,
-            stored: None,
-            doc: None,
-            dirty: true,
-            stored_large: false,
-        });
+        let slot = self.profiles.entry(id.clone()).or_insert_with(Slot::absent);
+        mark(slot, &id, &mut self.stale, &mut self.touched);
         // A new profile must not exist: should its id collide with a stored profile,
         // the commit conflicts instead of overwriting it.
         slot.version = None;
@@ -182,15 +173,17 @@ impl<'s, S: Store> Tx<'s, S> {
     /// Removes a profile and, at commit, all its index entries.
     pub async fn delete_profile(&mut self, id: &ServiceId) -> Result<bool, StoreError> {
         self.load(id).await?;
-        self.stale.insert(id.clone());
-        match self.profiles.get_mut(id) {
-            Some(slot) if slot.doc.is_some() => {
-                slot.doc = None;
-                slot.dirty = true;
-                Ok(true)
-            }
-            _ => Ok(false),
+        let Some(slot) = self.profiles.get_mut(id) else { return Ok(false) };
+        if !slot.stale {
+            slot.stale = true;
+            self.stale.push(id.clone());
         }
+        if slot.doc.is_none() {
+            return Ok(false);
+        }
+        slot.doc = None;
+        slot.dirty = true;
+        Ok(true)
     }
 
     /// Reads a plain document (groups, address records, ...).
@@ -232,13 +225,36 @@ impl<'s, S: Store> Tx<'s, S> {
     /// The first profile changed since the last call that is over the bound on a
     /// profile's size ([`Profile::size_error`]), as its message.
     pub fn take_oversized(&mut self) -> Option<String> {
-        let touched = std::mem::take(&mut self.touched);
-        touched.iter().find_map(|id| self.profiles.get(id).and_then(|s| s.doc.as_ref()).and_then(Profile::size_error))
+        let mut first = None;
+        for id in std::mem::take(&mut self.touched) {
+            let Some(slot) = self.profiles.get_mut(&id) else { continue };
+            slot.touched = false;
+            if first.is_none() {
+                first = slot.doc.as_ref().and_then(Profile::size_error);
+            }
+        }
+        first
     }
 
     /// Forgets which profiles were changed (for a unit of work whose bounds were
     /// checked before: the queue applier's).
     pub fn untouch(&mut self) {
-        self.touched.clear();
+        for id in std::mem::take(&mut self.touched) {
+            if let Some(slot) = self.profiles.get_mut(&id) {
+                slot.touched = false;
+            }
+        }
+    }
+}
+
+/// Lists profile `id` (its slot) as stale and touched, once each.
+fn mark(slot: &mut Slot, id: &ServiceId, stale: &mut Vec<ServiceId>, touched: &mut Vec<ServiceId>) {
+    if !slot.stale {
+        slot.stale = true;
+        stale.push(id.clone());
+    }
+    if !slot.touched {
+        slot.touched = true;
+        touched.push(id.clone());
     }
 }

@@ -110,6 +110,9 @@ impl<'s, S: Store> Tx<'s, S> {
 
     fn refresh_overlay(&mut self) {
         for id in std::mem::take(&mut self.stale) {
+            if let Some(slot) = self.profiles.get_mut(&id) {
+                slot.stale = false;
+            }
             for (k, unique) in self.overlay_keys.remove(&id).unwrap_or_default() {
                 if unique {
                     if let Some(ids) = self.overlay_unique.get_mut(&k) {

@@ -18,6 +18,13 @@ pub(super) struct Slot {
     /// True when the stored document is large: its entries are in the registry of
     /// large profiles ([`large`]).
     pub(super) stored_large: bool,
+    /// Listed in the unit of work's `stale` (its overlay entries are to be
+    /// refreshed) and `touched` (its size is to be checked). Marked here so that a
+    /// profile changed once per attribute is listed once and found by one lookup:
+    /// the sets' five hashings per change were 3% of a warehouse sync's building
+    /// thread (callgrind).
+    pub(super) stale: bool,
+    pub(super) touched: bool,
 }
 
 impl Slot {
@@ -32,10 +39,17 @@ impl Slot {
                     doc: Some(doc),
                     dirty: false,
                     stored_large: large::is_large(e.value.len()),
+                    stale: false,
+                    touched: false,
                 }
             }
-            None => Slot { version: None, stored: None, doc: None, dirty: false, stored_large: false },
+            None => Slot::absent(),
         })
+    }
+
+    /// A slot for a profile the store does not hold.
+    pub(super) fn absent() -> Slot {
+        Slot { version: None, stored: None, doc: None, dirty: false, stored_large: false, stale: false, touched: false }
     }
 
     /// True when the store's index entries for this profile are still right.
