@@ -128,8 +128,23 @@ pub async fn apply_op<S: Store>(
     };
     match op {
         TrackOp::Attributes { updates, merge_objects, .. } => {
-            for u in updates {
-                apply_update(tx, &id, u, *merge_objects, at).await?;
+            let mut rest = updates.as_slice();
+            while let Some(u) = rest.first() {
+                // A run of updates of this profile's own fields takes it once: taking
+                // it for each (3 to 5 a warehouse row) was 4% of a sync's building
+                // thread (callgrind).
+                let plain = rest.iter().take_while(|u| own_field(u)).count();
+                if plain == 0 {
+                    apply_update(tx, &id, u, *merge_objects, at).await?;
+                    rest = &rest[1..];
+                    continue;
+                }
+                if let Some(p) = tx.profile_mut(&id).await? {
+                    for u in &rest[..plain] {
+                        set_own_field(p, u, *merge_objects);
+                    }
+                }
+                rest = &rest[plain..];
             }
         }
         TrackOp::Event { name, time, .. } => {
@@ -171,32 +186,35 @@ async fn apply_update<S: Store>(
                 link_email(tx, id, e).await?;
             }
         }
-        AttrUpdate::Phone(ph) => {
-            if let Some(p) = tx.profile_mut(id).await? {
-                p.phone = ph.clone();
-            }
-        }
-        AttrUpdate::Standard(k, v) => {
-            if let Some(p) = tx.profile_mut(id).await? {
-                if v.is_null() {
-                    p.standard.remove(k);
-                } else {
-                    p.standard.insert(k.clone(), v.clone());
-                }
-            }
-        }
         AttrUpdate::EmailSubscribe(s) => set_global_for(tx, id, *s, at).await?,
-        AttrUpdate::PushSubscribe(s) => {
-            if let Some(p) = tx.profile_mut(id).await? {
-                p.push_subscribe = Some(*s);
-            }
-        }
         AttrUpdate::Group { id: gid, channel, state } => set_group_for(tx, id, gid, *channel, *state, at).await?,
-        AttrUpdate::Custom(k, op) => {
+        u => {
             if let Some(p) = tx.profile_mut(id).await? {
-                custom::apply(&mut p.custom, k, op, merge_objects);
+                set_own_field(p, u, merge_objects);
             }
         }
     }
     Ok(())
+}
+
+/// True for an update of the profile's own fields only (no other profile, no
+/// other document): [`set_own_field`] applies it.
+fn own_field(u: &AttrUpdate) -> bool {
+    matches!(u, AttrUpdate::Phone(_) | AttrUpdate::Standard(..) | AttrUpdate::PushSubscribe(_) | AttrUpdate::Custom(..))
+}
+
+/// Applies an update [`own_field`] accepts; any other is left to [`apply_update`].
+fn set_own_field(p: &mut Profile, u: &AttrUpdate, merge_objects: bool) {
+    match u {
+        AttrUpdate::Phone(ph) => p.phone = ph.clone(),
+        AttrUpdate::Standard(k, v) if v.is_null() => {
+            p.standard.remove(k);
+        }
+        AttrUpdate::Standard(k, v) => {
+            p.standard.insert(k.clone(), v.clone());
+        }
+        AttrUpdate::PushSubscribe(s) => p.push_subscribe = Some(*s),
+        AttrUpdate::Custom(k, op) => custom::apply(&mut p.custom, k, op, merge_objects),
+        AttrUpdate::Email(_) | AttrUpdate::EmailSubscribe(_) | AttrUpdate::Group { .. } => {}
+    }
 }
