@@ -3,8 +3,8 @@
 //! a larger page), answered by measuring the three kinds of work that would change:
 //!
 //! 1. a warehouse sync's writes: new users, each a profile and an identifier entry
-//!    naming it, 1,000 a transaction (the suite's `Store::write_users`, shared; a sync
-//!    commits 2,000, kept at 1,000 here so the figures compare with earlier runs');
+//!    naming it, 1,000 a transaction as a sync commits (the suite's
+//!    `Store::write_users`, shared);
 //! 2. the applier's: 200,000 profiles read and rewritten at random, each one event
 //!    longer, 225 a transaction (a full track batch);
 //! 3. an export's reads: 20,000 requests of 50 random users, each an identifier entry

@@ -6,8 +6,8 @@
 //!
 //! Beside them, the least a sync's commits could cost: the store's own writes of as
 //! many new users (a profile and an identifier entry each, 1 KiB pages as the
-//! server's, 2,000 a transaction as a sync commits), with nothing read, parsed, looked
-//! up or checkpointed (the server checkpoints on another thread), and again with
+//! server's, as many a transaction as a sync commits: `BATCH_ROWS`), with nothing
+//! read, parsed, looked up or checkpointed (the server checkpoints on another thread), and again with
 //! SQLite's own checkpoints in the writing thread, as the plain copy has them.
 //! Against the plain copy, the first is the ratio a sync would reach were all its
 //! other work free and on the other core (docs/performance.md, the warehouse sync's
@@ -144,7 +144,7 @@ fn writes_alone(rows: u64, checkpoints: bool) -> f64 {
     if !checkpoints {
         store.conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
     }
-    let rate = store.write_users(rows, 2000).expect("the store's writes");
+    let rate = store.write_users(rows, engage::cdi::BATCH_ROWS as u64).expect("the store's writes");
     drop(store);
     seed::remove_db(&path);
     rate

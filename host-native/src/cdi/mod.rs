@@ -16,8 +16,12 @@ use crate::ctx;
 use engage_core::store::Store;
 
 /// Rows per committed batch (at most [`READ_AHEAD`] more are read and parsed
-/// ahead of the one committing).
-pub const BATCH_ROWS: usize = 2000;
+/// ahead of the one committing). A batch's unit of work, change set and pages
+/// stay warm in the processor's caches: a sync of 1M new users through a server
+/// took 3.8 s in batches of 750 or 1,000 rows, 3.9-4.5 s of 1,500, 4.0-4.3 s of
+/// 2,000 and 4.4-4.5 s of 4,000, with CPU time following (2026-12-05, 3efec23,
+/// two alternated runs each).
+pub const BATCH_ROWS: usize = 1000;
 
 /// How long a source may take to answer a connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
