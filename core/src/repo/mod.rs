@@ -226,24 +226,29 @@ impl<'s, S: Store> Tx<'s, S> {
     /// profile's size ([`Profile::size_error`]), as its message.
     pub fn take_oversized(&mut self) -> Option<String> {
         let mut first = None;
-        for id in std::mem::take(&mut self.touched) {
+        // Emptied, not replaced: the list keeps its room for the next changes.
+        let mut touched = std::mem::take(&mut self.touched);
+        for id in touched.drain(..) {
             let Some(slot) = self.profiles.get_mut(&id) else { continue };
             slot.touched = false;
             if first.is_none() {
                 first = slot.doc.as_ref().and_then(Profile::size_error);
             }
         }
+        self.touched = touched;
         first
     }
 
     /// Forgets which profiles were changed (for a unit of work whose bounds were
     /// checked before: the queue applier's).
     pub fn untouch(&mut self) {
-        for id in std::mem::take(&mut self.touched) {
+        let mut touched = std::mem::take(&mut self.touched);
+        for id in touched.drain(..) {
             if let Some(slot) = self.profiles.get_mut(&id) {
                 slot.touched = false;
             }
         }
+        self.touched = touched;
     }
 }
 

@@ -109,10 +109,22 @@ impl<'s, S: Store> Tx<'s, S> {
     }
 
     fn refresh_overlay(&mut self) {
-        for id in std::mem::take(&mut self.stale) {
-            if let Some(slot) = self.profiles.get_mut(&id) {
-                slot.stale = false;
-            }
+        // Emptied, not replaced: the list keeps its room for the next changes (a new
+        // list for each row of a warehouse batch was an allocation and a free a row).
+        let mut stale = std::mem::take(&mut self.stale);
+        for id in stale.drain(..) {
+            // Only profiles whose identity differs from the stored one need to be in
+            // the overlay: the store's index finds the others.
+            let keys: Vec<(String, bool)> = match self.profiles.get_mut(&id) {
+                Some(slot) => {
+                    slot.stale = false;
+                    match &slot.doc {
+                        Some(p) if !slot.identity_unchanged() => index_entries(&self.ws, p).into_iter().collect(),
+                        _ => Vec::new(),
+                    }
+                }
+                None => Vec::new(),
+            };
             for (k, unique) in self.overlay_keys.remove(&id).unwrap_or_default() {
                 if unique {
                     if let Some(ids) = self.overlay_unique.get_mut(&k) {
@@ -128,14 +140,6 @@ impl<'s, S: Store> Tx<'s, S> {
                     }
                 }
             }
-            // Only profiles whose identity differs from the stored one need to be in
-            // the overlay: the store's index finds the others.
-            let keys: Vec<(String, bool)> = match self.profiles.get(&id) {
-                Some(slot @ Slot { doc: Some(p), .. }) if !slot.identity_unchanged() => {
-                    index_entries(&self.ws, p).into_iter().collect()
-                }
-                _ => Vec::new(),
-            };
             if keys.is_empty() {
                 continue;
             }
@@ -148,6 +152,7 @@ impl<'s, S: Store> Tx<'s, S> {
             }
             self.overlay_keys.insert(id, keys);
         }
+        self.stale = stale;
     }
 
     /// The one profile a unique identifier names, if any.
