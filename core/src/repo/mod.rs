@@ -174,10 +174,7 @@ impl<'s, S: Store> Tx<'s, S> {
     pub async fn delete_profile(&mut self, id: &ServiceId) -> Result<bool, StoreError> {
         self.load(id).await?;
         let Some(slot) = self.profiles.get_mut(id) else { return Ok(false) };
-        if !slot.stale {
-            slot.stale = true;
-            self.stale.push(id.clone());
-        }
+        list_once(&mut slot.stale, id, &mut self.stale);
         if slot.doc.is_none() {
             return Ok(false);
         }
@@ -226,26 +223,28 @@ impl<'s, S: Store> Tx<'s, S> {
     /// profile's size ([`Profile::size_error`]), as its message.
     pub fn take_oversized(&mut self) -> Option<String> {
         let mut first = None;
-        // Emptied, not replaced: the list keeps its room for the next changes.
-        let mut touched = std::mem::take(&mut self.touched);
-        for id in touched.drain(..) {
-            let Some(slot) = self.profiles.get_mut(&id) else { continue };
-            slot.touched = false;
+        self.untouch_each(|slot| {
             if first.is_none() {
                 first = slot.doc.as_ref().and_then(Profile::size_error);
             }
-        }
-        self.touched = touched;
+        });
         first
     }
 
     /// Forgets which profiles were changed (for a unit of work whose bounds were
     /// checked before: the queue applier's).
     pub fn untouch(&mut self) {
+        self.untouch_each(|_| {});
+    }
+
+    /// Unlists every touched profile, handing each one's slot to `visit`. The list
+    /// is emptied, not replaced: it keeps its room for the next changes.
+    fn untouch_each(&mut self, mut visit: impl FnMut(&Slot)) {
         let mut touched = std::mem::take(&mut self.touched);
         for id in touched.drain(..) {
             if let Some(slot) = self.profiles.get_mut(&id) {
                 slot.touched = false;
+                visit(slot);
             }
         }
         self.touched = touched;
@@ -254,12 +253,14 @@ impl<'s, S: Store> Tx<'s, S> {
 
 /// Lists profile `id` (its slot) as stale and touched, once each.
 fn mark(slot: &mut Slot, id: &ServiceId, stale: &mut Vec<ServiceId>, touched: &mut Vec<ServiceId>) {
-    if !slot.stale {
-        slot.stale = true;
-        stale.push(id.clone());
-    }
-    if !slot.touched {
-        slot.touched = true;
-        touched.push(id.clone());
+    list_once(&mut slot.stale, id, stale);
+    list_once(&mut slot.touched, id, touched);
+}
+
+/// Adds `id` to `list` unless its slot's `flag` says it is there already.
+fn list_once(flag: &mut bool, id: &ServiceId, list: &mut Vec<ServiceId>) {
+    if !*flag {
+        *flag = true;
+        list.push(id.clone());
     }
 }

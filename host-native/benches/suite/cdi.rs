@@ -7,8 +7,9 @@
 //! Beside them, the least a sync's commits could cost: the store's own writes of as
 //! many new users (a profile and an identifier entry each, 1 KiB pages as the
 //! server's, as many a transaction as a sync commits: `BATCH_ROWS`), with nothing
-//! read, parsed, looked up or checkpointed (the server checkpoints on another thread), and again with
-//! SQLite's own checkpoints in the writing thread, as the plain copy has them.
+//! read, parsed, looked up or checkpointed (the server checkpoints on another
+//! thread), and again with SQLite's own checkpoints in the writing thread, as the
+//! plain copy has them.
 //! Against the plain copy, the first is the ratio a sync would reach were all its
 //! other work free and on the other core (docs/performance.md, the warehouse sync's
 //! bound; first measured 2026-11-29, a6d8101).
