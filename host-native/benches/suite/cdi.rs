@@ -12,7 +12,10 @@
 //! plain copy has them.
 //! Against the plain copy, the first is the ratio a sync would reach were all its
 //! other work free and on the other core (docs/performance.md, the warehouse sync's
-//! bound; first measured 2026-11-29, a6d8101).
+//! bound; first measured 2026-11-29, a6d8101). And a bare two-thread sync: the
+//! table read sorted and its payloads parsed and encoded on one thread, the same
+//! writes on the other, which is the most a sync that reads and parses could
+//! reach against the writes alone.
 //!
 //! Sources: a SQLite file (made once under `target/bench`), and PostgreSQL when
 //! `ENGAGE_TEST_POSTGRES_URL` names a server (`source tests/postgres.sh &&
@@ -25,7 +28,7 @@ use futures_util::StreamExt;
 
 use crate::load::Outcome;
 use crate::server::Server;
-use crate::warehouse::{open_store, row, Writer};
+use crate::warehouse::{open_store, row, service_key, Writer};
 use crate::{seed, set_name, Row};
 
 /// The SQLite warehouse of `rows` rows (made once).
@@ -151,6 +154,72 @@ fn writes_alone(rows: u64, checkpoints: bool) -> f64 {
     rate
 }
 
+/// The least a sync that reads and parses could do on two threads: one reads the
+/// table sorted (as the plain copy does), parses each payload and encodes the new
+/// user's profile, 1,000 rows a batch, up to four batches ahead; the other writes
+/// them as the store's writes alone do (nothing looked up, no checkpoints). Rows
+/// per second from the query's start to the last commit: against the writes alone,
+/// the ratio a sync could reach with nothing of Engage's own between the two.
+fn bare_sync(source: &Path, rows: u64) -> f64 {
+    let path = seed::root().join("bare-sync-pipeline.db");
+    seed::remove_db(&path);
+    let store = open_store(&path, 1024, false).expect("the store's tables");
+    store.conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+    type Batch = Vec<(String, String, Vec<u8>)>;
+    let (send, batches) = std::sync::mpsc::sync_channel::<Batch>(4);
+    let started = Instant::now();
+    let reader = {
+        let source = source.to_path_buf();
+        std::thread::spawn(move || {
+            let src =
+                rusqlite::Connection::open_with_flags(&source, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+            let mut stmt =
+                src.prepare("SELECT UPDATED_AT, EXTERNAL_ID, PAYLOAD FROM USERS ORDER BY UPDATED_AT").unwrap();
+            let mut it = stmt.query([]).unwrap();
+            let (mut n, mut batch): (u64, Batch) = (0, Vec::with_capacity(engage::cdi::BATCH_ROWS));
+            while let Some(r) = it.next().unwrap() {
+                let (ts, id, payload): (String, String, String) =
+                    (r.get(0).unwrap(), r.get(1).unwrap(), r.get(2).unwrap());
+                let attrs: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&payload).unwrap();
+                let profile = serde_json::json!({
+                    "external_id": id, "created_at": ts, "custom_attributes": attrs, "updated_at": ts,
+                });
+                batch.push((service_key(n), format!("w\u{1f}x\u{1f}{id}"), serde_json::to_vec(&profile).unwrap()));
+                n += 1;
+                if batch.len() == engage::cdi::BATCH_ROWS {
+                    send.send(std::mem::replace(&mut batch, Vec::with_capacity(engage::cdi::BATCH_ROWS))).unwrap();
+                }
+            }
+            if !batch.is_empty() {
+                send.send(batch).unwrap();
+            }
+            n
+        })
+    };
+    let mut conn = store.conn;
+    for batch in batches {
+        let tx = conn.transaction().unwrap();
+        {
+            let mut doc =
+                tx.prepare_cached("INSERT INTO docs (tbl, key, version, value) VALUES (1, ?1, 1, ?2)").unwrap();
+            let mut ident = tx
+                .prepare_cached("INSERT INTO idents (tbl, key, version, value, at) VALUES (4, ?1, 1, ?2, ?3)")
+                .unwrap();
+            for (key, external, profile) in &batch {
+                doc.execute(rusqlite::params![key, profile]).unwrap();
+                ident.execute(rusqlite::params![external, key.as_bytes(), tx.last_insert_rowid()]).unwrap();
+            }
+        }
+        tx.commit().unwrap();
+    }
+    let n = reader.join().expect("the bare sync's reader");
+    let rate = n as f64 / started.elapsed().as_secs_f64();
+    assert_eq!(n, rows, "the bare sync read every row");
+    drop(conn);
+    seed::remove_db(&path);
+    rate
+}
+
 /// Syncs the table through `engage serve` (its runner, as a deployment runs it):
 /// rows per second from the job's start to its end, and the server's peak RSS.
 fn engage_sync(source: &str, table: &str, rows: u64) -> (f64, f64, f64) {
@@ -183,6 +252,8 @@ fn engage_sync(source: &str, table: &str, rows: u64) -> (f64, f64, f64) {
 pub fn phase(rows: u64) -> Vec<Row> {
     let mut out = Vec::new();
     let (alone, checkpointed) = (writes_alone(rows, false), writes_alone(rows, true));
+    let wh = sqlite_warehouse(rows);
+    let bare = bare_sync(&wh, rows);
     let mut report = |label: &str, copy: f64, (ours, rss, anon): (f64, f64, f64)| {
         let outcome =
             Outcome { sent: rows as usize, ok: rows as usize, rate: ours, latencies: vec![], first_failure: None };
@@ -196,16 +267,18 @@ pub fn phase(rows: u64) -> Vec<Row> {
             note: format!(
                 "achieved = rows/s; plain copy (Rust reader, rusqlite writer) {copy:.0} rows/s: ratio {:.2}; \
                  the store's writes alone {alone:.0} users/s: {:.2} of the plain copy, the sync {:.2} of them; \
-                 with their checkpoints {checkpointed:.0}: {:.2} of the plain copy",
+                 with their checkpoints {checkpointed:.0}: {:.2} of the plain copy; a bare two-thread sync \
+                 (sorted read, payloads parsed, profiles encoded, the same writes beside) {bare:.0} rows/s: {:.2} \
+                 of the writes alone",
                 ours / copy.max(1e-9),
                 alone / copy.max(1e-9),
                 ours / alone.max(1e-9),
-                checkpointed / copy.max(1e-9)
+                checkpointed / copy.max(1e-9),
+                bare / alone.max(1e-9)
             ),
         });
         eprintln!("{}", crate::line(out.last().unwrap()));
     };
-    let wh = sqlite_warehouse(rows);
     let copy = copy_sqlite(&wh, rows);
     let ours = engage_sync(&format!("sqlite:{}", wh.display()), "USERS", rows);
     report("SQLite", copy, ours);
