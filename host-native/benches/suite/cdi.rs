@@ -28,7 +28,7 @@ use futures_util::StreamExt;
 
 use crate::load::Outcome;
 use crate::server::Server;
-use crate::warehouse::{open_store, row, service_key, Writer};
+use crate::warehouse::{external_key_of, open_store, row, service_key, Writer};
 use crate::{seed, set_name, Row};
 
 /// The SQLite warehouse of `rows` rows (made once).
@@ -163,7 +163,7 @@ fn writes_alone(rows: u64, checkpoints: bool) -> f64 {
 fn bare_sync(source: &Path, rows: u64) -> f64 {
     let path = seed::root().join("bare-sync-pipeline.db");
     seed::remove_db(&path);
-    let store = open_store(&path, 1024, false).expect("the store's tables");
+    let mut store = open_store(&path, 1024, false).expect("the store's tables");
     store.conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
     type Batch = Vec<(String, String, Vec<u8>)>;
     let (send, batches) = std::sync::mpsc::sync_channel::<Batch>(4);
@@ -184,7 +184,7 @@ fn bare_sync(source: &Path, rows: u64) -> f64 {
                 let profile = serde_json::json!({
                     "external_id": id, "created_at": ts, "custom_attributes": attrs, "updated_at": ts,
                 });
-                batch.push((service_key(n), format!("w\u{1f}x\u{1f}{id}"), serde_json::to_vec(&profile).unwrap()));
+                batch.push((service_key(n), external_key_of(&id), serde_json::to_vec(&profile).unwrap()));
                 n += 1;
                 if batch.len() == engage::cdi::BATCH_ROWS {
                     send.send(std::mem::replace(&mut batch, Vec::with_capacity(engage::cdi::BATCH_ROWS))).unwrap();
@@ -196,26 +196,13 @@ fn bare_sync(source: &Path, rows: u64) -> f64 {
             n
         })
     };
-    let mut conn = store.conn;
     for batch in batches {
-        let tx = conn.transaction().unwrap();
-        {
-            let mut doc =
-                tx.prepare_cached("INSERT INTO docs (tbl, key, version, value) VALUES (1, ?1, 1, ?2)").unwrap();
-            let mut ident = tx
-                .prepare_cached("INSERT INTO idents (tbl, key, version, value, at) VALUES (4, ?1, 1, ?2, ?3)")
-                .unwrap();
-            for (key, external, profile) in &batch {
-                doc.execute(rusqlite::params![key, profile]).unwrap();
-                ident.execute(rusqlite::params![external, key.as_bytes(), tx.last_insert_rowid()]).unwrap();
-            }
-        }
-        tx.commit().unwrap();
+        store.write_batch(batch.into_iter()).expect("the bare sync's writes");
     }
     let n = reader.join().expect("the bare sync's reader");
     let rate = n as f64 / started.elapsed().as_secs_f64();
     assert_eq!(n, rows, "the bare sync read every row");
-    drop(conn);
+    drop(store);
     seed::remove_db(&path);
     rate
 }

@@ -85,7 +85,12 @@ pub fn service_key(n: u64) -> String {
 
 /// User `n`'s identifier entry key.
 pub fn external_key(n: u64) -> String {
-    format!("w\u{1f}x\u{1f}u{n}")
+    external_key_of(&format!("u{n}"))
+}
+
+/// The identifier entry key of external id `id`.
+pub fn external_key_of(id: &str) -> String {
+    format!("w\u{1f}x\u{1f}{id}")
 }
 
 /// A database with the store's two tables of documents, as [`open_store`] makes it.
@@ -124,20 +129,26 @@ impl Store {
     pub fn write_users(&mut self, users: u64, per_tx: u64) -> rusqlite::Result<f64> {
         let started = Instant::now();
         for first in (0..users).step_by(per_tx as usize) {
-            let tx = self.conn.transaction()?;
-            {
-                let mut doc = tx.prepare_cached("INSERT INTO docs (tbl, key, version, value) VALUES (1, ?1, 1, ?2)")?;
-                let mut ident =
-                    tx.prepare_cached("INSERT INTO idents (tbl, key, version, value, at) VALUES (4, ?1, 1, ?2, ?3)")?;
-                for n in first..(first + per_tx).min(users) {
-                    let key = service_key(n);
-                    doc.execute(params![key, profile(n)])?;
-                    let at = self.rowids.then(|| tx.last_insert_rowid());
-                    ident.execute(params![external_key(n), key.as_bytes(), at])?;
-                }
-            }
-            tx.commit()?;
+            let batch = (first..(first + per_tx).min(users)).map(|n| (service_key(n), external_key(n), profile(n)));
+            self.write_batch(batch)?;
         }
         Ok(users as f64 / started.elapsed().as_secs_f64())
+    }
+
+    /// Writes new users in one transaction, each a profile (profile key, document)
+    /// and then the identifier entry (key) naming it.
+    pub fn write_batch(&mut self, users: impl Iterator<Item = (String, String, Vec<u8>)>) -> rusqlite::Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut doc = tx.prepare_cached("INSERT INTO docs (tbl, key, version, value) VALUES (1, ?1, 1, ?2)")?;
+            let mut ident =
+                tx.prepare_cached("INSERT INTO idents (tbl, key, version, value, at) VALUES (4, ?1, 1, ?2, ?3)")?;
+            for (key, external, profile) in users {
+                doc.execute(params![key, profile])?;
+                let at = self.rowids.then(|| tx.last_insert_rowid());
+                ident.execute(params![external, key.as_bytes(), at])?;
+            }
+        }
+        tx.commit()
     }
 }
