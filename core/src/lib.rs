@@ -123,7 +123,7 @@ pub mod warehouse {
     pub use crate::cdi::integration::{Cursor, DataKind, Integration, JobStatus, Spec, Warehouse};
     pub use crate::cdi::job::{Job, RowError};
     pub use crate::cdi::manage::{create, delete, due, request_run, requested, rewind, update, withdraw, Update};
-    pub use crate::cdi::pipeline::{Pipeline, Released};
+    pub use crate::cdi::pipeline::Pipeline;
     pub use crate::cdi::position::Within;
     pub use crate::cdi::read::job_details;
     pub use crate::cdi::resume::Resume;
@@ -132,5 +132,4 @@ pub mod warehouse {
         begin, close_interrupted, commit_batch, finish, job, prepare_batch, reads_payload, BatchReport, Begun,
         PreparedBatch,
     };
-    pub use crate::repo::Retired;
 }

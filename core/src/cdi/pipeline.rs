@@ -16,7 +16,11 @@
 //! an operator changed the integration), what was built on it is dropped and the
 //! batches are committed the plain way ([`commit_prepared`]), in order; a batch that
 //! cannot be built (a row too large for its profile) is committed the plain way too,
-//! which sets that row aside.
+//! which sets that row aside. A landed batch (its rows and parsed objects) is freed
+//! here as it lands, on the building thread, as the profiles [`Tx::settle`] lets go
+//! of are: freed on a thread of their own, the building thread's next allocations
+//! came cold from the allocator's arenas, and 1M-row jobs through a server took
+//! longer (docs/performance.md).
 
 use std::cell::Cell;
 
@@ -27,7 +31,7 @@ use super::sync::{apply_batch, commit_prepared, fail_rows, Begun, PreparedBatch}
 use crate::ctx::Ctx;
 use crate::error::ApiError;
 use crate::ids::IdGen;
-use crate::repo::{Retired, Tx};
+use crate::repo::Tx;
 use crate::store::{start_commit, ChangeSet, CommitError, StartedCommit, Store, StoreError};
 
 /// A batch whose change set is built or being committed, kept to be committed again
@@ -43,16 +47,6 @@ impl InFlight {
     async fn redo<S: Store>(self, store: &S, begun: &Begun, ctx: Ctx) -> Result<(), ApiError> {
         commit_prepared(store, begun, self.after.as_ref(), self.batch, self.continues, ctx).await.map(|_| ())
     }
-}
-
-/// What building and landing batches let go of: the profiles the last batch's
-/// building released, and the batches whose commits landed (their rows and parsed
-/// objects). Only held: dropping it frees it, which a host with a spare thread does
-/// there (freeing a landed batch on the building thread was 2% of a sync's
-/// instructions, callgrind).
-pub struct Released {
-    _retired: Option<Retired>,
-    _landed: Vec<InFlight>,
 }
 
 /// A batch handed to the store: its commit started, its outcome not yet read.
@@ -74,26 +68,12 @@ pub struct Pipeline<'s, S: Store> {
     /// Built on `submitted` as if it had committed; handed to the store at the next push.
     built: Option<(ChangeSet, InFlight)>,
     count: u64,
-    /// What building the last batch let go of, and the batches landed since (see
-    /// [`Pipeline::take_released`]).
-    retired: Option<Retired>,
-    landed: Vec<InFlight>,
 }
 
 impl<'s, S: Store> Pipeline<'s, S> {
     /// A pipeline for job `begun`, whose rows are read after `start`.
     pub fn new(store: &'s S, begun: &'s Begun, start: Option<Cursor>) -> Pipeline<'s, S> {
-        Pipeline {
-            store,
-            begun,
-            cursor: start,
-            tx: None,
-            submitted: None,
-            built: None,
-            count: 0,
-            retired: None,
-            landed: Vec::new(),
-        }
+        Pipeline { store, begun, cursor: start, tx: None, submitted: None, built: None, count: 0 }
     }
 
     /// Builds `batch` (`continues`: the next row shares its last `UPDATED_AT`) while
@@ -118,12 +98,11 @@ impl<'s, S: Store> Pipeline<'s, S> {
             if tx.take_oversized().is_some() {
                 return Err(ApiError::bad("a row is too large for its profile"));
             }
-            Ok::<(ChangeSet, Retired), ApiError>(tx.settle_retiring()?)
+            Ok::<ChangeSet, ApiError>(tx.settle()?)
         }
         .await;
         match built {
-            Ok((changes, retired)) => {
-                self.retired = Some(retired);
+            Ok(changes) => {
                 self.built = Some((changes, InFlight { after, batch, continues }));
                 self.cursor = Some(to);
                 Ok(())
@@ -171,10 +150,7 @@ impl<'s, S: Store> Pipeline<'s, S> {
     /// false returned.
     async fn land(&mut self, earlier: Submitted<'s>, ctx: Ctx) -> Result<bool, ApiError> {
         match earlier.commit.await {
-            Ok(()) => {
-                self.landed.push(earlier.batch);
-                return Ok(true);
-            }
+            Ok(()) => return Ok(true),
             Err(CommitError::Conflict) => {}
             Err(CommitError::Store(e)) => return Err(e.into()),
         }
@@ -200,16 +176,6 @@ impl<'s, S: Store> Pipeline<'s, S> {
             f.redo(self.store, self.begun, ctx).await?;
         }
         Ok(false)
-    }
-
-    /// What building the last batch let go of (the profiles of the batch before it)
-    /// and the batches landed since, for the host to free on another thread; left
-    /// here, the first is freed at the next batch, the others with the pipeline.
-    pub fn take_released(&mut self) -> Option<Released> {
-        if self.retired.is_none() && self.landed.is_empty() {
-            return None;
-        }
-        Some(Released { _retired: self.retired.take(), _landed: std::mem::take(&mut self.landed) })
     }
 
     /// Counts rows that could not be read as failed, once the batch in flight has

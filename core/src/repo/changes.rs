@@ -11,7 +11,7 @@ use super::codec::encode;
 use super::index::{index_entries, Identity};
 use super::keys::profile_key;
 use super::slot::Slot;
-use super::{large, take_sized, Retired, Tx};
+use super::{large, Tx};
 use crate::ids::ServiceId;
 use crate::store::{next_version, ChangeSet, Expect, Op, Store, StoreError, Table};
 
@@ -27,14 +27,6 @@ impl<'s, S: Store> Tx<'s, S> {
     /// batch on top of one still being committed this way; should that commit fail,
     /// this unit of work is void and must be dropped.
     pub fn settle(&mut self) -> Result<ChangeSet, StoreError> {
-        Ok(self.settle_retiring()?.0)
-    }
-
-    /// [`Tx::settle`], handing back what it lets go of (the profiles the batch
-    /// before settled, and what is remembered of it) instead of freeing it, so a
-    /// caller with a spare thread frees it there: freeing a batch's profiles and
-    /// their attribute maps was a tenth of a warehouse sync's building thread (perf).
-    pub fn settle_retiring(&mut self) -> Result<(ChangeSet, Retired), StoreError> {
         let Changes { set: changes, large_now, moved } = self.changes()?;
         // Unique identifiers that changed owner: the store's index may not say so until
         // the commit lands, so they are remembered here (removed ones as absent).
@@ -59,7 +51,11 @@ impl<'s, S: Store> Tx<'s, S> {
                 }
             }
         }
-        let slots: Vec<(ServiceId, Slot)> = self.profiles.extract_if(|_, slot| !slot.dirty).collect();
+        // What the batch before settled is let go of here, on the building thread:
+        // freed on a thread of its own, the next batch's allocations came cold from
+        // the allocator's arenas, and a 1M-row warehouse sync took longer
+        // (docs/performance.md).
+        self.profiles.retain(|_, slot| slot.dirty);
         for (id, slot) in &mut self.profiles {
             slot.version = slot.doc.as_ref().map(|_| next_version(slot.version));
             slot.stored = slot.doc.as_ref().map(Identity::of);
@@ -78,17 +74,16 @@ impl<'s, S: Store> Tx<'s, S> {
             };
             d.dirty = false;
         }
-        let retired = Retired {
-            _slots: slots,
-            _unique_read: std::mem::replace(&mut self.unique_read, unique_read),
-            _settled: std::mem::replace(&mut self.settled, settled),
-            _overlay: std::mem::take(&mut self.overlay),
-            _overlay_unique: take_sized(&mut self.overlay_unique),
-            _overlay_keys: take_sized(&mut self.overlay_keys),
-        };
+        self.unique_read = unique_read;
+        self.settled = settled;
+        self.overlay.clear();
+        // Emptied in place: the next batch fills them about as far, without
+        // rehashing its keys as they grow.
+        self.overlay_unique.clear();
+        self.overlay_keys.clear();
         self.stale.clear();
         self.touched.clear();
-        Ok((changes, retired))
+        Ok(changes)
     }
 
     /// The change set, the profiles it stores large, and the index entries of the

@@ -75,23 +75,6 @@ pub struct Tx<'s, S: Store> {
     settled: BTreeMap<String, BTreeSet<ServiceId>>,
 }
 
-/// Takes `map`, leaving an empty one with room for as many entries: the next batch
-/// fills it about as far, without rehashing its keys as it grows.
-pub(super) fn take_sized<K, V>(map: &mut HashMap<K, V>) -> HashMap<K, V> {
-    let room = map.len();
-    std::mem::replace(map, HashMap::with_capacity(room))
-}
-
-/// What [`Tx::settle_retiring`] let go of, only held: dropping it frees it.
-pub struct Retired {
-    _slots: Vec<(ServiceId, Slot)>,
-    _unique_read: HashMap<String, Option<ServiceId>>,
-    _settled: BTreeMap<String, BTreeSet<ServiceId>>,
-    _overlay: BTreeMap<String, BTreeSet<ServiceId>>,
-    _overlay_unique: HashMap<String, Vec<ServiceId>>,
-    _overlay_keys: HashMap<ServiceId, Vec<(String, bool)>>,
-}
-
 struct DocSlot {
     /// `None`: never read (a blind write); `Some(v)`: the version read (`Some(None)`: absent).
     read: Option<Option<u64>>,

@@ -143,17 +143,12 @@ fn sync_from<S: Store + Sync>(
     // One thread reads and parses the source while this one commits the batches:
     // the source's query, parsing and the store's commit overlap.
     let (send, steps) = std::sync::mpsc::sync_channel::<Step>(READ_AHEAD);
-    // A third frees what each batch's building lets go of (the batch before's
-    // profiles) and the batches that landed, off the committing thread, which is the
-    // job's critical path.
-    let (retire, retired) = std::sync::mpsc::sync_channel::<warehouse::Released>(1);
     std::thread::scope(|scope| {
         let reader = scope.spawn(|| {
             let reading = Reading { columns: &columns, start: start.clone(), batch_rows };
             read_batches(store, begun, source, reading, send, clock)
         });
-        scope.spawn(move || retired.into_iter().for_each(drop));
-        let committed = commit_steps(store, begun, start.clone(), steps, retire, clock);
+        let committed = commit_steps(store, begun, start.clone(), steps, clock);
         // A commit that failed dropped the receiver: the reader stops at its next send.
         let read = reader.join().unwrap_or_else(|_| Err(SourceError::Read("the reading thread failed".into())));
         match (committed, read) {
@@ -170,7 +165,6 @@ fn commit_steps<S: Store>(
     begun: &Begun,
     cursor: Option<Cursor>,
     steps: std::sync::mpsc::Receiver<Step>,
-    retire: std::sync::mpsc::SyncSender<warehouse::Released>,
     clock: Clock<'_>,
 ) -> Result<(), String> {
     let mut pipeline = warehouse::Pipeline::new(store, begun, cursor);
@@ -181,10 +175,6 @@ fn commit_steps<S: Store>(
             Step::Batch(batch, continues) => {
                 pollster::block_on(pipeline.push(batch, continues, clock()))
                     .map_err(|e| format!("committing a batch failed: {e:?}"))?;
-                // Should the freeing thread be gone, this one frees it.
-                if let Some(r) = pipeline.take_released() {
-                    let _ = retire.send(r);
-                }
             }
         }
     }
