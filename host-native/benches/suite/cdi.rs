@@ -156,7 +156,7 @@ fn writes_alone(rows: u64, checkpoints: bool) -> f64 {
 
 /// The least a sync that reads and parses could do on two threads: one reads the
 /// table sorted (as the plain copy does), parses each payload and encodes the new
-/// user's profile, 1,000 rows a batch, up to four batches ahead; the other writes
+/// user's profile, `BATCH_ROWS` rows a batch, up to four batches ahead; the other writes
 /// them as the store's writes alone do (nothing looked up, no checkpoints). Rows
 /// per second from the query's start to the last commit: against the writes alone,
 /// the ratio a sync could reach with nothing of Engage's own between the two.

@@ -100,18 +100,24 @@ async fn events_purchases_and_deletes() {
 async fn rows_sharing_a_timestamp_across_a_batch_boundary_are_synced_once() {
     let api = Api::new().await;
     let wh = Warehouse::new(&[("USERS_SYNC", true)]);
-    // A batch holds 1,000 rows: 995 rows, then 20 sharing one timestamp across the
-    // 1,000th, then more.
+    // The native host's batch holds 750 rows: 745 rows, then 20 sharing one timestamp
+    // across the 750th, 730 more, 20 sharing another across the 1,500th, then more.
     let mut rows: Vec<(String, String)> = Vec::new();
-    for n in 0..995 {
-        rows.push((format!("2024-05-01T00:{:02}:{:02}Z", n / 60, n % 60), format!("a{n}")));
-    }
-    for n in 0..20 {
-        rows.push(("2024-05-02T00:00:00Z".to_string(), format!("b{n}")));
-    }
-    for n in 0..5 {
-        rows.push((format!("2024-05-03T00:00:0{n}Z"), format!("c{n}")));
-    }
+    let distinct = |rows: &mut Vec<(String, String)>, day: u32, prefix: &str, count: u32| {
+        for n in 0..count {
+            rows.push((format!("2024-05-{day:02}T00:{:02}:{:02}Z", n / 60, n % 60), format!("{prefix}{n}")));
+        }
+    };
+    let shared = |rows: &mut Vec<(String, String)>, day: u32, prefix: &str| {
+        for n in 0..20 {
+            rows.push((format!("2024-05-{day:02}T00:00:00Z"), format!("{prefix}{n}")));
+        }
+    };
+    distinct(&mut rows, 1, "a", 745);
+    shared(&mut rows, 2, "b");
+    distinct(&mut rows, 3, "c", 730);
+    shared(&mut rows, 4, "d");
+    distinct(&mut rows, 5, "e", 5);
     let tx = wh.conn.unchecked_transaction().expect("tx");
     for (at, x) in &rows {
         tx.execute("INSERT INTO USERS_SYNC (UPDATED_AT, EXTERNAL_ID, PAYLOAD) VALUES (?1, ?2, '{\"n\": 1}')", [at, x])
@@ -120,8 +126,8 @@ async fn rows_sharing_a_timestamp_across_a_batch_boundary_are_synced_once() {
     tx.commit().expect("commit");
     let id = api.integration("many", &wh.source(), "USERS_SYNC", "users").await;
     let Some(job) = api.sync(&id).await else { return };
-    assert_eq!((&job["job_status"], &job["rows_synced"]), (&json!("success"), &json!(1020)));
-    for x in ["a0", "a994", "b0", "b19", "c4"] {
+    assert_eq!((&job["job_status"], &job["rows_synced"]), (&json!("success"), &json!(1520)));
+    for x in ["a0", "a744", "b0", "b19", "c0", "c729", "d0", "d19", "e4"] {
         assert_eq!(api.user(x).await["custom_attributes"], json!({"n": 1}), "{x}");
     }
     assert_eq!(api.sync(&id).await.expect("native")["rows_synced"], 0, "nothing twice");
