@@ -156,7 +156,7 @@ fn writes_alone(rows: u64, checkpoints: bool) -> f64 {
 
 /// The least a sync that reads and parses could do on two threads: one reads the
 /// table sorted (as the plain copy does), parses each payload and encodes the new
-/// user's profile, `BATCH_ROWS` rows a batch, up to four batches ahead; the other writes
+/// user's profile, `BATCH_ROWS` rows a batch, up to `READ_AHEAD` batches ahead; the other writes
 /// them as the store's writes alone do (nothing looked up, no checkpoints). Rows
 /// per second from the query's start to the last commit: against the writes alone,
 /// the ratio a sync could reach with nothing of Engage's own between the two.
@@ -166,7 +166,7 @@ fn bare_sync(source: &Path, rows: u64) -> f64 {
     let mut store = open_store(&path, 1024, false).expect("the store's tables");
     store.conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
     type Batch = Vec<(String, String, Vec<u8>)>;
-    let (send, batches) = std::sync::mpsc::sync_channel::<Batch>(4);
+    let (send, batches) = std::sync::mpsc::sync_channel::<Batch>(engage::cdi::READ_AHEAD);
     let started = Instant::now();
     let reader = {
         let source = source.to_path_buf();

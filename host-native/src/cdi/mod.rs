@@ -129,7 +129,7 @@ enum Step {
 }
 
 /// Batches read and parsed ahead of the one committing.
-const READ_AHEAD: usize = 4;
+pub const READ_AHEAD: usize = 4;
 
 /// Syncs the rows of `source` after the integration's cursor, `batch_rows` a batch.
 fn sync_from<S: Store + Sync>(
