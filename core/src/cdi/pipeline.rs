@@ -16,11 +16,14 @@
 //! an operator changed the integration), what was built on it is dropped and the
 //! batches are committed the plain way ([`commit_prepared`]), in order; a batch that
 //! cannot be built (a row too large for its profile) is committed the plain way too,
-//! which sets that row aside. A landed batch (its rows and parsed objects) is freed
-//! here as it lands, on the building thread, as the profiles [`Tx::settle`] lets go
-//! of are: freed on a thread of their own, the building thread's next allocations
-//! came cold from the allocator's arenas, and 1M-row jobs through a server took
-//! longer (docs/performance.md).
+//! which sets that row aside. After a batch that found none of its users in the
+//! store, the next take theirs as new without looking them up, checked at commit
+//! ([`Tx::assume_new`]; docs/decisions/cdi.md#cdi-new-users-unread); a commit that
+//! conflicts turns the lookups back on. A landed batch (its rows and parsed
+//! objects) is freed here as it lands, on the building thread, as the profiles
+//! [`Tx::settle`] lets go of are: freed on a thread of their own, the building
+//! thread's next allocations came cold from the allocator's arenas, and 1M-row
+//! jobs through a server took longer (docs/performance.md).
 
 use std::cell::Cell;
 
@@ -68,12 +71,16 @@ pub struct Pipeline<'s, S: Store> {
     /// Built on `submitted` as if it had committed; handed to the store at the next push.
     built: Option<(ChangeSet, InFlight)>,
     count: u64,
+    /// Whether the next batch takes the users it names as new without looking them
+    /// up ([`Tx::assume_new`]): after a batch that found none of its users in the
+    /// store, until a commit conflicts.
+    assume_new: bool,
 }
 
 impl<'s, S: Store> Pipeline<'s, S> {
     /// A pipeline for job `begun`, whose rows are read after `start`.
     pub fn new(store: &'s S, begun: &'s Begun, start: Option<Cursor>) -> Pipeline<'s, S> {
-        Pipeline { store, begun, cursor: start, tx: None, submitted: None, built: None, count: 0 }
+        Pipeline { store, begun, cursor: start, tx: None, submitted: None, built: None, count: 0, assume_new: false }
     }
 
     /// Builds `batch` (`continues`: the next row shares its last `UPDATED_AT`) while
@@ -91,6 +98,7 @@ impl<'s, S: Store> Pipeline<'s, S> {
         self.count += 1;
         let mut ids = IdGen::new(begun.batch_seed(ctx.seed, &format!("pipeline {}", self.count)));
         let tx = self.tx.get_or_insert_with(|| Tx::new(store, begun.integration.workspace.clone()));
+        tx.assume_new(self.assume_new);
         let oversized = Cell::new(None);
         let built = async {
             let (rows, prepared) = (&batch.rows, &batch.prepared);
@@ -101,6 +109,10 @@ impl<'s, S: Store> Pipeline<'s, S> {
             Ok::<ChangeSet, ApiError>(tx.settle()?)
         }
         .await;
+        // A batch whose every user was looked up and none found: the next is taken as
+        // new users too (a first import), with no lookups.
+        let (looked_up, found) = tx.take_lookups();
+        self.assume_new |= looked_up > 0 && found == 0;
         match built {
             Ok(changes) => {
                 self.built = Some((changes, InFlight { after, batch, continues }));
@@ -155,6 +167,8 @@ impl<'s, S: Store> Pipeline<'s, S> {
             Err(CommitError::Store(e)) => return Err(e.into()),
         }
         self.tx = None;
+        // Perhaps a user taken as new was not: users are looked up again.
+        self.assume_new = false;
         let mut redo = vec![earlier.batch];
         // Its outcome is read before anything is committed again, so no plain commit
         // can overtake it on a store that commits on several connections.

@@ -160,6 +160,43 @@ fn a_pipelined_job_applies_each_row_once_whatever_happens_between_its_batches() 
 }
 
 #[test]
+fn batches_that_take_their_users_as_new_are_committed_again_with_lookups_when_one_is_not() {
+    let kit = Kit::new();
+    for old in ["old1", "old2"] {
+        let (status, body) = kit.post("/users/track/sync", json!({"attributes": [{"external_id": old, "a": 0}]}));
+        assert_eq!(status, 201, "{body}");
+    }
+    let store = kit.engine().store();
+    let (i, begun) = users_job(&kit);
+    let mut pipeline = Pipeline::new(store, &begun, None);
+    let mut push = |rows: Vec<Row>| push_rows(&kit, &i, &mut pipeline, rows);
+    // None of these users exists: the next batch takes its users as new, unread.
+    push(vec![row(1000, "u1", r#"{"a":1}"#), row(1001, "u2", r#"{"a":2}"#)]);
+    // old1 exists: this batch's commit conflicts, and it goes again with lookups (as
+    // do the batches after it until that conflict is seen, two pushes on).
+    push(vec![row(2000, "old1", r#"{"b":1}"#), row(2001, "u3", r#"{"a":3}"#)]);
+    push(vec![row(3000, "u4", r#"{"a":4}"#)]);
+    push(vec![row(4000, "u5", r#"{"a":5}"#)]);
+    // Looked up, none found: the next batch takes its users as new again, and an
+    // update of existing users only is not skipped for that.
+    push(vec![row(5000, "u6", r#"{"a":6}"#)]);
+    push(vec![row(6000, "old2", r#"{"_update_existing_only":true,"b":2}"#), row(6001, "u7", r#"{"a":7}"#)]);
+    push(vec![row(7000, "nobody", r#"{"_update_existing_only":true,"b":3}"#)]);
+    pollster::block_on(pipeline.flush(kit.ctx())).unwrap();
+    let job = pollster::block_on(finish(store, &begun, None, kit.ctx())).unwrap();
+    assert_eq!((job.rows_synced, job.rows_failed, job.status), (10, 0, JobStatus::Success), "{job:?}");
+    assert_eq!(kit.user("old1")["custom_attributes"], json!({"a": 0, "b": 1}));
+    assert_eq!(kit.user("old2")["custom_attributes"], json!({"a": 0, "b": 2}));
+    for (n, id) in ["u1", "u2", "u3", "u4", "u5", "u6", "u7"].into_iter().enumerate() {
+        assert_eq!(kit.user(id)["custom_attributes"], json!({"a": n + 1}), "{id}");
+    }
+    assert_eq!(kit.user("nobody"), Value::Null);
+    let prefix = crate::repo::keys::workspace_prefix(&i.workspace);
+    let profiles = pollster::block_on(store.scan(crate::store::Table::Profile, &prefix, 100)).unwrap();
+    assert_eq!(profiles.len(), 9, "one profile a user, none made twice");
+}
+
+#[test]
 fn a_batch_built_on_one_whose_commit_failed_never_commits_even_when_its_versions_line_up() {
     use crate::store::{ChangeSet, Expect, Op, Store, Table};
     let kit = Kit::new();

@@ -83,6 +83,7 @@ impl<'s, S: Store> Tx<'s, S> {
         self.overlay_keys.clear();
         self.stale.clear();
         self.touched.clear();
+        self.assumed.clear();
         Ok(changes)
     }
 
@@ -187,6 +188,30 @@ impl<'s, S: Store> Tx<'s, S> {
             Op::Delete { table: Table::Ident | Table::LargeProfile, .. } => 0,
             _ => 1,
         });
+        // A unique identifier taken as absent without a read ([`Tx::assume_new`]) is
+        // expected absent at commit, as the store held it before this change set: by
+        // the write of its entry when that is the set's only operation on it, or else
+        // by a check ahead of everything (a delete of nothing that expects nothing
+        // there). A profile that held it, read by another identifier, would
+        // otherwise delete its entry first and let that write through.
+        if !self.assumed.is_empty() {
+            let mut only_written: HashMap<&str, bool> = HashMap::with_capacity(self.assumed.len());
+            for op in &ops {
+                if let Op::Put { table: Table::Ident, key, expect, .. }
+                | Op::Delete { table: Table::Ident, key, expect } = op
+                {
+                    let alone = matches!(op, Op::Put { .. }) && *expect == Expect::Absent;
+                    only_written.entry(key.as_str()).and_modify(|o| *o = false).or_insert(alone);
+                }
+            }
+            let checks: Vec<Op> = self
+                .assumed
+                .iter()
+                .filter(|k| only_written.get(k.as_str()) != Some(&true))
+                .map(|k| Op::Delete { table: Table::Ident, key: k.clone(), expect: Expect::Absent })
+                .collect();
+            ops.splice(0..0, checks);
+        }
         Ok(Changes { set: ChangeSet { ops, ack: None }, large_now, moved })
     }
 }

@@ -73,6 +73,15 @@ pub struct Tx<'s, S: Store> {
     /// nothing: `resolve` checks every candidate against the profile itself). Unique
     /// entries that changed are in `unique_read`.
     settled: BTreeMap<String, BTreeSet<ServiceId>>,
+    /// Whether [`Tx::prefetch`] takes unique identifiers it does not know as absent
+    /// from the store, without reading them ([`Tx::assume_new`]).
+    assume_new: bool,
+    /// The unique identifiers taken as absent that way: the change set checks each
+    /// ([`Tx::settle`]), so a wrong guess is a conflict, never a second profile.
+    assumed: Vec<String>,
+    /// Unique identifiers [`Tx::prefetch`] read from the store, and how many of
+    /// them it found, since [`Tx::take_lookups`].
+    lookups: (usize, usize),
 }
 
 struct DocSlot {
@@ -97,7 +106,27 @@ impl<'s, S: Store> Tx<'s, S> {
             touched: Vec::new(),
             unique_read: HashMap::new(),
             settled: BTreeMap::new(),
+            assume_new: false,
+            assumed: Vec::new(),
+            lookups: (0, 0),
         }
+    }
+
+    /// From now on, takes the unique identifiers (external ids, aliases) that
+    /// [`Tx::prefetch`] is asked about, and that this unit of work does not know, as
+    /// absent from the store without reading them: for a warehouse sync whose last
+    /// batch found none of its users, the next most likely holds new users too.
+    /// Nothing is taken on trust: each such identifier is expected absent at commit
+    /// (by the write of its entry, or by a check of its own), so a wrong guess fails
+    /// the commit as a conflict and the work is done again with reads.
+    pub fn assume_new(&mut self, on: bool) {
+        self.assume_new = on;
+    }
+
+    /// The unique identifiers [`Tx::prefetch`] read from the store since the last
+    /// call, and how many of them the store held.
+    pub fn take_lookups(&mut self) -> (usize, usize) {
+        std::mem::take(&mut self.lookups)
     }
 
     /// The workspace.

@@ -79,8 +79,17 @@ impl<'s, S: Store> Tx<'s, S> {
             .collect();
         keys.sort();
         keys.dedup();
-        let profiles = &self.profiles;
-        let found = self.store.get_named(&keys, |id| profiles.contains_key(id)).await?;
+        let found = if self.assume_new {
+            // Checked at commit instead ([`Tx::assume_new`]).
+            self.assumed.extend(keys.iter().cloned());
+            keys.iter().map(|_| None).collect()
+        } else {
+            let profiles = &self.profiles;
+            let found = self.store.get_named(&keys, |id| profiles.contains_key(id)).await?;
+            self.lookups.0 += keys.len();
+            self.lookups.1 += found.iter().filter(|f| f.is_some()).count();
+            found
+        };
         for (key, found) in keys.iter().zip(found) {
             let Some((entry, profile)) = found else {
                 self.unique_read.insert(key.clone(), None);

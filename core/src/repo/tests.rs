@@ -69,3 +69,56 @@ fn identifiers_changed_after_a_lookup_are_found_by_their_new_value_only() {
     assert!(block_on(tx.delete_profile(&id)).unwrap());
     assert!(block_on(tx.resolve(&external("last"))).unwrap().is_empty(), "a deleted profile is found by nothing");
 }
+
+#[test]
+fn identifiers_taken_as_new_without_a_read_are_checked_at_commit() {
+    use crate::store::{CommitError, Expect, Op, Store, Table};
+
+    let store = MemoryStore::new();
+    let ws = WorkspaceName::parse("w").unwrap();
+    let mut setup = Tx::new(&store, ws.clone());
+    let held = user(&mut setup, "s1", "held");
+    block_on(store.commit(setup.into_changes().unwrap())).unwrap();
+    let assuming = || {
+        let mut tx = Tx::new(&store, ws.clone());
+        tx.assume_new(true);
+        tx
+    };
+
+    // Taken as absent, not read: a second profile for a stored identifier is refused.
+    let mut tx = assuming();
+    block_on(tx.prefetch(&[external("held"), external("fresh")])).unwrap();
+    assert_eq!(tx.take_lookups(), (0, 0), "nothing was read");
+    assert!(block_on(tx.resolve(&external("held"))).unwrap().is_empty());
+    user(&mut tx, "s2", "held");
+    assert_eq!(block_on(store.commit(tx.into_changes().unwrap())), Err(CommitError::Conflict));
+
+    // Taken as absent and not written (an update of existing users only, a delete):
+    // checked all the same.
+    let mut tx = assuming();
+    block_on(tx.prefetch(&[external("held")])).unwrap();
+    let set = tx.into_changes().unwrap();
+    let key = super::keys::external_key(&ws, &ExternalId::parse("held").unwrap());
+    assert_eq!(set.ops, vec![Op::Delete { table: Table::Ident, key, expect: Expect::Absent }]);
+    assert_eq!(block_on(store.commit(set)), Err(CommitError::Conflict));
+
+    // A profile read by its service id gives up an identifier taken as absent while a
+    // new profile claims it: the check comes before that entry's removal.
+    let mut tx = assuming();
+    block_on(tx.prefetch(&[external("held"), Identifier::Service(held.clone())])).unwrap();
+    user(&mut tx, "s3", "held");
+    block_on(tx.profile_mut(&held)).unwrap().unwrap().external_id = ExternalId::parse("renamed");
+    assert_eq!(block_on(store.commit(tx.into_changes().unwrap())), Err(CommitError::Conflict));
+
+    // Not assuming: read, found, counted; and a new identifier is written with no check.
+    let mut tx = Tx::new(&store, ws.clone());
+    block_on(tx.prefetch(&[external("held"), external("fresh")])).unwrap();
+    assert_eq!(tx.take_lookups(), (2, 1));
+    assert_eq!(block_on(tx.resolve(&external("held"))).unwrap(), vec![held.clone()]);
+    let mut tx = assuming();
+    block_on(tx.prefetch(&[external("fresh")])).unwrap();
+    user(&mut tx, "s4", "fresh");
+    let set = tx.into_changes().unwrap();
+    assert!(set.ops.iter().all(|op| matches!(op, Op::Put { expect: Expect::Absent, .. })), "{:?}", set.ops);
+    block_on(store.commit(set)).unwrap();
+}

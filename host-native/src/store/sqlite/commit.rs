@@ -168,10 +168,22 @@ impl Shared {
         let mut outcomes: Vec<Result<Vec<Option<i64>>, CommitError>> = Vec::with_capacity(sets.len());
         {
             let mut st = Held::new(&tx);
-            for set in &sets {
+            if let [set] = sets.as_slice() {
+                // A set alone needs no savepoint: should it fail, the whole transaction
+                // rolls back (`tx` dropped below). Its savepoint's statements and
+                // sub-journal were 1.5% of a warehouse sync's committing thread
+                // (callgrind), where every batch commits alone.
                 debug_assert!(set.ack.is_none(), "queue acknowledgements commit alone");
-                outcomes.push(self.commit_one(&mut st, set));
+                outcomes.push(self.apply_ops(&mut st, &set.ops));
+            } else {
+                for set in &sets {
+                    debug_assert!(set.ack.is_none(), "queue acknowledgements commit alone");
+                    outcomes.push(self.commit_one(&mut st, set));
+                }
             }
+        }
+        if let [Err(e)] = outcomes.as_slice() {
+            return vec![Err(e.clone())];
         }
         if let Err(e) = tx.commit() {
             return all(CommitError::Store(err(e)));
@@ -369,16 +381,54 @@ mod rowid_hints {
         .unwrap()
     }
 
-    #[test]
-    fn a_group_commits_each_set_whole_or_not_at_all() {
-        use engage_core::store::{ChangeSet, CommitError};
-
-        let (dir, _) = db();
+    /// A store's shared state on a new database in `dir`, with no queue or cache.
+    fn shared(dir: &tempfile::TempDir) -> Shared {
         let conn = open(&dir.path().join("t.db"), MAIN_PAGE_SIZE).unwrap();
         let writer =
             super::super::shared::Writer { conn, applied_not_synced: None, last_sync: std::time::Instant::now() };
-        let shared = Shared { writer: std::sync::Mutex::new(writer), queue: None, cache: None };
-        let set = |ops: Vec<Op>| ChangeSet { ops, ack: None };
+        Shared { writer: std::sync::Mutex::new(writer), queue: None, cache: None }
+    }
+
+    fn set(ops: Vec<Op>) -> engage_core::store::ChangeSet {
+        engage_core::store::ChangeSet { ops, ack: None }
+    }
+
+    fn profiles_named(c: &Connection, key: &str) -> i64 {
+        c.query_row("SELECT count(*) FROM docs WHERE tbl = ?1 AND key = ?2", params![Table::Profile.id(), key], |r| {
+            r.get(0)
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_set_committed_alone_is_whole_or_not_at_all() {
+        use engage_core::store::CommitError;
+
+        let (dir, _) = db();
+        let shared = shared(&dir);
+        assert_eq!(shared.commit_group(vec![set(vec![put("a", "a1", Expect::Absent)])]), vec![Ok(())]);
+        // Its first write would succeed; its second is refused, so neither is kept.
+        let refused = set(vec![put("b", "b1", Expect::Absent), put("a", "a2", Expect::Version(7))]);
+        assert_eq!(shared.commit_group(vec![refused]), vec![Err(CommitError::Conflict)]);
+        {
+            let w = shared.writer.lock().unwrap();
+            assert_eq!(profiles_named(&w.conn, "b"), 0, "the refused set left nothing behind");
+            assert_eq!(value(&w.conn, "a"), (1, "a1".into()));
+        }
+        // The writer's connection is out of the rolled-back transaction: the next set commits.
+        let next = set(vec![put("b", "b1", Expect::Absent), put("a", "a2", Expect::Version(1))]);
+        assert_eq!(shared.commit_group(vec![next]), vec![Ok(())]);
+        let w = shared.writer.lock().unwrap();
+        assert_eq!(value(&w.conn, "a"), (2, "a2".into()));
+        assert_eq!(value(&w.conn, "b"), (1, "b1".into()));
+    }
+
+    #[test]
+    fn a_group_commits_each_set_whole_or_not_at_all() {
+        use engage_core::store::CommitError;
+
+        let (dir, _) = db();
+        let shared = shared(&dir);
         let sets = [
             set(vec![put("a", "a1", Expect::Absent), put("b", "b1", Expect::Absent)]),
             // Its second write expects what the first set of the group has just changed.
@@ -390,11 +440,7 @@ mod rowid_hints {
         assert_eq!(value(&w.conn, "a"), (2, "a2".into()));
         assert_eq!(value(&w.conn, "b"), (1, "b1".into()));
         assert_eq!(value(&w.conn, "d"), (1, "d1".into()));
-        let c: i64 = w
-            .conn
-            .query_row("SELECT count(*) FROM docs WHERE tbl = ?1 AND key = 'c'", [Table::Profile.id()], |r| r.get(0))
-            .unwrap();
-        assert_eq!(c, 0, "the refused set left nothing behind");
+        assert_eq!(profiles_named(&w.conn, "c"), 0, "the refused set left nothing behind");
     }
 
     #[test]
