@@ -1,6 +1,6 @@
 //! Syncs from a SQLite table: good, changed and broken rows; incremental runs;
 //! events, purchases and deletes; rows sharing a timestamp across a batch boundary;
-//! `config_error`.
+//! users that exist after batches of new ones; `config_error`.
 
 use engage_tests::Api;
 use serde_json::json;
@@ -131,6 +131,66 @@ async fn rows_sharing_a_timestamp_across_a_batch_boundary_are_synced_once() {
         assert_eq!(api.user(x).await["custom_attributes"], json!({"n": 1}), "{x}");
     }
     assert_eq!(api.sync(&id).await.expect("native")["rows_synced"], 0, "nothing twice");
+}
+
+#[tokio::test]
+async fn users_that_exist_are_updated_and_deleted_after_batches_of_new_ones() {
+    let api = Api::new().await;
+    for old in ["old1", "old2", "old3"] {
+        let reply = api.post("/users/track/sync", json!({"attributes": [{"external_id": old, "a": 0}]})).await;
+        assert_eq!(reply.status, 201, "{}", reply.body);
+    }
+    let wh = Warehouse::new(&[("USERS_SYNC", true), ("DELETES", false)]);
+    // The native host's batch holds 750 rows. The first batch's users are all new, so
+    // the next batches take theirs as new without looking them up; old1's batch must
+    // still update old1, and so must old2's (an update of existing users only), once
+    // batches of new users have again been found new.
+    let batch = |n: u32, first: Option<(&str, &str)>| -> Vec<(String, String, String)> {
+        let mut rows = Vec::new();
+        if let Some((x, payload)) = first {
+            rows.push((format!("2024-06-{n:02}T00:00:00Z"), x.to_string(), payload.to_string()));
+        }
+        for k in rows.len() as u32..750 {
+            let at = format!("2024-06-{n:02}T{:02}:{:02}:{:02}Z", k / 3600, k / 60 % 60, k % 60);
+            rows.push((at, format!("n{n}-{k}"), format!("{{\"n\": {n}}}")));
+        }
+        rows
+    };
+    let mut rows = batch(1, None);
+    rows.extend(batch(2, Some(("old1", r#"{"b": 1}"#))));
+    for n in 3..=5 {
+        rows.extend(batch(n, None));
+    }
+    rows.extend(batch(6, Some(("old2", r#"{"_update_existing_only": true, "b": 2}"#))));
+    rows.extend(batch(7, Some(("nobody", r#"{"_update_existing_only": true, "b": 3}"#))));
+    let tx = wh.conn.unchecked_transaction().expect("tx");
+    for (at, x, payload) in &rows {
+        tx.execute("INSERT INTO USERS_SYNC (UPDATED_AT, EXTERNAL_ID, PAYLOAD) VALUES (?1, ?2, ?3)", [at, x, payload])
+            .expect("row");
+    }
+    // Deletes: 750 users that do not exist, then old3 among 749 more.
+    for k in 0..1500 {
+        let x = if k == 750 { "old3".to_string() } else { format!("gone{k}") };
+        let at = format!("2024-07-01T{:02}:{:02}:{:02}Z", k / 3600, k / 60 % 60, k % 60);
+        tx.execute("INSERT INTO DELETES (UPDATED_AT, EXTERNAL_ID) VALUES (?1, ?2)", [&at, &x]).expect("row");
+    }
+    tx.commit().expect("commit");
+
+    let id = api.integration("mixed", &wh.source(), "USERS_SYNC", "users").await;
+    let Some(job) = api.sync(&id).await else { return };
+    assert_eq!((&job["job_status"], &job["rows_synced"]), (&json!("success"), &json!(5250)), "{job}");
+    assert_eq!(api.user("old1").await["custom_attributes"], json!({"a": 0, "b": 1}));
+    assert_eq!(api.user("old2").await["custom_attributes"], json!({"a": 0, "b": 2}));
+    assert!(api.user("nobody").await.is_null(), "an update of existing users only makes no one");
+    for x in ["n1-0", "n2-1", "n5-749", "n6-1", "n7-749"] {
+        assert_eq!(api.user(x).await["custom_attributes"]["n"], json!(x[1..2].parse::<u32>().unwrap()), "{x}");
+    }
+
+    let deletes = api.integration("deletes", &wh.source(), "DELETES", "deletes").await;
+    let job = api.sync(&deletes).await.expect("native");
+    assert_eq!((&job["job_status"], &job["rows_synced"]), (&json!("success"), &json!(1500)), "{job}");
+    assert!(api.user("old3").await.is_null(), "old3 is deleted");
+    assert_eq!(api.user("old1").await["custom_attributes"]["a"], 0, "the others stay");
 }
 
 #[tokio::test]
