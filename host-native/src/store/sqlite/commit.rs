@@ -168,18 +168,16 @@ impl Shared {
         let mut outcomes: Vec<Result<Vec<Option<i64>>, CommitError>> = Vec::with_capacity(sets.len());
         {
             let mut st = Held::new(&tx);
-            if let [set] = sets.as_slice() {
+            for set in &sets {
+                debug_assert!(set.ack.is_none(), "queue acknowledgements commit alone");
                 // A set alone needs no savepoint: should it fail, the whole transaction
                 // rolls back (`tx` dropped below). Its savepoint's statements and
                 // sub-journal were 1.5% of a warehouse sync's committing thread
                 // (callgrind), where every batch commits alone.
-                debug_assert!(set.ack.is_none(), "queue acknowledgements commit alone");
-                outcomes.push(self.apply_ops(&mut st, &set.ops));
-            } else {
-                for set in &sets {
-                    debug_assert!(set.ack.is_none(), "queue acknowledgements commit alone");
-                    outcomes.push(self.commit_one(&mut st, set));
-                }
+                outcomes.push(match sets.len() {
+                    1 => self.apply_ops(&mut st, &set.ops),
+                    _ => self.commit_one(&mut st, set),
+                });
             }
         }
         if let [Err(e)] = outcomes.as_slice() {
